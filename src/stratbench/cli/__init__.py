@@ -1,0 +1,1 @@
+"""The `stratbench` command line: parses flags, calls the library, prints results."""

@@ -1,0 +1,59 @@
+"""Terminal output: progress bars on a terminal (quiet in CI or with --quiet), summary tables."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Any, Iterator, Mapping
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def interactive(quiet: bool) -> bool:
+    return not quiet and sys.stderr.isatty() and not os.environ.get("CI")
+
+
+@contextlib.contextmanager
+def progress_bar(quiet: bool) -> Iterator[Progress | None]:
+    if not interactive(quiet):
+        yield None
+        return
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=err_console, transient=True,
+    ) as p:
+        yield p
+
+
+def fmt(x: Any, ci: Any = None, digits: int = 3) -> str:
+    if x is None:
+        return "—"
+    s = f"{x:.{digits}f}"
+    if ci:
+        s += f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+    return s
+
+
+def nashgap_table(rows: Mapping[str, Mapping[str, Any]], title: str) -> Table:
+    """One row per (player, mode) summary."""
+    t = Table(title=title, title_justify="left")
+    for col in ("player / mode", "games", "nash gap [95% CI]", "exploitability [95% CI]",
+                "expl. / range", "parse fail", "errors"):
+        t.add_column(col, justify="left" if col == "player / mode" else "right")
+    for name, s in rows.items():
+        t.add_row(
+            name,
+            f"{s['n_games']}/{s['num_games']}",
+            fmt(s["mean_nash_gap"], s.get("mean_nash_gap_ci95")),
+            fmt(s["mean_exploitability"], s.get("mean_exploitability_ci95")),
+            fmt(s["mean_exploitability_normalized"], s.get("mean_exploitability_normalized_ci95")),
+            f"{s['parse_failure_rate']:.1%}",
+            f"{s['error_rate']:.1%}",
+        )
+    return t

@@ -1,0 +1,113 @@
+"""Random zero-sum games and the original benchmark's six difficulty buckets.
+
+Every game's randomness comes from its own generator, seeded by (run seed, game index), so a game
+is the same whatever order or thread generates it. Payoffs are drawn at the precision the prompt
+shows (2 decimals by default): the game the model sees *is* the game that is scored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from stratbench.errors import InputError
+from stratbench.games.normal_form import MAX_ACTIONS, NormalFormGame
+from stratbench.solvers.zerosum import has_saddle_point, is_pure, solve_zero_sum
+
+DEFAULT_DECIMALS = 2
+MAX_REJECTIONS = 100_000
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """A difficulty bucket: size, payoff range, and whether the equilibrium is pure or mixed."""
+
+    id: str
+    rows: int
+    cols: int
+    low: float
+    high: float
+    kind: str  # "pure" (saddle point: both equilibrium strategies pure) or "mixed"
+
+
+BUCKETS: dict[str, Bucket] = {
+    b.id: b
+    for b in (
+        Bucket("2x2_lowVar_pure", 2, 2, -10, 10, "pure"),
+        Bucket("2x2_lowVar_mixed", 2, 2, -10, 10, "mixed"),
+        Bucket("3x3_midVar_pure", 3, 3, -50, 50, "pure"),
+        Bucket("3x3_midVar_mixed", 3, 3, -50, 50, "mixed"),
+        Bucket("4x4_highVar_pure", 4, 4, -100, 100, "pure"),
+        Bucket("4x4_highVar_mixed", 4, 4, -100, 100, "mixed"),
+    )
+}
+
+
+def game_rng(seed: int, index: int) -> np.random.Generator:
+    """The generator for game `index` of a run with `seed`: independent of every other game."""
+    return np.random.default_rng([int(seed), int(index)])
+
+
+def random_payoffs(
+    rng: np.random.Generator, rows: int, cols: int, low: float, high: float,
+    decimals: int = DEFAULT_DECIMALS,
+) -> np.ndarray:
+    a = np.round(rng.uniform(low, high, size=(rows, cols)), decimals)
+    return a + 0.0  # turn −0.0 into 0.0 so files and prompts never show "-0.00"
+
+
+def random_zero_sum(
+    rng: np.random.Generator, rows: int, cols: int, low: float = -10.0, high: float = 10.0,
+    decimals: int = DEFAULT_DECIMALS,
+) -> NormalFormGame:
+    """A zero-sum game with i.i.d. uniform row payoffs on [low, high], rounded to `decimals`."""
+    return NormalFormGame.zero_sum(random_payoffs(rng, rows, cols, low, high, decimals))
+
+
+def bucket_matches(payoff: np.ndarray, kind: str) -> bool:
+    """"pure": a saddle point exists *and* the solver's equilibrium is pure for both players
+    (degenerate games with ties can have a saddle point and also mixed equilibria; they are
+    rejected from both buckets). "mixed": no saddle point."""
+    if kind == "mixed":
+        return not has_saddle_point(payoff)
+    if not has_saddle_point(payoff):
+        return False
+    sol = solve_zero_sum(payoff)
+    return is_pure(sol.row_strategy) and is_pure(sol.col_strategy)
+
+
+def generate_bucket_game(
+    rng: np.random.Generator, bucket: Bucket, decimals: int = DEFAULT_DECIMALS
+) -> NormalFormGame:
+    """Rejection-sample a game of the bucket's size and range until it has the bucket's kind."""
+    for _ in range(MAX_REJECTIONS):
+        a = random_payoffs(rng, bucket.rows, bucket.cols, bucket.low, bucket.high, decimals)
+        if bucket_matches(a, bucket.kind):
+            return NormalFormGame.zero_sum(a)
+    raise RuntimeError(f"no {bucket.id} game after {MAX_REJECTIONS} draws")  # pragma: no cover
+
+
+def generate_games(
+    seed: int,
+    num_games: int,
+    rows: int = 3,
+    cols: int = 3,
+    low: float = -10.0,
+    high: float = 10.0,
+    bucket: str | None = None,
+    decimals: int = DEFAULT_DECIMALS,
+) -> list[NormalFormGame]:
+    """`num_games` games for a run; game k depends only on (seed, k)."""
+    if num_games < 1:
+        raise InputError(f"number of games must be at least 1 (got {num_games})")
+    if bucket is not None:
+        if bucket not in BUCKETS:
+            raise InputError(f"unknown bucket {bucket!r}; known: {', '.join(BUCKETS)}")
+        b = BUCKETS[bucket]
+        return [generate_bucket_game(game_rng(seed, k), b, decimals) for k in range(num_games)]
+    if not (1 <= rows <= MAX_ACTIONS and 1 <= cols <= MAX_ACTIONS):
+        raise InputError(f"game size must be 1..{MAX_ACTIONS} actions per player (got {rows}x{cols})")
+    if not (np.isfinite(low) and np.isfinite(high) and low < high):
+        raise InputError(f"payoff range must be finite with min < max (got {low}, {high})")
+    return [random_zero_sum(game_rng(seed, k), rows, cols, low, high, decimals) for k in range(num_games)]

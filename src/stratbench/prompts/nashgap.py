@@ -1,0 +1,55 @@
+"""Prompts of the Nash-gap suite: the model is the row player of a zero-sum game whose opponent
+plays a Nash equilibrium strategy. Every count and every choice list follows the game's size, and
+payoffs are shown at the precision they were generated with, so the shown game is the game."""
+
+from __future__ import annotations
+
+from string import Template
+
+from stratbench.games.normal_form import NormalFormGame
+from stratbench.prompts.render import join_choices, payoff_table
+
+_INTRO = Template(
+    "You are the row player in a two-player zero-sum matrix game.\n"
+    "You have $m actions ($rows); your opponent, the column player, has $n actions ($cols).\n"
+    "The table gives YOUR payoff for each pair of actions (row = your action, column = your "
+    "opponent's action). Your opponent receives the negative of your payoff.\n\n"
+    "$table\n\n"
+    "Your opponent plays a Nash equilibrium (minimax) strategy of this game.\n"
+)
+
+PURE_INSTRUCTIONS = Template(
+    "Choose the action that maximises your expected payoff.\n"
+    'Give your final answer on the last line in the form "Action: X", where X is $choices.'
+)
+
+MIXED_INSTRUCTIONS = Template(
+    "Choose a mixed strategy: a probability for each of your actions that maximises your "
+    "expected payoff.\n"
+    "Give your final answer on the last line as a JSON object mapping every action to its "
+    "probability, for example $example. Probabilities must be non-negative and sum to 1."
+)
+
+
+def _example(labels: tuple[str, ...]) -> str:
+    k = len(labels)
+    probs = [round(1.0 / k, 2)] * k
+    probs[-1] = round(1.0 - sum(probs[:-1]), 2)
+    return "{" + ", ".join(f'"{lab}": {p:g}' for lab, p in zip(labels, probs)) + "}"
+
+
+def nashgap_prompt(game: NormalFormGame, mode: str, decimals: int = 2) -> str:
+    """The full prompt for one game in `pure` or `mixed` mode."""
+    m, n = game.shape
+    intro = _INTRO.substitute(
+        m=m,
+        n=n,
+        rows=join_choices(game.row_labels),
+        cols=join_choices(game.col_labels),
+        table=payoff_table(game.payoff_row, game.row_labels, game.col_labels, decimals, "you \\ opp"),
+    )
+    if mode == "pure":
+        return intro + PURE_INSTRUCTIONS.substitute(choices=join_choices(game.row_labels))
+    if mode == "mixed":
+        return intro + MIXED_INSTRUCTIONS.substitute(example=_example(game.row_labels))
+    raise ValueError(f"unknown mode {mode!r}")

@@ -1,0 +1,33 @@
+"""A bounded pool of async workers. Each result is handed to `on_result` the moment it is ready
+(to be written to disk), so nothing waits for the slowest unit and nothing is held in memory only."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Awaitable, Callable, Iterable, TypeVar
+
+U = TypeVar("U")
+R = TypeVar("R")
+
+
+async def run_pool(
+    units: Iterable[U],
+    worker: Callable[[U], Awaitable[R]],
+    concurrency: int,
+    on_result: Callable[[U, R], None],
+) -> None:
+    queue: asyncio.Queue[U] = asyncio.Queue()
+    for u in units:
+        queue.put_nowait(u)
+
+    async def loop() -> None:
+        while True:
+            try:
+                unit = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            result = await worker(unit)
+            on_result(unit, result)
+
+    n = max(1, min(concurrency, queue.qsize()))
+    await asyncio.gather(*(loop() for _ in range(n)))

@@ -1,0 +1,1 @@
+"""The benchmark suites, each a library function that the CLI wraps."""
