@@ -12,6 +12,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 console = Console()
+if not console.is_terminal:
+    console.width = 140  # logs and CI: don't squeeze tables into 80 columns
 err_console = Console(stderr=True)
 
 

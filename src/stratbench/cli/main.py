@@ -79,7 +79,7 @@ def nashgap(
     if not quiet:
         console.print(nashgap_table(rows, f"Nash-gap results — {result.folder}"))
     else:
-        console.print(str(result.folder))
+        print(result.folder)
     if result.n_errors:
         err_console.print(f"{result.n_errors} records are errors (see summary status_counts)")
         return 1

@@ -16,7 +16,8 @@ import numpy as np
 from scipy.optimize import linprog
 
 _SUPPORT_TOL = 1e-9
-_HIGHS_OPTIONS = {
+_EXACT_GAP = 1e-10
+_TIGHT_HIGHS_OPTIONS = {
     "primal_feasibility_tolerance": 1e-10,
     "dual_feasibility_tolerance": 1e-10,
 }
@@ -85,6 +86,17 @@ def solve_zero_sum(payoff: np.ndarray) -> ZeroSumSolution:
     a = np.asarray(payoff, dtype=float)
     if a.ndim != 2 or a.size == 0 or not np.all(np.isfinite(a)):
         raise ValueError("payoff must be a non-empty finite 2-D matrix")
+    # Default HiGHS tolerances first: polishing usually makes the answer exact anyway. Only when
+    # it cannot (degenerate supports) is the LP re-solved with tight tolerances.
+    p, q, gap = _solve_lp(a, {})
+    if gap > _EXACT_GAP:
+        p2, q2, gap2 = _solve_lp(a, _TIGHT_HIGHS_OPTIONS)
+        if gap2 < gap:
+            p, q, gap = p2, q2, gap2
+    return ZeroSumSolution(p, q, float(p @ a @ q), max(gap, 0.0))
+
+
+def _solve_lp(a: np.ndarray, options: dict) -> tuple[np.ndarray, np.ndarray, float]:
     m, n = a.shape
     # Variables x = (p_1..p_m, v); minimise −v.
     c = np.zeros(m + 1)
@@ -96,7 +108,7 @@ def solve_zero_sum(payoff: np.ndarray) -> ZeroSumSolution:
     bounds = [(0, None)] * m + [(None, None)]
     res = linprog(
         c, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=[1.0], bounds=bounds,
-        method="highs", options=_HIGHS_OPTIONS,
+        method="highs", options=options,
     )
     if res.status != 0:  # pragma: no cover - a finite matrix game always has a solution
         raise RuntimeError(f"HiGHS failed on a matrix game: {res.message}")
@@ -108,8 +120,7 @@ def solve_zero_sum(payoff: np.ndarray) -> ZeroSumSolution:
         g = _gap(a, *polished)
         if g <= best[2]:
             best = (polished[0], polished[1], g)
-    p, q, gap = best
-    return ZeroSumSolution(p, q, float(p @ a @ q), max(gap, 0.0))
+    return best
 
 
 def best_response_value(payoff: np.ndarray, col_strategy: np.ndarray) -> float:

@@ -1,0 +1,3 @@
+from stratbench.cli.main import main
+
+main()

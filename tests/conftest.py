@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run the real command line in a fresh interpreter, as a user would."""
+    env = dict(os.environ, CI="1")
+    return subprocess.run(
+        [sys.executable, "-m", "stratbench", *args],
+        capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env,
+    )
+
+
+@pytest.fixture
+def cli():
+    return run_cli

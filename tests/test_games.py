@@ -1,0 +1,435 @@
+"""Tests for stratbench.games: NormalFormGame validation, JSON files, and the random generators."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from stratbench.errors import GameFormatError, InputError
+from stratbench.games import (
+    BUCKETS,
+    MAX_ACTIONS,
+    NormalFormGame,
+    game_from_dict,
+    game_to_dict,
+    generate_games,
+    load_games,
+    save_games,
+)
+from stratbench.solvers import has_saddle_point, is_pure, solve_zero_sum
+
+
+# --------------------------------------------------------------------------------------------
+# NormalFormGame validation
+# --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "matrix, fragment",
+    [
+        ([[1, 2], [3]], "ragged"),
+        ([[1, 2, 3], [4, 5, 6], [7, 8]], "row 2 has 2"),
+        ([[1.0, float("nan")]], "not finite"),
+        ([[float("inf"), 1.0]], "not finite"),
+        ([[1.0], [float("-inf")]], "not finite"),
+        ([[1, "2"]], "not a number"),
+        ([["one", 2]], "not a number"),
+        ([[True, 0]], "not a number"),
+        ([[0, False]], "not a number"),
+        ([[1, None]], "not a number"),
+        ([], "zero rows"),
+        ([[], []], "zero columns"),
+        ([[]], "zero columns"),
+        ("1 2 3", "list of rows"),
+        ([1, 2], "row 0 is not a list"),
+    ],
+)
+def test_zero_sum_rejects_bad_matrix(matrix, fragment):
+    with pytest.raises(GameFormatError) as exc:
+        NormalFormGame.zero_sum(matrix)
+    assert fragment in str(exc.value)
+    assert "\n" not in str(exc.value)  # one-line message
+
+
+@pytest.mark.parametrize(
+    "matrix, fragment",
+    [
+        (np.array([[1.0, np.nan]]), "not finite"),
+        (np.array([[np.inf]]), "not finite"),
+        (np.zeros((0, 3)), "zero rows"),
+        (np.zeros((2, 0)), "zero columns"),
+    ],
+)
+def test_rejects_bad_numpy_matrix(matrix, fragment):
+    with pytest.raises(GameFormatError, match=fragment):
+        NormalFormGame(matrix, matrix)
+
+
+def test_error_message_names_the_bad_cell():
+    with pytest.raises(GameFormatError) as exc:
+        NormalFormGame.zero_sum([[1, 2], [3, "x"]])
+    assert "[1][1]" in str(exc.value)
+    assert "'x'" in str(exc.value)
+
+
+def test_error_message_names_payoff_col():
+    with pytest.raises(GameFormatError, match="payoff_col"):
+        NormalFormGame([[1, 2]], [[1, float("nan")]])
+
+
+@pytest.mark.parametrize("shape", [(1, MAX_ACTIONS + 1), (MAX_ACTIONS + 1, 1)])
+def test_rejects_more_than_max_actions(shape):
+    assert MAX_ACTIONS == 1000
+    with pytest.raises(GameFormatError) as exc:
+        NormalFormGame.zero_sum(np.zeros(shape))
+    assert "at most 1000" in str(exc.value)
+    assert f"{shape[0]}x{shape[1]}" in str(exc.value)
+
+
+def test_accepts_exactly_max_actions():
+    g = NormalFormGame.zero_sum(np.zeros((1, MAX_ACTIONS)))
+    assert g.shape == (1, 1000)
+    assert len(g.col_labels) == 1000
+
+
+def test_shape_mismatch_between_players():
+    with pytest.raises(GameFormatError) as exc:
+        NormalFormGame([[1, 2]], [[1], [2]])
+    assert "payoff_row is 1x2 but payoff_col is 2x1" in str(exc.value)
+
+
+def test_duplicate_labels():
+    with pytest.raises(GameFormatError) as exc:
+        NormalFormGame.zero_sum([[1, 2], [3, 4]], row_labels=["U", "U"])
+    assert "not unique" in str(exc.value)
+    assert "'U'" in str(exc.value)
+    with pytest.raises(GameFormatError, match="column player labels are not unique"):
+        NormalFormGame.zero_sum([[1, 2], [3, 4]], col_labels=["L", "L"])
+
+
+def test_label_count_and_content():
+    with pytest.raises(GameFormatError, match="2 actions but 3 labels"):
+        NormalFormGame.zero_sum([[1, 2], [3, 4]], row_labels=["a", "b", "c"])
+    with pytest.raises(GameFormatError, match="non-empty"):
+        NormalFormGame.zero_sum([[1, 2], [3, 4]], row_labels=["a", "  "])
+    with pytest.raises(GameFormatError, match="list of strings"):
+        NormalFormGame.zero_sum([[1, 2], [3, 4]], row_labels=[1, 2])
+
+
+def test_default_labels_and_readonly_arrays():
+    g = NormalFormGame.zero_sum([[1, 2, 3], [4, 5, 6]])
+    assert g.row_labels == ("0", "1")
+    assert g.col_labels == ("0", "1", "2")
+    assert g.shape == (2, 3)
+    assert g.payoff_row.dtype == float
+    np.testing.assert_array_equal(g.payoff_col, -np.array([[1, 2, 3], [4, 5, 6]]))
+    with pytest.raises(ValueError):
+        g.payoff_row[0, 0] = 99.0
+    assert g.payoff_range == 5.0
+
+
+def test_game_format_error_is_input_error():
+    assert issubclass(GameFormatError, InputError)
+    assert issubclass(GameFormatError, ValueError)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: an integer too large for a float (e.g. 10**400) raises OverflowError from "
+    "math.isfinite(float(x)) in _as_matrix instead of GameFormatError",
+)
+def test_huge_integer_payoff_is_a_format_error():
+    with pytest.raises(GameFormatError):
+        NormalFormGame.zero_sum([[10**400, 0]])
+
+
+# --------------------------------------------------------------------------------------------
+# Zero-sum detection and dict conversion
+# --------------------------------------------------------------------------------------------
+
+def test_zero_sum_detection():
+    a = [[1.5, -2.0], [0.0, 3.25]]
+    assert NormalFormGame.zero_sum(a).is_zero_sum
+    assert NormalFormGame(a, [[-1.5, 2.0], [0.0, -3.25]]).is_zero_sum
+    assert not NormalFormGame(a, [[-1.5, 2.0], [0.0, -3.0]]).is_zero_sum
+    # Prisoner's dilemma is general-sum
+    assert not NormalFormGame([[3, 0], [5, 1]], [[3, 5], [0, 1]]).is_zero_sum
+    # all-zero game is zero-sum (0 == -0)
+    assert NormalFormGame([[0.0]], [[0.0]]).is_zero_sum
+
+
+def test_game_to_dict_zero_sum_stores_one_matrix():
+    g = NormalFormGame.zero_sum([[1, 2], [3, 4]], row_labels=["U", "D"], name="g1")
+    d = game_to_dict(g)
+    assert d == {
+        "name": "g1",
+        "payoff_matrix": [[1.0, 2.0], [3.0, 4.0]],
+        "row_labels": ["U", "D"],
+        "col_labels": ["0", "1"],
+    }
+    g2 = NormalFormGame([[3, 0], [5, 1]], [[3, 5], [0, 1]])
+    d2 = game_to_dict(g2)
+    assert d2["payoff_col"] == [[3.0, 5.0], [0.0, 1.0]]
+    assert "name" not in d2
+
+
+def test_game_from_dict_variants():
+    g = game_from_dict({"payoff_row": [[1, 2]], "payoff_col": [[0, 0]]})
+    assert not g.is_zero_sum
+    np.testing.assert_array_equal(g.payoff_col, [[0.0, 0.0]])
+    with pytest.raises(GameFormatError, match="missing 'payoff_matrix'"):
+        game_from_dict({"rows": [[1]]})
+    with pytest.raises(GameFormatError, match="expected an object"):
+        game_from_dict([[1]])
+    with pytest.raises(GameFormatError) as exc:
+        game_from_dict({"payoff_matrix": [[1, 2], [3]]}, where="here")
+    assert str(exc.value).startswith("here: ")
+    assert "ragged" in str(exc.value)
+
+
+# --------------------------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------------------------
+
+def _write(tmp_path, text, name="games.json"):
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ('{"payoff_matrix": [[1, NaN], [0, 1]]}', "NaN"),
+        ('{"payoff_matrix": [[1, Infinity]]}', "Infinity"),
+        ('[{"payoff_matrix": [[1, -Infinity]]}]', "Infinity"),
+        ('{"payoff_matrix": [[1, 2], [3]]}', "ragged"),
+        ('{"payoff_matrix": [[1, "two"], [3, 4]]}', "not a number"),
+        ('{"payoff_matrix": [[1, true], [3, 4]]}', "not a number"),
+        ("[]", "contains no games"),
+        ('{"games": []}', "contains no games"),
+        ('{"payoff_matrix": [[1, 2]', "invalid JSON"),
+        ("", "invalid JSON"),
+        ('{"payoff_matrix": []}', "zero rows"),
+        ('{"payoff_matrix": [[1]], "payoff_col": [[1, 2]]}', "payoff_row is 1x1 but payoff_col is 1x2"),
+        ('{"something": 1}', "missing 'payoff_matrix'"),
+        ('[{"payoff_matrix": [[1]]}, 5]', "game 1"),
+    ],
+)
+def test_load_games_errors_name_file_and_problem(tmp_path, text, fragment):
+    p = _write(tmp_path, text)
+    with pytest.raises(GameFormatError) as exc:
+        load_games(p)
+    msg = str(exc.value)
+    assert str(p) in msg
+    assert fragment in msg
+
+
+def test_load_games_missing_file(tmp_path):
+    p = tmp_path / "nope" / "missing.json"
+    with pytest.raises(GameFormatError) as exc:
+        load_games(p)
+    assert str(p) in str(exc.value)
+    assert "not found" in str(exc.value)
+
+
+def test_load_games_not_utf8(tmp_path):
+    p = tmp_path / "bin.json"
+    p.write_bytes(b"\xff\xfe\x00garbage\x80")
+    with pytest.raises(GameFormatError) as exc:
+        load_games(p)
+    assert str(p) in str(exc.value)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a payoff integer literal too large for a float (400 digits) makes load_games "
+    "raise OverflowError instead of GameFormatError naming the file",
+)
+def test_load_games_huge_integer_literal(tmp_path):
+    p = _write(tmp_path, '{"payoff_matrix": [[1' + "0" * 400 + ", 0]]}")
+    with pytest.raises(GameFormatError):
+        load_games(p)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: an integer literal over Python's 4300-digit limit makes json.loads raise a plain "
+    "ValueError (not JSONDecodeError), which load_games lets through instead of GameFormatError",
+)
+def test_load_games_integer_over_digit_limit(tmp_path):
+    p = _write(tmp_path, '{"payoff_matrix": [[1' + "0" * 5000 + ", 0]]}")
+    with pytest.raises(GameFormatError):
+        load_games(p)
+
+
+def test_save_load_round_trip(tmp_path):
+    games = [
+        NormalFormGame.zero_sum([[0.1, -0.2], [1 / 3, 7.0]], row_labels=["U", "D"],
+                                col_labels=["L", "R"], name="first"),
+        NormalFormGame([[3, 0], [5, 1]], [[3, 5], [0, 1]], name="pd"),
+        NormalFormGame.zero_sum(np.arange(12, dtype=float).reshape(3, 4) - 5.5),
+        NormalFormGame.zero_sum([[42]]),
+    ]
+    p = tmp_path / "out.json"
+    save_games(games, p)
+    loaded = load_games(p)
+    assert len(loaded) == len(games)
+    for g, h in zip(games, loaded):
+        assert g == h
+        assert g.name == h.name
+        assert g.is_zero_sum == h.is_zero_sum
+        np.testing.assert_array_equal(g.payoff_row, h.payoff_row)
+        np.testing.assert_array_equal(g.payoff_col, h.payoff_col)
+    assert loaded[1].payoff_col.tolist() == [[3.0, 5.0], [0.0, 1.0]]
+    # file is plain JSON (a list of objects)
+    data = json.loads(p.read_text())
+    assert isinstance(data, list) and data[0]["name"] == "first"
+
+
+def test_round_trip_generated_games(tmp_path):
+    games = generate_games(seed=11, num_games=20, rows=3, cols=5)
+    p = tmp_path / "g.json"
+    save_games(games, p)
+    assert load_games(p) == games
+
+
+def test_load_single_object_and_games_key(tmp_path):
+    p1 = _write(tmp_path, '{"payoff_matrix": [[1, -1], [-1, 1]]}', "one.json")
+    (g,) = load_games(p1)
+    assert g.is_zero_sum and g.shape == (2, 2)
+    p2 = _write(tmp_path, '{"games": [{"payoff_matrix": [[1]]}, {"payoff_matrix": [[2, 3]]}]}',
+                "wrapped.json")
+    gs = load_games(p2)
+    assert [h.shape for h in gs] == [(1, 1), (1, 2)]
+    assert load_games(str(p2)) == gs  # str paths work too
+
+
+def test_game_equality():
+    a = NormalFormGame.zero_sum([[1, 2]])
+    assert a == NormalFormGame.zero_sum([[1.0, 2.0]])
+    assert a != NormalFormGame.zero_sum([[1, 3]])
+    assert a != NormalFormGame.zero_sum([[1, 2]], col_labels=["x", "y"])
+    assert a != NormalFormGame([[1, 2]], [[0, 0]])
+
+
+# --------------------------------------------------------------------------------------------
+# Generators
+# --------------------------------------------------------------------------------------------
+
+def test_generate_games_deterministic():
+    a = generate_games(seed=123, num_games=10, rows=3, cols=4, low=-5, high=5)
+    b = generate_games(seed=123, num_games=10, rows=3, cols=4, low=-5, high=5)
+    assert a == b
+    assert len(a) == 10
+    assert all(g.shape == (3, 4) and g.is_zero_sum for g in a)
+    # games within a run differ
+    assert len({g.payoff_row.tobytes() for g in a}) == 10
+
+
+def test_game_k_independent_of_count():
+    few = generate_games(seed=7, num_games=5)
+    many = generate_games(seed=7, num_games=50)
+    assert few == many[:5]
+
+
+def test_game_k_independent_of_count_buckets():
+    few = generate_games(seed=7, num_games=3, bucket="3x3_midVar_mixed")
+    many = generate_games(seed=7, num_games=12, bucket="3x3_midVar_mixed")
+    assert few == many[:3]
+
+
+def test_different_seed_differs():
+    a = generate_games(seed=1, num_games=5)
+    b = generate_games(seed=2, num_games=5)
+    assert all(x != y for x, y in zip(a, b))
+
+
+@pytest.mark.parametrize("decimals", [0, 1, 2, 3])
+def test_payoffs_rounded_and_in_range(decimals):
+    games = generate_games(seed=5, num_games=200, rows=4, cols=3, low=-7.5, high=12.0,
+                           decimals=decimals)
+    a = np.stack([g.payoff_row for g in games])
+    np.testing.assert_array_equal(np.round(a, decimals), a)
+    assert a.min() >= -7.5 and a.max() <= 12.0
+    # spread over the range, not stuck in a corner
+    assert a.min() < -6 and a.max() > 11
+    # no negative zero anywhere
+    assert not np.any(np.signbit(a) & (a == 0))
+
+
+def test_default_generation_two_decimals():
+    games = generate_games(seed=0, num_games=100)
+    a = np.stack([g.payoff_row for g in games])
+    assert a.shape == (100, 3, 3)
+    np.testing.assert_array_equal(np.round(a, 2), a)
+    assert a.min() >= -10 and a.max() <= 10
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(num_games=0),
+        dict(num_games=1, bucket="5x5_nope"),
+        dict(num_games=1, rows=0),
+        dict(num_games=1, cols=MAX_ACTIONS + 1),
+        dict(num_games=1, low=1.0, high=1.0),
+        dict(num_games=1, low=2.0, high=1.0),
+        dict(num_games=1, low=-math.inf, high=1.0),
+        dict(num_games=1, low=0.0, high=math.nan),
+    ],
+)
+def test_generate_games_bad_arguments(kwargs):
+    with pytest.raises(InputError):
+        generate_games(seed=0, **kwargs)
+
+
+def test_buckets_table():
+    assert set(BUCKETS) == {
+        "2x2_lowVar_pure", "2x2_lowVar_mixed",
+        "3x3_midVar_pure", "3x3_midVar_mixed",
+        "4x4_highVar_pure", "4x4_highVar_mixed",
+    }
+    assert [(b.rows, b.high) for b in BUCKETS.values()] == [
+        (2, 10), (2, 10), (3, 50), (3, 50), (4, 100), (4, 100)
+    ]
+
+
+@pytest.mark.parametrize("bucket_id", list(BUCKETS))
+def test_bucket_games_have_right_shape_range_and_kind(bucket_id):
+    b = BUCKETS[bucket_id]
+    games = generate_games(seed=99, num_games=40, bucket=bucket_id)
+    assert len(games) == 40
+    for g in games:
+        a = g.payoff_row
+        assert g.shape == (b.rows, b.cols)
+        assert g.is_zero_sum
+        assert a.min() >= b.low and a.max() <= b.high
+        np.testing.assert_array_equal(np.round(a, 2), a)
+        sol = solve_zero_sum(a)
+        if b.kind == "pure":
+            assert has_saddle_point(a)
+            assert is_pure(sol.row_strategy) and is_pure(sol.col_strategy)
+            # the pure value is the saddle entry: maximin == minimax
+            assert sol.value == pytest.approx(a.min(axis=1).max(), abs=1e-9)
+        else:
+            assert b.kind == "mixed"
+            assert not has_saddle_point(a)
+            assert not is_pure(sol.row_strategy, tol=1e-6)
+            assert not is_pure(sol.col_strategy, tol=1e-6)
+    # range is actually used
+    all_a = np.stack([g.payoff_row for g in games])
+    assert all_a.max() - all_a.min() > (b.high - b.low) / 2
+
+
+@pytest.mark.parametrize("n, expected", [(2, 2 / 3), (3, 0.300), (4, 576 / 5040)])
+def test_saddle_point_frequency_iid_uniform(n, expected):
+    # For i.i.d. continuous payoffs, P(saddle point) = m! n! / (m + n - 1)!
+    assert expected == pytest.approx(
+        math.factorial(n) ** 2 / math.factorial(2 * n - 1), abs=1e-12
+    )
+    games = generate_games(seed=2024, num_games=3000, rows=n, cols=n)
+    freq = np.mean([has_saddle_point(g.payoff_row) for g in games])
+    assert abs(freq - expected) < 0.03, freq
