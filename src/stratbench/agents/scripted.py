@@ -38,8 +38,17 @@ class NashAgent(Agent):
 
     name = "nash"
 
+    def __init__(self) -> None:
+        self._cache: dict[bytes, np.ndarray] = {}  # trials of one game share one solve
+
+    def _strategy(self, payoff: np.ndarray) -> np.ndarray:
+        key = payoff.shape[0].to_bytes(4, "little") + payoff.tobytes()
+        if key not in self._cache:
+            self._cache[key] = solve_zero_sum(payoff).row_strategy
+        return self._cache[key]
+
     async def decide(self, request: DecisionRequest) -> Decision:
-        p = solve_zero_sum(request.game.payoff_row).row_strategy
+        p = self._strategy(request.game.payoff_row)
         if request.mode == "pure":
             rng = np.random.default_rng(request.seed)
             return Decision("ok", action=int(rng.choice(len(p), p=p)), policy=p.tolist())

@@ -50,9 +50,13 @@ def _as_matrix(value: Any, what: str) -> np.ndarray:
             # bool is an int subclass; a payoff of `true` is almost certainly a mistake.
             if isinstance(x, bool) or not isinstance(x, (int, float)):
                 raise GameFormatError(f"{what}[{i}][{j}] is not a number: {x!r}")
-            if not math.isfinite(float(x)):
+            try:
+                fx = float(x)
+            except OverflowError:
+                raise GameFormatError(f"{what}[{i}][{j}] is too large for a float") from None
+            if not math.isfinite(fx):
                 raise GameFormatError(f"{what}[{i}][{j}] is not finite: {x!r}")
-            vals.append(float(x))
+            vals.append(fx)
         out.append(vals)
     m, n = len(out), width or 0
     if m > MAX_ACTIONS or n > MAX_ACTIONS:
@@ -204,7 +208,7 @@ def load_games(path: str | Path) -> list[NormalFormGame]:
         data = json.loads(text, parse_constant=_reject_constant)
     except GameFormatError as e:
         raise GameFormatError(f"{p}: {e}") from None
-    except json.JSONDecodeError as e:
+    except ValueError as e:  # JSONDecodeError, or an integer literal beyond Python's digit limit
         raise GameFormatError(f"{p}: invalid JSON: {e}") from None
     if isinstance(data, dict) and "games" in data:
         data = data["games"]

@@ -22,11 +22,14 @@ from typing import Sequence
 _TOKEN = r"[\"'`*(\[]*\s*(?:action\s+|row\s+|option\s+)?[\"'`*]*([A-Za-z0-9_+\-.]+)"
 _EXPLICIT = [
     re.compile(r"\\boxed\{\s*(?:\\text\{)?\s*(?:action\s*)?([A-Za-z0-9_+\-.]+)", re.I),
+    # "answer is X" / "Answer: X" / "my action is X"; a bare "action" only with ":" or "=", since
+    # prose like "the other action is dominated" is not an answer statement.
     re.compile(
-        r"(?:final\s+answer|final\s+action|answer|action|choice|decision)\s*[*]*\s*(?:is\s*:?|:|=)\s*[*]*\s*"
-        + _TOKEN,
+        r"\b(?:final\s+answer|final\s+action|my\s+action|answer|choice|decision)\s*[*]*\s*"
+        r"(?:is\s*:?|:|=)\s*[*]*\s*" + _TOKEN,
         re.I,
     ),
+    re.compile(r"\baction\s*[*]*\s*(?::|=)\s*[*]*\s*" + _TOKEN, re.I),
 ]
 _VERBS = re.compile(
     r"\b(?:i\s+(?:will\s+|would\s+|'ll\s+)?)?(?:choose|chose|select|pick|play|go\s+with)\s+(?:to\s+play\s+)?"

@@ -50,7 +50,10 @@ def _number(x: Any) -> float | None:
     if isinstance(x, bool):
         return None
     if isinstance(x, (int, float)):
-        return float(x)
+        try:
+            return float(x)
+        except OverflowError:  # an integer beyond float range
+            return math.inf
     if isinstance(x, str):
         try:
             return float(x.strip().rstrip("%")) / (100.0 if x.strip().endswith("%") else 1.0)
@@ -97,12 +100,12 @@ def parse_distribution(text: str | None, labels: Sequence[str]) -> DistributionP
             obj = json.loads(chunk, parse_constant=_reject_constant)
         except _NonFinite as e:
             return DistributionParse(None, f"non-finite probability {e}")
-        except json.JSONDecodeError:
+        except ValueError:  # invalid JSON, or an integer beyond Python's digit limit
             try:  # single-quoted keys are common: {'0': 0.5, '1': 0.5}
                 obj = json.loads(chunk.replace("'", '"'), parse_constant=_reject_constant)
             except _NonFinite as e:
                 return DistributionParse(None, f"non-finite probability {e}")
-            except json.JSONDecodeError:
+            except ValueError:
                 continue
         vec = _vector(obj, labels)
         if vec is None:
@@ -113,7 +116,12 @@ def parse_distribution(text: str | None, labels: Sequence[str]) -> DistributionP
             return DistributionParse(None, "non-finite probability")
         if min(vec) < 0:
             return DistributionParse(None, f"negative probability {min(vec):g}")
-        total = math.fsum(vec)
+        try:
+            total = math.fsum(vec)
+        except OverflowError:
+            total = math.inf
+        if not math.isfinite(total):
+            return DistributionParse(None, "probabilities too large (sum overflows)")
         if total <= 0:
             return DistributionParse(None, "probabilities sum to 0")
         probs = [v / total for v in vec]

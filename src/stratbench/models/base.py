@@ -1,0 +1,111 @@
+"""The one interface every language-model backend implements.
+
+Two operations, as in lm-evaluation-harness: `score` (log-probabilities of candidate continuations
+of a prompt — how raw models are evaluated exactly, with no sampling and no parsing) and
+`generate` (text completion). Both are async and batched, as inspect_ai's providers are, so API
+backends run calls concurrently and local backends batch forward passes.
+
+Backends never raise for a failed call: after their retries, a result carries `error` and no
+value, and the caller records it as an error. Nothing downstream ever invents a substitute.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """log P(continuation | prompt) for each continuation (e.g. each legal action label)."""
+
+    prompt: str
+    continuations: tuple[str, ...]
+
+
+@dataclass
+class ScoreResult:
+    logprobs: list[float] | None  # summed over each continuation's tokens; None on error
+    n_tokens: list[int] | None = None  # tokens per continuation (1 = single-token fast path)
+    tokens_in: int = 0  # prompt tokens actually evaluated (after prefix reuse / caching)
+    latency_s: float = 0.0
+    cached: bool = False
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.logprobs is not None
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    prompt: str
+    max_tokens: int = 256
+    temperature: float = 0.0
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    sample_index: int = 0  # distinguishes repeated samples of one prompt (and their cache keys)
+    chat: bool = False  # wrap the prompt as a user message (chat endpoints / when asked)
+    system: str | None = None
+
+
+@dataclass
+class GenerateResult:
+    text: str | None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+    finish_reason: str | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.text is not None
+
+
+@dataclass
+class UsageTotals:
+    calls: int = 0
+    cache_hits: int = 0
+    errors: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def add_score(self, r: ScoreResult) -> None:
+        self.calls += not r.cached
+        self.cache_hits += r.cached
+        self.errors += r.error is not None
+        self.tokens_in += r.tokens_in
+
+    def add_generate(self, r: GenerateResult) -> None:
+        self.calls += not r.cached
+        self.cache_hits += r.cached
+        self.errors += r.error is not None
+        self.tokens_in += r.tokens_in
+        self.tokens_out += r.tokens_out
+
+
+class LanguageModel(abc.ABC):
+    """A backend. `spec` is what the user typed (`embedded`, `hf:path`, `openai:gpt-4o-mini`, ...)."""
+
+    spec: str = ""
+    supports_logprobs: bool = True  # can `score` run at all
+
+    def __init__(self) -> None:
+        self.usage = UsageTotals()
+
+    @abc.abstractmethod
+    async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]: ...
+
+    @abc.abstractmethod
+    async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]: ...
+
+    def describe(self) -> dict[str, Any]:
+        """Identification for run.json and cache keys. Never includes secrets."""
+        return {"spec": self.spec}
+
+    async def aclose(self) -> None:
+        """Release connections / memory."""
