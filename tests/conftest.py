@@ -20,3 +20,16 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subpro
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_cache(tmp_path_factory):
+    """Tests never read or write the user's response cache."""
+    path = tmp_path_factory.mktemp("cache")
+    old = os.environ.get("STRATBENCH_CACHE_DIR")
+    os.environ["STRATBENCH_CACHE_DIR"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("STRATBENCH_CACHE_DIR", None)
+    else:
+        os.environ["STRATBENCH_CACHE_DIR"] = old

@@ -26,6 +26,7 @@ def strip(records):
 
 
 def run(tmp_path: Path, **kw):
+    kw.setdefault("llm_type", "random")
     cfg = NashgapConfig(output_dir=str(tmp_path), **kw)
     return run_nashgap(cfg)
 
@@ -155,7 +156,7 @@ class FlakyAgent(Agent):
 
 
 def test_failures_are_counted_not_fabricated(tmp_path):
-    cfg = NashgapConfig(output_dir=str(tmp_path), num_games=4, num_trials=3, seed=2)
+    cfg = NashgapConfig(output_dir=str(tmp_path), num_games=4, num_trials=3, seed=2, llm_type="random")
     res = run_nashgap(cfg, agent=FlakyAgent())
     recs = read_jsonl(res.folder / "trials.jsonl")
     (s,) = res.summaries.values()
@@ -183,7 +184,7 @@ class Slow(RandomAgent):
         await asyncio.sleep(0.01)
         return await super().decide(request)
 
-cfg = NashgapConfig(output_dir=sys.argv[1], num_games=20, num_trials=10, seed=11,
+cfg = NashgapConfig(output_dir=sys.argv[1], num_games=20, num_trials=10, seed=11, llm_type="random",
                     combined=True, parallel=True, num_workers=3)
 if len(sys.argv) > 2:
     run_nashgap(cfg, agent=Slow(), resume_dir=sys.argv[2])

@@ -46,17 +46,30 @@ class Decision:
     raw_sum: float | None = None  # its sum before rescaling
     latency_s: float = 0.0
     usage: dict[str, Any] = field(default_factory=dict)  # tokens, cache hits, ...
+    label_mass: float | None = None  # log-prob policies: probability on legal labels at all
+    logprobs: list[float] | None = None  # log-prob policies: raw label log-probabilities
 
     @property
     def scored(self) -> bool:
         return self.status in SCORED_STATUSES
 
 
+PromptStyle = Literal["instruction", "completion"]
+
+
 class Agent(abc.ABC):
     """A player. Subclasses implement `decide`; it must not raise for model failures (return
-    status `error` instead), and all randomness must come from `request.seed`."""
+    status `error` instead), and all randomness must come from `request.seed`.
+
+    `prompt_style` tells suites which prompt to build: "instruction" (answer in a stated format,
+    parsed) or "completion" (a raw-model prompt ending where the action label goes, scored by
+    log-probabilities). `exact_policy` is True when every decision reports the exact distribution
+    it comes from, so repeated trials of one prompt add nothing.
+    """
 
     name: str = "agent"
+    prompt_style: PromptStyle = "instruction"
+    exact_policy: bool = False
 
     @abc.abstractmethod
     async def decide(self, request: DecisionRequest) -> Decision: ...

@@ -45,9 +45,9 @@ def fmt(x: Any, ci: Any = None, digits: int = 3) -> str:
 def nashgap_table(rows: Mapping[str, Mapping[str, Any]], title: str) -> Table:
     """One row per (player, mode) summary."""
     t = Table(title=title, title_justify="left")
-    for col in ("player / mode", "games", "nash gap [95% CI]", "exploitability [95% CI]",
-                "expl. / range", "parse fail", "errors"):
-        t.add_column(col, justify="left" if col == "player / mode" else "right")
+    for col in ("player / policy / mode", "games", "nash gap", "exploitability", "expl. / range",
+                "debiased expl.", "position bias", "label mass", "fail / err"):
+        t.add_column(col, justify="left" if col.startswith("player") else "right")
     for name, s in rows.items():
         t.add_row(
             name,
@@ -55,7 +55,9 @@ def nashgap_table(rows: Mapping[str, Mapping[str, Any]], title: str) -> Table:
             fmt(s["mean_nash_gap"], s.get("mean_nash_gap_ci95")),
             fmt(s["mean_exploitability"], s.get("mean_exploitability_ci95")),
             fmt(s["mean_exploitability_normalized"], s.get("mean_exploitability_normalized_ci95")),
-            f"{s['parse_failure_rate']:.1%}",
-            f"{s['error_rate']:.1%}",
+            fmt(s.get("mean_mixture_exploitability"), s.get("mean_mixture_exploitability_ci95")),
+            fmt(s.get("position_bias"), s.get("position_bias_ci95")),
+            fmt(s.get("mean_label_mass")),
+            f"{s['parse_failure_rate']:.0%} / {s['error_rate']:.0%}",
         )
     return t

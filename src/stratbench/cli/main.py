@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import sys
-from typing import Optional
+from dataclasses import replace
+from typing import List, Optional
 
 import typer
 from typer.exceptions import TyperException
@@ -41,19 +43,34 @@ def version() -> None:
     console.print(__version__)
 
 
+def _slug(spec: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", spec).strip("-")[:60]
+
+
 @app.command("nashgap")
 def nashgap(
     num_games: int = typer.Option(100, help="Number of games to generate."),
-    num_trials: int = typer.Option(100, help="Trials (decisions) per game."),
+    num_trials: int = typer.Option(100, help="Trials per game for sampled policies (log-prob policies need one)."),
     num_rows: int = typer.Option(3, help="Row player's actions."),
     num_cols: int = typer.Option(3, help="Column player's actions."),
     seed: Optional[int] = typer.Option(None, help="Seed for game generation (random if omitted; recorded)."),
-    llm_type: str = typer.Option("random", help="Player: random (alias dummy), nash, maximin-pure, first-action."),
-    llm_model: Optional[str] = typer.Option(None, help="Model name for model backends."),
+    model: Optional[List[str]] = typer.Option(
+        None, help="Player: embedded (default), gguf:PATH, hf:PATH, openai:M, together:M, "
+        "openai-compatible:M, or a scripted player (random, nash, maximin-pure, first-action). Repeatable."),
+    llm_type: Optional[str] = typer.Option(None, help="Original alias: dummy, together, openai, or any player name."),
+    llm_model: Optional[str] = typer.Option(None, help="Original alias: model name for --llm-type."),
     llm_seed: Optional[int] = typer.Option(None, help="Seed for the player's randomness (default: --seed)."),
+    policy: Optional[str] = typer.Option(None, help="logprob (exact, default where available) or sample."),
+    order_rotations: int = typer.Option(1, help="Evaluate each game under K cyclic row rotations (debiasing)."),
+    base_url: Optional[str] = typer.Option(None, help="Base URL of an OpenAI-compatible server."),
+    max_concurrency: int = typer.Option(8, help="Concurrent model calls."),
+    no_cache: bool = typer.Option(False, help="Bypass the response cache."),
+    temperature: float = typer.Option(1.0, help="Sampling temperature for --policy sample."),
+    max_tokens: int = typer.Option(512, help="Generation budget for --policy sample."),
+    chat: bool = typer.Option(False, help="Send prompts as chat messages (chat endpoints)."),
     output_dir: str = typer.Option("results", help="Where result folders are created."),
-    parallel: bool = typer.Option(False, help="Run decisions concurrently."),
-    num_workers: int = typer.Option(4, help="Concurrent workers with --parallel."),
+    parallel: bool = typer.Option(False, help="Use --num-workers concurrent decisions."),
+    num_workers: int = typer.Option(4, help="Concurrent decisions with --parallel."),
     combined: bool = typer.Option(False, help="Pure actions and mixed strategies on the same games."),
     mixed_strategy: bool = typer.Option(False, help="Ask for mixed strategies instead of actions."),
     overwrite: bool = typer.Option(False, help="Write to <prefix>_latest/, replacing it."),
@@ -63,25 +80,49 @@ def nashgap(
     payoff_max: float = typer.Option(10.0, help="Highest payoff of generated games."),
     decimals: int = typer.Option(2, help="Payoff precision (games are generated at the shown precision)."),
     resume: Optional[str] = typer.Option(None, help="Finish an interrupted run in this folder."),
-    quiet: bool = typer.Option(False, help="No progress bar."),
+    quiet: bool = typer.Option(False, help="No progress bar or table; print result folders."),
 ) -> int:
     """Nash-gap suite: the player is the row player of random zero-sum games against a Nash opponent."""
-    config = NashgapConfig(
+    base = NashgapConfig(
         num_games=num_games, num_trials=num_trials, num_rows=num_rows, num_cols=num_cols,
-        seed=seed, llm_type=llm_type, llm_model=llm_model, llm_seed=llm_seed,
+        seed=seed, llm_type=llm_type, llm_model=llm_model, llm_seed=llm_seed, policy=policy,
+        order_rotations=order_rotations, base_url=base_url, max_concurrency=max_concurrency,
+        no_cache=no_cache, temperature=temperature, max_tokens=max_tokens, chat=chat,
         output_dir=output_dir, parallel=parallel, num_workers=num_workers, combined=combined,
         mixed_strategy=mixed_strategy, overwrite=overwrite, bucket=bucket, games_file=games_file,
         payoff_min=payoff_min, payoff_max=payoff_max, decimals=decimals,
     )
-    with progress_bar(quiet) as progress:
-        result = run_nashgap(config, progress=progress, resume_dir=resume)
-    rows = {f"{s['agent']} / {mode}": s for mode, s in result.summaries.items()}
+    models = list(model or [])
+    if resume and len(models) > 1:
+        raise InputError("--resume takes one run folder; give no --model")
+    if len(models) > 1:
+        base.validate()
+        if base.seed is None and base.games_file is None:
+            from stratbench.seeding import fresh_seed
+
+            base.seed = fresh_seed()  # every player must see the same games
+    configs = [replace(base, model=m, folder_tag=_slug(m) if len(models) > 1 else None)
+               for m in models] or [base]
+    rows = {}
+    n_errors = 0
+    for cfg in configs:
+        with progress_bar(quiet) as progress:
+            result = run_nashgap(cfg, progress=progress, resume_dir=resume)
+        n_errors += result.n_errors
+        for mode, s in result.summaries.items():
+            rows[f"{s['agent']} / {s.get('policy', '')} / {mode}"] = s
+        if quiet:
+            print(result.folder)
+        else:
+            t = result.totals
+            err_console.print(
+                f"{result.folder}: {t['records']} records, {t.get('model_calls', 0)} model calls, "
+                f"{t.get('model_cache_hits', 0)} cache hits, {t['errors']} errors"
+            )
     if not quiet:
-        console.print(nashgap_table(rows, f"Nash-gap results — {result.folder}"))
-    else:
-        print(result.folder)
-    if result.n_errors:
-        err_console.print(f"{result.n_errors} records are errors (see summary status_counts)")
+        console.print(nashgap_table(rows, "Nash-gap results (means over games, 95% bootstrap CIs)"))
+    if n_errors:
+        err_console.print(f"{n_errors} records are errors (see each summary's status_counts)")
         return 1
     return 0
 

@@ -75,17 +75,25 @@ class UsageTotals:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def add_score(self, r: ScoreResult) -> None:
-        self.calls += not r.cached
-        self.cache_hits += r.cached
+        if r.cached:  # a cache hit costs no call and no tokens
+            self.cache_hits += 1
+            return
+        self.calls += 1
         self.errors += r.error is not None
         self.tokens_in += r.tokens_in
 
     def add_generate(self, r: GenerateResult) -> None:
-        self.calls += not r.cached
-        self.cache_hits += r.cached
+        if r.cached:
+            self.cache_hits += 1
+            return
+        self.calls += 1
         self.errors += r.error is not None
         self.tokens_in += r.tokens_in
         self.tokens_out += r.tokens_out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "cache_hits": self.cache_hits, "errors": self.errors,
+                "tokens_in": self.tokens_in, "tokens_out": self.tokens_out, **self.extra}
 
 
 class LanguageModel(abc.ABC):

@@ -23,6 +23,13 @@ PURE_INSTRUCTIONS = Template(
     'Give your final answer on the last line in the form "Action: X", where X is $choices.'
 )
 
+# Raw models: a plain completion that ends exactly where the action label goes (trailing space,
+# bare labels: SentencePiece tokenizers such as Gemma's put the space in a token of its own).
+COMPLETION_ENDING = Template(
+    "Choose the action that maximises your expected payoff. Answer with one of $choices.\n"
+    "Answer: I choose action "
+)
+
 MIXED_INSTRUCTIONS = Template(
     "Choose a mixed strategy: a probability for each of your actions that maximises your "
     "expected payoff.\n"
@@ -38,8 +45,14 @@ def _example(labels: tuple[str, ...]) -> str:
     return "{" + ", ".join(f'"{lab}": {p:g}' for lab, p in zip(labels, probs)) + "}"
 
 
-def nashgap_prompt(game: NormalFormGame, mode: str, decimals: int = 2) -> str:
-    """The full prompt for one game in `pure` or `mixed` mode."""
+def nashgap_prompt(
+    game: NormalFormGame, mode: str, decimals: int = 2, style: str = "instruction"
+) -> str:
+    """The full prompt for one game in `pure` or `mixed` mode.
+
+    `style="completion"` is the raw-model format scored by log-probabilities; its distribution over
+    the first action label is the model's policy in both modes (for a raw model that *is* its
+    natural mixed strategy)."""
     m, n = game.shape
     intro = _INTRO.substitute(
         m=m,
@@ -48,6 +61,8 @@ def nashgap_prompt(game: NormalFormGame, mode: str, decimals: int = 2) -> str:
         cols=join_choices(game.col_labels),
         table=payoff_table(game.payoff_row, game.row_labels, game.col_labels, decimals, "you \\ opp"),
     )
+    if style == "completion":
+        return intro + COMPLETION_ENDING.substitute(choices=join_choices(game.row_labels))
     if mode == "pure":
         return intro + PURE_INSTRUCTIONS.substitute(choices=join_choices(game.row_labels))
     if mode == "mixed":

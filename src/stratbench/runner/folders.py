@@ -77,7 +77,9 @@ class RunFolder:
     resumed: bool = False
 
 
-def create_run_folder(output_dir: str | Path, prefix: str, overwrite_name: str | None = None) -> RunFolder:
+def create_run_folder(
+    output_dir: str | Path, prefix: str, overwrite_name: str | None = None, tag: str | None = None
+) -> RunFolder:
     """A new, empty folder `<output_dir>/<prefix>_<timestamp>[_k]`, or `<output_dir>/<overwrite_name>`
     emptied first when `overwrite_name` is given."""
     out = Path(output_dir)
@@ -88,7 +90,7 @@ def create_run_folder(output_dir: str | Path, prefix: str, overwrite_name: str |
             shutil.rmtree(p)
         p.mkdir()
         return RunFolder(p)
-    base = f"{prefix}_{timestamp()}"
+    base = f"{prefix}_{timestamp()}" + (f"_{tag}" if tag else "")
     for k in range(1, 10_000):
         p = out / (base if k == 1 else f"{base}_{k}")
         try:

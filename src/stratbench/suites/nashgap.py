@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from stratbench.agents.base import Agent, Decision, DecisionRequest, SCORED_STATUSES
-from stratbench.agents.registry import make_agent
+from stratbench.agents.registry import make_agent, resolve_player_spec
 from stratbench.analysis.stats import bootstrap_ci, describe
 from stratbench.analysis.zerosum_metrics import zero_sum_metrics
 from stratbench.errors import InputError
@@ -59,9 +59,19 @@ class NashgapConfig:
     num_rows: int = 3
     num_cols: int = 3
     seed: int | None = None
-    llm_type: str = "random"
+    model: str | None = None  # player spec; None → --llm-type alias, else the embedded model
+    llm_type: str | None = None
     llm_model: str | None = None
     llm_seed: int | None = None  # defaults to `seed`, so a seeded run is fully reproducible
+    policy: str | None = None  # logprob | sample; None → logprob where the backend has log-probs
+    order_rotations: int = 1
+    base_url: str | None = None
+    max_concurrency: int = 8
+    no_cache: bool = False
+    temperature: float = 1.0
+    max_tokens: int = 512
+    chat: bool = False
+    folder_tag: str | None = None  # appended to the folder name when one command runs several players
     output_dir: str = "results"
     parallel: bool = False
     num_workers: int = 4
@@ -97,6 +107,16 @@ class NashgapConfig:
             raise InputError(f"--decimals must be 0..10 (got {self.decimals})")
         if self.bucket is not None and self.games_file is not None:
             raise InputError("--bucket and --games-file cannot be combined")
+        if self.order_rotations < 1:
+            raise InputError(f"--order-rotations must be at least 1 (got {self.order_rotations})")
+        if self.max_concurrency < 1:
+            raise InputError(f"--max-concurrency must be at least 1 (got {self.max_concurrency})")
+        if self.policy not in (None, "logprob", "sample"):
+            raise InputError(f"unknown --policy {self.policy!r}; use logprob or sample")
+
+    @property
+    def player(self) -> str:
+        return resolve_player_spec(self.model, self.llm_type, self.llm_model)
 
     @property
     def modes(self) -> list[str]:
@@ -106,7 +126,13 @@ class NashgapConfig:
 
     @property
     def concurrency(self) -> int:
-        return self.num_workers if self.parallel else 1
+        """Decisions in flight. Results never depend on it (every decision is seeded by its ids)."""
+        return self.num_workers if self.parallel else self.max_concurrency
+
+    def trials_for(self, agent: Agent) -> int:
+        """An exact (log-prob) policy needs one call per game and rotation: repeated trials of the
+        same prompt would return the same distribution."""
+        return self.order_rotations if agent.exact_policy else self.num_trials
 
 
 @dataclass
@@ -176,9 +202,19 @@ def _entries_from_json(items: list[dict[str, Any]]) -> list[GameEntry]:
     return out
 
 
+def rotation_order(m: int, r: int) -> list[int]:
+    """Presented row k is original row order[k]: rows move cyclically, labels stay in place."""
+    return [(k + r) % m for k in range(m)]
+
+
+def rotate_game(game: NormalFormGame, order: list[int]) -> NormalFormGame:
+    return NormalFormGame(game.payoff_row[order], game.payoff_col[order], game.row_labels,
+                          game.col_labels, game.name)
+
+
 def policy_of(decision: Decision, mode: str, n: int) -> np.ndarray | None:
-    """The distribution a decision is scored as: the exact policy when the player knows it,
-    else the stated strategy (mixed) or the chosen action (pure)."""
+    """The distribution a decision is scored as (in presented order): the exact policy when the
+    player knows it, else the stated strategy (mixed) or the chosen action (pure)."""
     if not decision.scored:
         return None
     if decision.policy is not None:
@@ -192,16 +228,28 @@ def policy_of(decision: Decision, mode: str, n: int) -> np.ndarray | None:
     return None
 
 
+def _to_original(vec: Any, order: list[int]) -> Any:
+    if vec is None:
+        return None
+    out = [0.0] * len(order)
+    for k, v in enumerate(vec):
+        out[order[k]] = v
+    return out
+
+
 def make_record(
     entry: GameEntry, trial_id: int, mode: str, seed: int, prompt: str, decision: Decision,
-    agent_name: str,
+    agent_name: str, order: list[int] | None = None, rotation: int = 0,
 ) -> dict[str, Any]:
+    """One trial's record; actions and policies are mapped back to the game's own row order."""
     n = entry.game.shape[0]
-    pi = policy_of(decision, mode, n)
+    order = order or list(range(n))
+    shown = policy_of(decision, mode, n)
     status = decision.status
     error = decision.error
-    if decision.scored and pi is None:
+    if decision.scored and shown is None:
         status, error = "error", "player returned no decision"
+    pi = np.asarray(_to_original(shown.tolist(), order)) if shown is not None else None
     metrics: dict[str, Any]
     if pi is not None and status in SCORED_STATUSES:
         metrics = zero_sum_metrics(
@@ -212,14 +260,23 @@ def make_record(
             ("llm_value", "best_response_value", "nash_gap", "exploitability",
              "nash_gap_normalized", "exploitability_normalized")
         )
+    scored = status in SCORED_STATUSES
+    if mode == "pure":
+        decided: Any = order[decision.action] if scored and decision.action is not None else None
+    else:
+        decided = _to_original(decision.strategy, order) if scored else None
     return {
         "game_id": entry.game_id,
         "trial_id": trial_id,
         "mode": mode,
         "agent": agent_name,
-        "llm_decision": decision.action if mode == "pure" else decision.strategy,
+        "rotation": rotation,
+        "llm_decision": decided,
         "policy": pi.tolist() if pi is not None else None,
         **metrics,
+        "first_listed_prob": float(shown[0]) if shown is not None and scored else None,
+        "label_mass": decision.label_mass,
+        "logprobs": _to_original(decision.logprobs, order),
         "status": status,
         "error": error,
         "renormalized": decision.renormalized,
@@ -230,6 +287,10 @@ def make_record(
         "seed": seed,
         "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(),
     }
+
+
+_PER_TRIAL = ("nash_gap", "nash_gap_normalized", "llm_value", "best_response_value",
+              "exploitability", "exploitability_normalized")
 
 
 def summarise(
@@ -246,22 +307,26 @@ def summarise(
         if r["status"] in SCORED_STATUSES:
             by_game.setdefault(r["game_id"], []).append(r)
     per_game: dict[str, list[float]] = {
-        k: [] for k in ("nash_gap", "nash_gap_normalized", "llm_value", "best_response_value",
-                        "exploitability", "exploitability_normalized",
-                        "mixture_exploitability", "mixture_exploitability_normalized")
+        k: [] for k in _PER_TRIAL + ("mixture_exploitability", "mixture_exploitability_normalized",
+                                     "position_bias", "label_mass")
     }
     entry_by_id = {e.game_id: e for e in entries}
     for gid in sorted(by_game):
         rs = by_game[gid]
         e = entry_by_id[gid]
-        for k in ("nash_gap", "nash_gap_normalized", "llm_value", "best_response_value",
-                  "exploitability", "exploitability_normalized"):
+        for k in _PER_TRIAL:
             per_game[k].append(float(np.mean([r[k] for r in rs])))
-        # The player as a randomising strategy: the average of its trial policies.
+        # The player as a randomising strategy: the average of its trial policies (with order
+        # rotations, this is the rotation-debiased policy).
         mixture = np.mean([r["policy"] for r in rs], axis=0)
         mm = zero_sum_metrics(e.game.payoff_row, mixture, e.solution.col_strategy, e.solution.value)
         per_game["mixture_exploitability"].append(mm.exploitability)
         per_game["mixture_exploitability_normalized"].append(mm.exploitability_normalized)
+        m = e.game.shape[0]
+        per_game["position_bias"].append(float(np.mean([r["first_listed_prob"] for r in rs])) - 1 / m)
+        masses = [r["label_mass"] for r in rs if r.get("label_mass") is not None]
+        if masses:
+            per_game["label_mass"].append(float(np.mean(masses)))
 
     total = len(records)
     gap = describe(per_game["nash_gap"])
@@ -278,15 +343,16 @@ def summarise(
         "mean_br_value": describe(per_game["best_response_value"])["mean"],
     }
     boot = derive_seed(seed, 9001)
-    for key in ("nash_gap", "nash_gap_normalized", "llm_value", "exploitability",
-                "exploitability_normalized", "mixture_exploitability",
-                "mixture_exploitability_normalized"):
+    for key in ("nash_gap", "nash_gap_normalized", "llm_value", "best_response_value",
+                "exploitability", "exploitability_normalized", "mixture_exploitability",
+                "mixture_exploitability_normalized", "label_mass"):
         vals = per_game[key]
-        name = f"mean_{key}"
-        if key not in ("nash_gap", "llm_value"):
+        name = "mean_br_value" if key == "best_response_value" else f"mean_{key}"
+        if name not in s:
             s[name] = describe(vals)["mean"]
         s[f"{name}_ci95"] = bootstrap_ci(vals, seed=boot)
-    s["mean_br_value_ci95"] = bootstrap_ci(per_game["best_response_value"], seed=boot)
+    s["position_bias"] = describe(per_game["position_bias"])["mean"]
+    s["position_bias_ci95"] = bootstrap_ci(per_game["position_bias"], seed=boot)
     s["n_games"] = len(by_game)
     s["n_games_unscored"] = len(entries) - len(by_game)
     s["n_trials_scored"] = counts["ok"] + counts["parsed"]
@@ -313,10 +379,8 @@ def _files(config: NashgapConfig, mode: str) -> tuple[str, str]:
 
 def _folder_names(config: NashgapConfig) -> tuple[str, str | None]:
     prefix = "pure_and_mixed" if config.combined else "run"
-    return prefix, (f"{prefix}_latest" if config.overwrite else None)
-
-
-ProgressFactory = Callable[[int, str], Any]
+    tag = f"_{config.folder_tag}" if config.folder_tag else ""
+    return prefix, (f"{prefix}_latest{tag}" if config.overwrite else None)
 
 
 async def _run_mode(
@@ -331,18 +395,27 @@ async def _run_mode(
         # Errored records are retried on resume; drop them so each unit has exactly one record.
         write_jsonl_atomic(path, kept)
     done = {(r["game_id"], r["trial_id"]) for r in kept}
-    prompts = {e.game_id: nashgap_prompt(e.game, mode, config.decimals) for e in entries}
-    units = [
-        (e, t) for e in entries for t in range(config.num_trials) if (e.game_id, t) not in done
-    ]
-    task = progress.add_task(f"{mode}", total=len(entries) * config.num_trials,
+    n_trials = config.trials_for(agent)
+    k_rot = config.order_rotations
+    # The prompt of (game, rotation) is built once and shared by that rotation's trials.
+    prompts: dict[tuple[int, int], tuple[NormalFormGame, str, list[int]]] = {}
+    for e in entries:
+        for r in range(min(k_rot, n_trials)):
+            order = rotation_order(e.game.shape[0], r)
+            shown = rotate_game(e.game, order) if r else e.game
+            prompts[(e.game_id, r)] = (
+                shown, nashgap_prompt(shown, mode, config.decimals, agent.prompt_style), order
+            )
+    units = [(e, t) for e in entries for t in range(n_trials) if (e.game_id, t) not in done]
+    task = progress.add_task(f"{mode}", total=len(entries) * n_trials,
                              completed=len(done)) if progress else None
 
     async def work(unit: tuple[GameEntry, int]) -> dict[str, Any]:
         e, t = unit
+        r = t % k_rot
+        shown, prompt, order = prompts[(e.game_id, r)]
         seed = derive_seed(config.llm_seed, e.game_id, t, MODE_INDEX[mode])
-        req = DecisionRequest(e.game, mode, prompts[e.game_id], e.game.row_labels, seed,  # type: ignore[arg-type]
-                              e.game_id, t)
+        req = DecisionRequest(shown, mode, prompt, shown.row_labels, seed, e.game_id, t)  # type: ignore[arg-type]
         t0 = time.perf_counter()
         try:
             d = await agent.decide(req)
@@ -350,7 +423,7 @@ async def _run_mode(
             d = Decision("error", error=f"{type(exc).__name__}: {exc}")
         if not d.latency_s:
             d.latency_s = time.perf_counter() - t0
-        return make_record(e, t, mode, seed, prompts[e.game_id], d, agent_name)
+        return make_record(e, t, mode, seed, prompt, d, agent_name, order, r)
 
     with JsonlWriter(path) as writer:
         def on_result(_: Any, rec: dict[str, Any]) -> None:
@@ -362,6 +435,23 @@ async def _run_mode(
     return rewrite_sorted(path, key=lambda r: (r["game_id"], r["trial_id"]))
 
 
+def player_from_config(config: NashgapConfig) -> Agent:
+    from stratbench.models.registry import ModelOptions
+
+    return make_agent(
+        config.player, config.policy,
+        model_options=ModelOptions(base_url=config.base_url, max_concurrency=config.max_concurrency,
+                                   chat=config.chat or None),
+        no_cache=config.no_cache, temperature=config.temperature, max_tokens=config.max_tokens,
+        chat=config.chat,
+    )
+
+
+def _usage(agent: Agent) -> dict[str, Any]:
+    model = getattr(agent, "model", None)
+    return model.usage.as_dict() if model is not None else {"calls": 0}
+
+
 def run_nashgap(
     config: NashgapConfig,
     agent: Agent | None = None,
@@ -370,7 +460,8 @@ def run_nashgap(
 ) -> NashgapResult:
     """Run (or, with `resume_dir`, finish) a Nash-gap benchmark and write its result folder.
 
-    All input is validated before anything is written, so bad input never leaves a partial folder.
+    All input is validated, and the player loaded, before anything is written: bad input never
+    leaves a partial folder.
     """
     if resume_dir is not None:
         folder = Path(resume_dir)
@@ -381,27 +472,27 @@ def run_nashgap(
         if meta.get("suite") != SUITE:
             raise InputError(f"--resume {folder}: folder is a {meta.get('suite')!r} run, not nashgap")
         saved = meta["config"]
-        keep = {k: getattr(config, k) for k in ("parallel", "num_workers")}
+        keep = {k: getattr(config, k) for k in ("parallel", "num_workers", "max_concurrency")}
         config = NashgapConfig(**{k: v for k, v in saved.items() if k in NashgapConfig.__annotations__})
         for k, v in keep.items():
             setattr(config, k, v)
         entries = _entries_from_json(json.loads((folder / "games.json").read_text()))
-        agent = agent or make_agent(config.llm_type, config.llm_model)
+        agent = agent or player_from_config(config)
         meta["status"] = "running"
         meta.setdefault("resumed_at", []).append(now_iso())
     else:
         config.validate()
         config = _resolve_seeds(config)
-        agent = agent or make_agent(config.llm_type, config.llm_model)
         entries = build_games(config)
+        agent = agent or player_from_config(config)
         prefix, overwrite_name = _folder_names(config)
-        folder = create_run_folder(config.output_dir, prefix, overwrite_name).path
+        folder = create_run_folder(config.output_dir, prefix, overwrite_name, config.folder_tag).path
         write_json_atomic(folder / "games.json", [e.to_json() for e in entries])
-        meta = run_metadata(SUITE, asdict(config))
+        meta = run_metadata(SUITE, {**asdict(config), "player": config.player})
         meta["agent"] = agent.describe()
     write_json_atomic(folder / "run.json", meta)
 
-    agent_name = config.llm_type if not config.llm_model else f"{config.llm_type}:{config.llm_model}"
+    agent_name = agent.name if getattr(agent, "model", None) is not None else config.player
 
     async def main() -> dict[str, list[dict[str, Any]]]:
         out = {}
@@ -416,9 +507,11 @@ def run_nashgap(
     summaries = {}
     n_errors = 0
     for mode, recs in all_records.items():
-        s = summarise(recs, entries, config.num_trials, config.seed or 0)
+        s = summarise(recs, entries, config.trials_for(agent), config.seed or 0)
         s["mode"] = mode
         s["agent"] = agent_name
+        s["policy"] = getattr(agent, "policy", "scripted")
+        s["order_rotations"] = config.order_rotations
         summaries[mode] = s
         n_errors += s["status_counts"]["error"]
         write_json_atomic(folder / _files(config, mode)[1], s)
@@ -427,6 +520,7 @@ def run_nashgap(
     meta["totals"] = {
         "records": sum(len(r) for r in all_records.values()),
         "errors": n_errors,
+        **{f"model_{k}": v for k, v in _usage(agent).items()},
     }
     write_json_atomic(folder / "run.json", meta)
     return NashgapResult(folder, summaries, n_errors, meta["totals"])

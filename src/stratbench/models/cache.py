@@ -1,0 +1,147 @@
+"""A persistent response cache (SQLite) that makes re-running a finished run free.
+
+The key covers everything that can change an answer: the backend's identity (spec, model file or
+name, base URL — never keys), the full prompt, every generation parameter, and the sample index, so
+repeated samples of one prompt stay distinct. Only successful results are stored: a failed call is
+retried on the next run rather than replayed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from stratbench.models.base import (
+    GenerateRequest,
+    GenerateResult,
+    LanguageModel,
+    ScoreRequest,
+    ScoreResult,
+)
+
+CACHE_VERSION = 1
+
+
+def default_cache_path() -> Path:
+    base = os.environ.get("STRATBENCH_CACHE_DIR")
+    if base:
+        return Path(base) / "responses.sqlite"
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("stratbench")) / "responses.sqlite"
+
+
+class ResponseCache:
+    """A thread-safe key → JSON store in one SQLite file (WAL mode, safe across processes)."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path else default_cache_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL)"
+        )
+        self._db.commit()
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not keys:
+            return {}
+        out: dict[str, dict[str, Any]] = {}
+        with self._lock:
+            for i in range(0, len(keys), 500):
+                chunk = list(keys[i : i + 500])
+                q = f"SELECT key, value FROM responses WHERE key IN ({','.join('?' * len(chunk))})"
+                for k, v in self._db.execute(q, chunk):
+                    out[k] = json.loads(v)
+        return out
+
+    def put_many(self, items: dict[str, dict[str, Any]]) -> None:
+        if not items:
+            return
+        now = time.time()
+        with self._lock:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO responses (key, value, created) VALUES (?, ?, ?)",
+                [(k, json.dumps(v), now) for k, v in items.items()],
+            )
+            self._db.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def request_key(kind: str, model: dict[str, Any], request: Any) -> str:
+    payload = {
+        "v": CACHE_VERSION,
+        "kind": kind,
+        "model": model,
+        "request": dataclasses.asdict(request),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+_SCORE_FIELDS = ("logprobs", "n_tokens")
+_GEN_FIELDS = ("text", "tokens_in", "tokens_out", "finish_reason")
+
+
+class CachedModel(LanguageModel):
+    """Wraps any backend; hits return instantly with `cached=True` and cost no call."""
+
+    def __init__(self, inner: LanguageModel, cache: ResponseCache) -> None:
+        super().__init__()
+        self.inner = inner
+        self.cache = cache
+        self.spec = inner.spec
+        self.supports_logprobs = inner.supports_logprobs
+        self._identity = inner.describe()
+
+    async def _through(self, kind: str, requests: Sequence[Any], call: Any, fields: tuple[str, ...],
+                       make: Any) -> list[Any]:
+        keys = [request_key(kind, self._identity, r) for r in requests]
+        hits = self.cache.get_many(keys)
+        results: list[Any] = [None] * len(requests)
+        missing = []
+        for i, k in enumerate(keys):
+            if k in hits:
+                results[i] = make(**hits[k], cached=True)
+            else:
+                missing.append(i)
+        if missing:
+            fresh = await call([requests[i] for i in missing])
+            store = {}
+            for i, r in zip(missing, fresh):
+                results[i] = r
+                if r.ok:
+                    store[keys[i]] = {f: getattr(r, f) for f in fields}
+            self.cache.put_many(store)
+        return results
+
+    async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+        results = await self._through("score", requests, self.inner.score, _SCORE_FIELDS, ScoreResult)
+        for r in results:
+            self.usage.add_score(r)
+        return results
+
+    async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        results = await self._through("generate", requests, self.inner.generate, _GEN_FIELDS,
+                                      GenerateResult)
+        for r in results:
+            self.usage.add_generate(r)
+        return results
+
+    def describe(self) -> dict[str, Any]:
+        return {**self._identity, "cache": str(self.cache.path)}
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+        self.cache.close()

@@ -1,0 +1,465 @@
+"""Local Hugging Face causal LMs through `transformers` + PyTorch (spec `hf:<path-or-id>`).
+
+Loading is strictly offline: `local_files_only=True` (and HF_HUB_OFFLINE=1 unless the user set it),
+so `<path-or-id>` is either a local directory written by `save_pretrained` or a model id already in
+the local Hugging Face cache. torch and transformers are imported only when a model is built, so
+importing this module (or stratbench) stays cheap.
+
+Scoring — log P(continuation | prompt), summed over the continuation's tokens:
+
+* Tokenisation. The prompt is encoded with the tokenizer's special tokens (its BOS, if it adds
+  one). A continuation's tokens are the tokens of `prompt + continuation` beyond the prompt's
+  tokens when the prompt's tokens are a prefix of them (the natural tokenisation of the whole
+  text); otherwise — the tokenizer merged across the boundary, e.g. a prompt ending in a space —
+  the continuation is encoded on its own without special tokens and appended, as
+  lm-evaluation-harness does. An empty prompt (with no BOS) is conditioned on the BOS or EOS token.
+* Single-token fast path. All of a request's single-token continuations are read from ONE forward
+  pass over the prompt, keeping only the last position's logits (`logits_to_keep=1`), so a request
+  whose continuations are all single tokens (e.g. action labels) costs one forward of the prompt.
+* Multi-token continuations run `prompt + continuation[:-1]` each; the model keeps logits only for
+  the last max(len(continuation)) positions of the (left-padded) batch, and log-softmax is taken
+  only there.
+* Rows are sorted by length and batched `batch_size` at a time with LEFT padding, an attention
+  mask and explicit position ids, so batching does not change a row's positions. With fp32 a
+  batched score equals the unbatched one to ~1e-6.
+
+Generation is a plain KV-cached decode loop (not `model.generate`) so that each sampled request
+draws from its own CPU `torch.Generator` seeded by (seed, sample_index): a request's sample does
+not depend on which other requests share its batch (up to float rounding differences between
+batch shapes, which can in rare near-ties flip a token).
+
+Backends never raise for a failed request: the result carries `error`. A model that cannot be
+loaded at all raises `InputError` with one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import inspect
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from stratbench.errors import InputError
+from stratbench.models.base import (
+    GenerateRequest,
+    GenerateResult,
+    LanguageModel,
+    ScoreRequest,
+    ScoreResult,
+)
+from stratbench.seeding import derive_seed
+
+DTYPES = ("float32", "bfloat16", "float16")
+_DTYPE_ALIASES = {"fp32": "float32", "float": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16"}
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+class _Row:
+    """One forward-pass row: `tokens` in, and for each target list (all of length `n_keep`) the
+    summed log-prob of those tokens at the last `n_keep` positions."""
+
+    __slots__ = ("req", "conts", "tokens", "targets", "n_keep")
+
+    def __init__(self, req: int, conts: list[int], tokens: list[int], targets: list[list[int]]) -> None:
+        self.req = req
+        self.conts = conts  # continuation indices these targets belong to
+        self.tokens = tokens
+        self.targets = targets
+        self.n_keep = len(targets[0])
+
+
+class HFModel(LanguageModel):
+    """A causal LM loaded with `AutoModelForCausalLM` from a local directory or the local HF cache."""
+
+    supports_logprobs = True
+
+    def __init__(
+        self,
+        path: str,
+        device: str | None = None,
+        dtype: str = "float32",
+        batch_size: int = 8,
+        chat_template: bool = False,
+        spec: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.path = str(path)
+        self.spec = spec or f"hf:{self.path}"
+        dtype = _DTYPE_ALIASES.get(str(dtype).lower(), str(dtype).lower())
+        if dtype not in DTYPES:
+            raise InputError(f"{self.spec}: unknown dtype {dtype!r} (choose from {', '.join(DTYPES)})")
+        if int(batch_size) < 1:
+            raise InputError(f"{self.spec}: batch_size must be at least 1, got {batch_size}")
+        self.dtype = dtype
+        self.batch_size = int(batch_size)
+        self.chat_template = bool(chat_template)
+
+        local = Path(self.path).expanduser()
+        is_dir = local.is_dir()
+        if is_dir and not (local / "config.json").is_file():
+            raise InputError(f"{self.spec}: no model found (config.json missing in {local})")
+        if not is_dir and (local.exists() or self.path.startswith((".", "/", "~")) or self.path.count("/") > 1):
+            raise InputError(f"{self.spec}: no model found (no such directory {local})")
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            import torch
+            import transformers
+        except ImportError:
+            raise InputError(
+                f"{self.spec}: torch and transformers are not installed (pip install 'stratbench[hf]')"
+            ) from None
+        self._torch = torch
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        source = str(local) if is_dir else self.path
+        try:
+            self._tok = transformers.AutoTokenizer.from_pretrained(source, local_files_only=True)
+        except Exception as e:  # noqa: BLE001 - anything here means "cannot load"
+            where = "" if is_dir else " (not a local directory, and not in the local Hugging Face cache)"
+            raise InputError(f"{self.spec}: no model found{where}: {_one_line(e)}") from None
+        dtype_kw = "dtype" if _version_tuple(transformers.__version__) >= (4, 56) else "torch_dtype"
+        try:
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                source, local_files_only=True, **{dtype_kw: getattr(torch, dtype)}
+            )
+            model.to(self.device)
+        except Exception as e:  # noqa: BLE001
+            raise InputError(f"{self.spec}: cannot load the model: {_one_line(e)}") from None
+        model.eval()
+        self._model = model
+        params = inspect.signature(model.forward).parameters
+        self._keep_kw = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
+        self._takes_position_ids = "position_ids" in params
+
+        cfg = model.config
+        self.max_len: int | None = None
+        for attr in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+            v = getattr(cfg, attr, None)
+            if isinstance(v, int) and v > 0:
+                self.max_len = v
+                break
+        tok = self._tok
+        self._pad_id = next(
+            (t for t in (tok.pad_token_id, tok.eos_token_id, tok.bos_token_id, 0) if t is not None), 0
+        )
+        eos: set[int] = set()
+        for src in (getattr(getattr(model, "generation_config", None), "eos_token_id", None), tok.eos_token_id):
+            if isinstance(src, int):
+                eos.add(src)
+            elif isinstance(src, (list, tuple)):
+                eos.update(int(t) for t in src)
+        self._eos_ids = eos
+        self._lock = threading.Lock()
+        self._versions = {"transformers": transformers.__version__, "torch": torch.__version__}
+
+    # -- tokens -------------------------------------------------------------------------------
+    def _encode(self, text: str, special: bool) -> list[int]:
+        return list(self._tok(text, add_special_tokens=special)["input_ids"])
+
+    def _context_tokens(self, prompt: str) -> list[int]:
+        ids = self._encode(prompt, True)
+        if not ids:
+            start = self._tok.bos_token_id if self._tok.bos_token_id is not None else self._tok.eos_token_id
+            if start is None:
+                raise ValueError("empty prompt and the tokenizer has no BOS/EOS token to condition on")
+            ids = [int(start)]
+        return ids
+
+    def continuation_tokens(self, prompt_tokens: list[int], prompt: str, cont: str) -> list[int]:
+        """Tokens of `cont` after `prompt`: the tail of encode(prompt + cont) when the prompt's
+        tokens are its prefix, else `cont` encoded on its own (no special tokens)."""
+        if not cont:
+            return []
+        full = self._encode(prompt + cont, True)
+        n = len(prompt_tokens)
+        if len(full) > n and full[:n] == prompt_tokens:
+            return full[n:]
+        return self._encode(cont, False)
+
+    # -- forward ------------------------------------------------------------------------------
+    def _batch_tensors(self, seqs: list[list[int]]) -> tuple[Any, Any, Any]:
+        torch = self._torch
+        width = max(len(s) for s in seqs)
+        ids = torch.full((len(seqs), width), self._pad_id, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for i, s in enumerate(seqs):
+            if s:
+                ids[i, width - len(s):] = torch.tensor(s, dtype=torch.long)
+                mask[i, width - len(s):] = 1
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        return ids.to(self.device), mask.to(self.device), pos.to(self.device)
+
+    def _forward(self, ids: Any, mask: Any, pos: Any, keep: int, **extra: Any) -> Any:
+        """Logits (float32) of the last `keep` positions."""
+        kw: dict[str, Any] = {"input_ids": ids, "attention_mask": mask, **extra}
+        if self._takes_position_ids:
+            kw["position_ids"] = pos
+        if self._keep_kw:
+            kw[self._keep_kw] = keep
+        out = self._model(**kw)
+        logits = out.logits
+        if logits.shape[1] != keep:
+            logits = logits[:, -keep:, :]
+        return out, logits.float()
+
+    def _run_rows(self, rows: list[_Row]) -> list[list[float]]:
+        torch = self._torch
+        out, logits = self._forward(*self._batch_tensors([r.tokens for r in rows]),
+                                    keep=max(r.n_keep for r in rows), use_cache=False)
+        del out
+        k = logits.shape[1]
+        results: list[list[float]] = []
+        for i, r in enumerate(rows):
+            lp = torch.log_softmax(logits[i, k - r.n_keep:, :], dim=-1)  # (n_keep, V)
+            tgt = torch.tensor(r.targets, dtype=torch.long, device=lp.device)  # (n_targets, n_keep)
+            picked = lp.gather(1, tgt.T)  # (n_keep, n_targets)
+            results.append(picked.double().sum(0).tolist())
+        return results
+
+    def _score_sync(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+        t0 = time.perf_counter()
+        torch = self._torch
+        n = len(requests)
+        errors: list[str | None] = [None] * n
+        logprobs: list[list[float | None]] = [[None] * len(r.continuations) for r in requests]
+        n_tokens: list[list[int]] = [[] for _ in requests]
+        tokens_in = [0] * n
+        rows: list[_Row] = []
+        for qi, req in enumerate(requests):
+            try:
+                if not req.continuations:
+                    raise ValueError("no continuations to score")
+                ctx = self._context_tokens(req.prompt)
+                conts = [self.continuation_tokens(ctx, req.prompt, c) for c in req.continuations]
+                if any(len(c) == 0 for c in conts):
+                    raise ValueError("empty continuation")
+                n_tokens[qi] = [len(c) for c in conts]
+                longest = len(ctx) + max(len(c) for c in conts) - 1
+                if self.max_len is not None and longest > self.max_len:
+                    raise ValueError(f"input of {longest} tokens exceeds the model's context of {self.max_len}")
+                singles = [ci for ci, c in enumerate(conts) if len(c) == 1]
+                mine: list[_Row] = []
+                if singles:  # every single-token continuation from one forward over the prompt
+                    mine.append(_Row(qi, singles, ctx, [conts[ci] for ci in singles]))
+                for ci, c in enumerate(conts):
+                    if len(c) > 1:
+                        mine.append(_Row(qi, [ci], ctx + c[:-1], [c]))
+                rows.extend(mine)
+                tokens_in[qi] = sum(len(r.tokens) for r in mine)
+            except Exception as e:  # noqa: BLE001 - per-request failure, never raised
+                errors[qi] = str(e) if isinstance(e, ValueError) else _one_line(e)
+
+        rows.sort(key=lambda r: -len(r.tokens))
+        with torch.inference_mode():
+            for b in range(0, len(rows), self.batch_size):
+                batch = [r for r in rows[b:b + self.batch_size] if errors[r.req] is None]
+                if not batch:
+                    continue
+                try:
+                    values = self._run_rows(batch)
+                except Exception as e:  # noqa: BLE001 - e.g. out of memory: retry row by row
+                    self._free()
+                    if len(batch) == 1:
+                        errors[batch[0].req] = f"hf: {_one_line(e)}"
+                        continue
+                    values = []
+                    for r in batch:
+                        try:
+                            values.extend(self._run_rows([r]))
+                        except Exception as e1:  # noqa: BLE001
+                            self._free()
+                            errors[r.req] = f"hf: {_one_line(e1)}"
+                            values.append([])
+                for r, vals in zip(batch, values):
+                    for ci, v in zip(r.conts, vals):
+                        logprobs[r.req][ci] = float(v)
+
+        latency = (time.perf_counter() - t0) / max(n, 1)
+        results = []
+        for qi in range(n):
+            if errors[qi] is not None or any(v is None for v in logprobs[qi]):
+                results.append(ScoreResult(None, error=errors[qi] or "hf: scoring failed", latency_s=latency))
+            else:
+                results.append(ScoreResult(
+                    [float(v) for v in logprobs[qi]], n_tokens[qi], tokens_in=tokens_in[qi], latency_s=latency,
+                ))
+        return results
+
+    # -- generation ---------------------------------------------------------------------------
+    def _prompt_tokens(self, req: GenerateRequest) -> list[int]:
+        if req.chat or self.chat_template:
+            if not getattr(self._tok, "chat_template", None):
+                raise ValueError(f"{self.spec}: the tokenizer has no chat template")
+            messages = []
+            if req.system:
+                messages.append({"role": "system", "content": req.system})
+            messages.append({"role": "user", "content": req.prompt})
+            text = self._tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            ids = self._encode(text, False)  # the template writes its own special tokens
+            return ids or self._context_tokens("")
+        return self._context_tokens(req.prompt)
+
+    def _generate_batch(self, reqs: list[GenerateRequest], prompts: list[list[int]]) -> list[GenerateResult]:
+        torch = self._torch
+        t0 = time.perf_counter()
+        B = len(reqs)
+        limits = []
+        for req, p in zip(reqs, prompts):
+            room = req.max_tokens if self.max_len is None else min(req.max_tokens, self.max_len - len(p))
+            limits.append(max(room, 0))
+        gens: list[Any] = []
+        for req in reqs:
+            if req.temperature > 0:
+                g = torch.Generator(device="cpu")
+                g.manual_seed(derive_seed(req.seed or 0, req.sample_index))
+                gens.append(g)
+            else:
+                gens.append(None)
+        out_tokens: list[list[int]] = [[] for _ in reqs]
+        texts: list[str | None] = [None] * B
+        finish: list[str | None] = [None] * B
+        for i in range(B):
+            if limits[i] == 0:
+                texts[i], finish[i] = "", "length"
+
+        ids, mask, pos = self._batch_tensors(prompts)
+        cache = None
+        step_ids = ids
+        while any(f is None for f in finish):
+            extra: dict[str, Any] = {"use_cache": True}
+            if cache is not None:
+                extra["past_key_values"] = cache
+            out, logits = self._forward(step_ids, mask, pos, keep=1, **extra)
+            cache = out.past_key_values
+            last = logits[:, -1, :]
+            nxt: list[int] = []
+            for i, req in enumerate(reqs):
+                if finish[i] is not None:
+                    nxt.append(self._pad_id)
+                    continue
+                if req.temperature > 0:
+                    probs = torch.softmax(last[i] / float(req.temperature), dim=-1).cpu()
+                    tok = int(torch.multinomial(probs, 1, generator=gens[i]).item())
+                else:
+                    tok = int(torch.argmax(last[i]).item())
+                nxt.append(tok)
+                if tok in self._eos_ids:
+                    out_tokens[i].append(tok)
+                    finish[i] = "stop"
+                    texts[i] = self._tok.decode(out_tokens[i][:-1], skip_special_tokens=True)
+                    continue
+                out_tokens[i].append(tok)
+                text = self._tok.decode(out_tokens[i], skip_special_tokens=True)
+                cut = [text.find(s) for s in req.stop if s and s in text]
+                if cut:
+                    texts[i], finish[i] = text[:min(cut)], "stop"
+                elif len(out_tokens[i]) >= limits[i]:
+                    texts[i], finish[i] = text, "length"
+            step_ids = torch.tensor(nxt, dtype=torch.long, device=self.device)[:, None]
+            mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=mask.device)], dim=1)
+            pos = pos[:, -1:] + 1
+        del cache
+        latency = (time.perf_counter() - t0) / B
+        return [
+            GenerateResult(texts[i], tokens_in=len(prompts[i]), tokens_out=len(out_tokens[i]),
+                           latency_s=latency, finish_reason=finish[i])
+            for i in range(B)
+        ]
+
+    def _generate_sync(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        torch = self._torch
+        results: list[GenerateResult | None] = [None] * len(requests)
+        todo: list[tuple[int, list[int]]] = []
+        for qi, req in enumerate(requests):
+            try:
+                if req.max_tokens < 0:
+                    raise ValueError(f"max_tokens must be >= 0, got {req.max_tokens}")
+                p = self._prompt_tokens(req)
+                if self.max_len is not None and len(p) >= self.max_len:
+                    raise ValueError(f"prompt of {len(p)} tokens fills the model's context of {self.max_len}")
+                todo.append((qi, p))
+            except Exception as e:  # noqa: BLE001
+                results[qi] = GenerateResult(None, error=str(e) if isinstance(e, ValueError) else _one_line(e))
+        todo.sort(key=lambda t: -len(t[1]))
+        with torch.inference_mode():
+            for b in range(0, len(todo), self.batch_size):
+                chunk = todo[b:b + self.batch_size]
+                try:
+                    outs = self._generate_batch([requests[q] for q, _ in chunk], [p for _, p in chunk])
+                except Exception as e:  # noqa: BLE001 - e.g. out of memory: retry one at a time
+                    self._free()
+                    if len(chunk) == 1:
+                        outs = [GenerateResult(None, error=f"hf: {_one_line(e)}")]
+                    else:
+                        outs = []
+                        for q, p in chunk:
+                            try:
+                                outs.extend(self._generate_batch([requests[q]], [p]))
+                            except Exception as e1:  # noqa: BLE001
+                                self._free()
+                                outs.append(GenerateResult(None, error=f"hf: {_one_line(e1)}"))
+                for (q, _), r in zip(chunk, outs):
+                    results[q] = r
+        return [r if r is not None else GenerateResult(None, error="hf: generation failed") for r in results]
+
+    # -- interface ----------------------------------------------------------------------------
+    def _free(self) -> None:
+        gc.collect()
+        if self.device.startswith("cuda"):
+            self._torch.cuda.empty_cache()
+
+    def _locked(self, fn: Any, reqs: Sequence[Any]) -> list[Any]:
+        with self._lock:
+            return fn(reqs)
+
+    async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+        results = await asyncio.to_thread(self._locked, self._score_sync, list(requests))
+        for r in results:
+            self.usage.add_score(r)
+        return results
+
+    async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        results = await asyncio.to_thread(self._locked, self._generate_sync, list(requests))
+        for r in results:
+            self.usage.add_generate(r)
+        return results
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec,
+            "backend": "hf",
+            "path": self.path,
+            "dtype": self.dtype,
+            "device": self.device,
+            **self._versions,
+        }
+
+    async def aclose(self) -> None:
+        def close() -> None:
+            with self._lock:
+                self._model = None
+                self._free()
+
+        await asyncio.to_thread(close)
+
+
+def _version_tuple(v: str) -> tuple[int, ...]:
+    out = []
+    for part in v.split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+        if not part.isdigit():
+            break
+    return tuple(out)

@@ -1,0 +1,294 @@
+"""The Hugging Face backend on a tiny randomly-initialised Llama built here (no downloads)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("tokenizers")
+
+from stratbench.errors import InputError  # noqa: E402
+from stratbench.models.base import GenerateRequest, ScoreRequest  # noqa: E402
+from stratbench.models.hf import HFModel  # noqa: E402
+
+CORPUS = [
+    "You are playing a game. Choose action A or action B.",
+    "The payoff matrix is: row 1: 3, 0; row 2: 5, 1.",
+    "Answer: A", "Answer: B", "Answer: C", "Answer: D",
+    "Player 1 chooses cooperate. Player 2 chooses defect.",
+    "0 1 2 3 4 5 6 7 8 9 10 11 12 42 100 2024",
+    "The quick brown fox jumps over the lazy dog.",
+    "Probability of each action: A 0.5, B 0.25, C 0.25.",
+] * 3
+
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def _build_tokenizer():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=["<pad>", "<s>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+    )
+    tok.train_from_iterator(CORPUS, trainer)
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", tok.token_to_id("<s>"))]
+    )
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>"
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tiny-llama")
+    tok = _build_tokenizer()
+    cfg = transformers.LlamaConfig(
+        vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, intermediate_size=64, max_position_embeddings=128,
+        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+    )
+    torch.manual_seed(0)
+    m = transformers.LlamaForCausalLM(cfg)
+    with torch.no_grad():  # larger weights than the default init, so distributions are not flat
+        for p in m.parameters():
+            p.mul_(3.0)
+    m.save_pretrained(d)
+    tok.save_pretrained(d)
+    return d
+
+
+@pytest.fixture(scope="module")
+def hf(model_dir):
+    return HFModel(str(model_dir), device="cpu", batch_size=8)
+
+
+@pytest.fixture(scope="module")
+def ref(model_dir):
+    tok = transformers.AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    m = transformers.AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True)
+    m.eval()
+
+    def score(prompt: str, cont: str) -> tuple[float, int]:
+        """Direct forward of the unpadded sequence, full logits, manual gather."""
+        p = tok(prompt)["input_ids"]
+        full = tok(prompt + cont)["input_ids"]
+        c = full[len(p):] if full[:len(p)] == p and len(full) > len(p) else tok(cont, add_special_tokens=False)["input_ids"]
+        ids = torch.tensor([p + c])
+        with torch.no_grad():
+            lp = torch.log_softmax(m(ids).logits[0].double(), dim=-1)
+        return float(sum(lp[len(p) - 1 + j, t] for j, t in enumerate(c))), len(c)
+
+    score.tok = tok
+    return score
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+PROMPTS = [
+    "You are playing a game. Choose action A or action B.\nAnswer:",
+    "Answer:",
+    "The payoff matrix is: row 1: 3, 0; row 2: 5, 1. Player 1 chooses",
+    "0 1 2 3",
+    "The quick brown fox jumps over the lazy dog. Probability of each action: A 0.5, B",
+]
+SINGLE = (" A", " B", " C", " D")
+MULTI = (" cooperate", " defect", " 42", " 2024 and 12", " zebra!")
+
+
+def test_scores_match_direct_forward(hf, ref):
+    reqs = [ScoreRequest(p, SINGLE) for p in PROMPTS] + [ScoreRequest(p, MULTI) for p in PROMPTS]
+    reqs.append(ScoreRequest("Answer: ", ("A", "B")))  # prompt tokens not a prefix: separate encode
+    res = run(hf.score(reqs))
+    saw_multi = False
+    for req, r in zip(reqs, res):
+        assert r.ok, r.error
+        for cont, lp, n in zip(req.continuations, r.logprobs, r.n_tokens):
+            want, want_n = ref(req.prompt, cont)
+            assert n == want_n
+            assert lp == pytest.approx(want, abs=1e-5)
+            assert lp < 0
+            saw_multi |= n > 1
+    assert saw_multi
+    assert all(n == 1 for r in res[:len(PROMPTS)] for n in r.n_tokens)
+
+
+def test_batched_equals_unbatched(model_dir, hf):
+    one = HFModel(str(model_dir), device="cpu", batch_size=1)
+    reqs = [ScoreRequest(p, SINGLE + MULTI) for p in PROMPTS] + [ScoreRequest(p, SINGLE) for p in PROMPTS]
+    a = run(hf.score(reqs))
+    b = run(one.score(reqs))
+    for x, y in zip(a, b):
+        assert x.ok and y.ok
+        assert x.n_tokens == y.n_tokens
+        assert x.logprobs == pytest.approx(y.logprobs, abs=1e-5)
+    # and the generation path: greedy batched == greedy one at a time
+    greqs = [GenerateRequest(p, max_tokens=8) for p in PROMPTS]
+    ga = run(hf.generate(greqs))
+    gb = run(one.generate(greqs))
+    assert [r.text for r in ga] == [r.text for r in gb]
+
+
+def test_single_token_fast_path_is_used(hf, ref):
+    calls = []
+
+    def hook(module, args, kwargs, output):
+        calls.append((kwargs["input_ids"].shape, kwargs.get("logits_to_keep"), output.logits.shape))
+
+    prompt = PROMPTS[0]
+    n_prompt = len(ref.tok(prompt)["input_ids"])
+    h = hf._model.register_forward_hook(hook, with_kwargs=True)
+    try:
+        fast = run(hf.score([ScoreRequest(prompt, SINGLE)]))[0]
+        n_fast = len(calls)
+        calls_fast = list(calls)
+        # same labels forced through the multi-token path by adding one multi-token continuation
+        slow = run(hf.score([ScoreRequest(prompt, SINGLE + (" zebra!",))]))[0]
+    finally:
+        h.remove()
+    assert fast.ok and slow.ok
+    assert n_fast == 1
+    (shape, keep, lshape), = calls_fast
+    assert tuple(shape) == (1, n_prompt) and keep == 1 and lshape[1] == 1
+    assert fast.tokens_in == n_prompt  # one pass over the prompt, nothing else
+    assert fast.n_tokens == [1, 1, 1, 1]
+    assert slow.n_tokens[-1] > 1 and slow.tokens_in > n_prompt
+    assert fast.logprobs == pytest.approx(slow.logprobs[:4], abs=1e-5)
+    # and each single-token score equals scoring that label alone with a multi-token sibling
+    for cont, lp in zip(SINGLE, fast.logprobs):
+        want, _ = ref(prompt, cont)
+        assert lp == pytest.approx(want, abs=1e-5)
+
+
+def test_complete_single_token_set_is_a_distribution(hf, ref):
+    tok = ref.tok
+    vocab = tok.get_vocab()
+    conts = []
+    for t, i in sorted(vocab.items(), key=lambda kv: kv[1]):
+        s = tok.decode([i])
+        if i in tok.all_special_ids or not s:
+            continue
+        if tok("Answer:" + s)["input_ids"] == tok("Answer:")["input_ids"] + [i]:
+            conts.append(s)
+    assert len(conts) > 50
+    r = run(hf.score([ScoreRequest("Answer:", tuple(conts))]))[0]
+    assert r.ok and set(r.n_tokens) == {1}
+    total = sum(math.exp(v) for v in r.logprobs)
+    assert 0 < total <= 1 + 1e-6
+    m = max(r.logprobs)
+    z = sum(math.exp(v - m) for v in r.logprobs)
+    assert sum(math.exp(v - m) / z for v in r.logprobs) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_generate(hf, ref):
+    p = PROMPTS[0]
+    g1 = run(hf.generate([GenerateRequest(p, max_tokens=12)]))[0]
+    # greedy equals transformers' own greedy generate on the unpadded prompt
+    ids = ref.tok(p, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        want = hf._model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=12, do_sample=False,
+                                  pad_token_id=ref.tok.pad_token_id)
+    assert g1.text == ref.tok.decode(want[0, ids.shape[1]:], skip_special_tokens=True)
+    g2 = run(hf.generate([GenerateRequest(p, max_tokens=12), GenerateRequest(PROMPTS[2], max_tokens=3)]))
+    assert g1.ok and g1.text == g2[0].text
+    assert g1.tokens_in > 0 and 0 < g1.tokens_out <= 12
+    assert g1.finish_reason in ("stop", "length")
+    assert g2[1].tokens_out <= 3
+
+    # stop sequences cut the text at the first occurrence
+    s = run(hf.generate([GenerateRequest(p, max_tokens=40, temperature=1.0, seed=3)]))[0]
+    assert s.ok and len(s.text) >= 2
+    stop = next(ch for ch in s.text[1:] if ch.isascii() and ch.isalnum())  # not a partial UTF-8 byte
+    cut = run(hf.generate([GenerateRequest(p, max_tokens=40, temperature=1.0, seed=3, stop=(stop,))]))[0]
+    assert cut.finish_reason == "stop"
+    assert cut.text == s.text[:s.text.find(stop)]
+    assert stop not in cut.text
+
+    # seeded sampling: reproducible, and different samples differ
+    reqs = [GenerateRequest(p, max_tokens=16, temperature=1.0, seed=7, sample_index=k) for k in range(4)]
+    a = run(hf.generate(reqs))
+    b = run(hf.generate(list(reversed(reqs))))[::-1]
+    assert [r.text for r in a] == [r.text for r in b]
+    assert len({r.text for r in a}) > 1
+    c = run(hf.generate([GenerateRequest(p, max_tokens=16, temperature=1.0, seed=8)]))[0]
+    assert c.text != a[0].text
+
+    # zero tokens, chat template, and an over-long prompt: results, not exceptions
+    z = run(hf.generate([GenerateRequest(p, max_tokens=0)]))[0]
+    assert z.text == "" and z.finish_reason == "length" and z.tokens_out == 0
+    ch = run(hf.generate([GenerateRequest("Choose A or B.", max_tokens=4, chat=True, system="Be brief.")]))[0]
+    assert ch.ok
+    raw = run(hf.generate([GenerateRequest("Choose A or B.", max_tokens=4)]))[0]
+    assert ch.tokens_in > raw.tokens_in
+    long = run(hf.generate([GenerateRequest("0 1 2 3 " * 100, max_tokens=4)]))[0]
+    assert not long.ok and "context" in long.error
+    assert hf.usage.errors >= 1
+
+
+def test_no_chat_template_and_bad_requests_are_errors(model_dir, hf):
+    m = HFModel(str(model_dir), device="cpu")
+    m._tok.chat_template = None
+    r = run(m.generate([GenerateRequest("hi", max_tokens=2, chat=True)]))[0]
+    assert not r.ok and "chat template" in r.error
+    res = run(hf.score([
+        ScoreRequest("Answer:", (" A", "")),
+        ScoreRequest("0 1 2 3 " * 100, (" A",)),
+        ScoreRequest("Answer:", (" A", " B")),
+    ]))
+    assert not res[0].ok and "empty continuation" in res[0].error
+    assert not res[1].ok and "context" in res[1].error
+    assert res[2].ok
+
+
+def test_describe(hf, model_dir):
+    d = hf.describe()
+    assert d["spec"] == f"hf:{model_dir}" and d["backend"] == "hf"
+    assert d["path"] == str(model_dir) and d["dtype"] == "float32" and d["device"] == "cpu"
+    assert d["transformers"] == transformers.__version__ and d["torch"] == torch.__version__
+    assert hf.supports_logprobs
+
+
+def test_missing_model_is_input_error(tmp_path):
+    for path in (str(tmp_path / "nope"), str(tmp_path)):
+        with pytest.raises(InputError) as e:
+            HFModel(path)
+        msg = str(e.value)
+        assert "\n" not in msg and msg.startswith(f"hf:{path}: no model found")
+    with pytest.raises(InputError) as e:
+        HFModel("no-such-org/no-such-model")
+    assert "\n" not in str(e.value) and "no model found" in str(e.value)
+    with pytest.raises(InputError):
+        HFModel(str(tmp_path), dtype="int3")
+
+
+def test_import_is_lazy(model_dir):
+    code = (
+        "import sys\n"
+        "import stratbench, stratbench.models.hf as hf\n"
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules\n"
+        f"hf.HFModel({str(model_dir)!r}, device='cpu')\n"
+        "assert 'torch' in sys.modules\n"
+        "print('ok')\n"
+    )
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
