@@ -6,6 +6,9 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install demo test bench clean
 
+# llama-cpp-python builds from source (a few minutes on 2 cores, once: pip caches the wheel).
+export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
@@ -14,10 +17,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Main job: the Nash-gap suite (pure + mixed on the same 100 games), reference players.
+# Main job, offline: the Nash-gap suite (pure + mixed on the same 100 games) for the embedded raw
+# model scored by exact log-probabilities (3 row-order rotations), next to the reference players.
 demo: $(STAMP)
-	$(BIN)/stratbench nashgap --combined --num-games 100 --num-trials 100 --seed 42 --llm-type random --parallel --num-workers 4
-	$(BIN)/stratbench nashgap --combined --num-games 100 --num-trials 100 --seed 42 --llm-type nash --parallel --num-workers 4
+	$(BIN)/stratbench nashgap --combined --num-games 100 --seed 42 --policy logprob --order-rotations 3 \
+		--model embedded --model random --model nash
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

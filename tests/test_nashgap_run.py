@@ -226,3 +226,27 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
         assert json.loads((folder / name).read_text()) == json.loads((ref / name).read_text())
     meta = json.loads((folder / "run.json").read_text())
     assert meta["status"] == "finished" and meta["resumed_at"]
+
+
+def test_order_rotations_map_back_and_measure_position_bias(tmp_path):
+    first = run(tmp_path / "f", num_games=6, num_trials=3, seed=4, llm_type="first-action",
+                order_rotations=3)
+    recs = read_jsonl(first.folder / "trials.jsonl")
+    # trial t shows rotation t % 3; the first listed row is original row t % 3
+    assert [r["rotation"] for r in recs[:3]] == [0, 1, 2]
+    assert [r["llm_decision"] for r in recs[:3]] == [0, 1, 2]
+    (s,) = first.summaries.values()
+    assert s["position_bias"] == pytest.approx(1 - 1 / 3)
+    # averaged over rotations, "always first" becomes uniform play
+    games = json.loads((first.folder / "games.json").read_text())
+    from stratbench.analysis.zerosum_metrics import zero_sum_metrics
+
+    uniform = [zero_sum_metrics(np.array(g["payoff_matrix"]), np.ones(3) / 3,
+                                np.array(g["nash_equilibrium_col"]), g["value"]).exploitability
+               for g in games]
+    assert s["mean_mixture_exploitability"] == pytest.approx(np.mean(uniform))
+    # an equilibrium player stays unexploitable under every presentation order
+    nash = run(tmp_path / "n", num_games=6, num_trials=3, seed=4, llm_type="nash",
+               order_rotations=3, mixed_strategy=True)
+    (sn,) = nash.summaries.values()
+    assert abs(sn["mean_exploitability"]) < 1e-9

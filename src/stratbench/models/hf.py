@@ -122,6 +122,17 @@ class HFModel(LanguageModel):
         self._torch = torch
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         source = str(local) if is_dir else self.path
+        bars = transformers.utils.logging.is_progress_bar_enabled()
+        transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar over the CLI's display
+        try:
+            self._load(transformers, torch, source, is_dir)
+        finally:
+            if bars:
+                transformers.utils.logging.enable_progress_bar()
+        self._lock = threading.Lock()
+        self._versions = {"transformers": transformers.__version__, "torch": torch.__version__}
+
+    def _load(self, transformers: Any, torch: Any, source: str, is_dir: bool) -> None:
         try:
             self._tok = transformers.AutoTokenizer.from_pretrained(source, local_files_only=True)
         except Exception as e:  # noqa: BLE001 - anything here means "cannot load"
@@ -130,7 +141,7 @@ class HFModel(LanguageModel):
         dtype_kw = "dtype" if _version_tuple(transformers.__version__) >= (4, 56) else "torch_dtype"
         try:
             model = transformers.AutoModelForCausalLM.from_pretrained(
-                source, local_files_only=True, **{dtype_kw: getattr(torch, dtype)}
+                source, local_files_only=True, **{dtype_kw: getattr(torch, self.dtype)}
             )
             model.to(self.device)
         except Exception as e:  # noqa: BLE001
@@ -159,8 +170,6 @@ class HFModel(LanguageModel):
             elif isinstance(src, (list, tuple)):
                 eos.update(int(t) for t in src)
         self._eos_ids = eos
-        self._lock = threading.Lock()
-        self._versions = {"transformers": transformers.__version__, "torch": torch.__version__}
 
     # -- tokens -------------------------------------------------------------------------------
     def _encode(self, text: str, special: bool) -> list[int]:
@@ -227,6 +236,8 @@ class HFModel(LanguageModel):
         return results
 
     def _score_sync(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+        if self._model is None:
+            return [ScoreResult(None, error=f"{self.spec}: model is closed") for _ in requests]
         t0 = time.perf_counter()
         torch = self._torch
         n = len(requests)
@@ -325,6 +336,9 @@ class HFModel(LanguageModel):
                 gens.append(g)
             else:
                 gens.append(None)
+        sampling = any(g is not None for g in gens)
+        temps = torch.tensor([[float(r.temperature) if r.temperature > 0 else 1.0] for r in reqs],
+                             dtype=torch.float32, device=self.device)
         out_tokens: list[list[int]] = [[] for _ in reqs]
         texts: list[str | None] = [None] * B
         finish: list[str | None] = [None] * B
@@ -342,16 +356,17 @@ class HFModel(LanguageModel):
             out, logits = self._forward(step_ids, mask, pos, keep=1, **extra)
             cache = out.past_key_values
             last = logits[:, -1, :]
+            greedy = last.argmax(dim=-1).tolist()  # one device sync per step, not one per row
+            probs = torch.softmax(last / temps, dim=-1).cpu() if sampling else None
             nxt: list[int] = []
             for i, req in enumerate(reqs):
                 if finish[i] is not None:
                     nxt.append(self._pad_id)
                     continue
                 if req.temperature > 0:
-                    probs = torch.softmax(last[i] / float(req.temperature), dim=-1).cpu()
-                    tok = int(torch.multinomial(probs, 1, generator=gens[i]).item())
+                    tok = int(torch.multinomial(probs[i], 1, generator=gens[i]).item())
                 else:
-                    tok = int(torch.argmax(last[i]).item())
+                    tok = int(greedy[i])
                 nxt.append(tok)
                 if tok in self._eos_ids:
                     out_tokens[i].append(tok)
@@ -359,11 +374,14 @@ class HFModel(LanguageModel):
                     texts[i] = self._tok.decode(out_tokens[i][:-1], skip_special_tokens=True)
                     continue
                 out_tokens[i].append(tok)
+                full = len(out_tokens[i]) >= limits[i]
+                if not (req.stop or full):
+                    continue  # decode only when a stop string could match or the row is done
                 text = self._tok.decode(out_tokens[i], skip_special_tokens=True)
                 cut = [text.find(s) for s in req.stop if s and s in text]
                 if cut:
                     texts[i], finish[i] = text[:min(cut)], "stop"
-                elif len(out_tokens[i]) >= limits[i]:
+                elif full:
                     texts[i], finish[i] = text, "length"
             step_ids = torch.tensor(nxt, dtype=torch.long, device=self.device)[:, None]
             mask = torch.cat([mask, torch.ones((B, 1), dtype=mask.dtype, device=mask.device)], dim=1)
@@ -377,6 +395,8 @@ class HFModel(LanguageModel):
         ]
 
     def _generate_sync(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        if self._model is None:
+            return [GenerateResult(None, error=f"{self.spec}: model is closed") for _ in requests]
         torch = self._torch
         results: list[GenerateResult | None] = [None] * len(requests)
         todo: list[tuple[int, list[int]]] = []

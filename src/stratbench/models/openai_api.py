@@ -29,6 +29,7 @@ Authorization header, and redacted from every error, log line and repr.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import math
 import os
@@ -60,6 +61,11 @@ PROVIDERS: dict[str, tuple[str | None, str, bool]] = {
 ENDPOINTS = ("completions", "chat")
 CHAT_TOP_LOGPROBS = 20
 
+# When each HTTP attempt of the request being served got its connection slot: a result's latency
+# runs from its first attempt's start, not from when it was queued behind max_concurrency others.
+_attempt_starts: contextvars.ContextVar[list[float] | None] = contextvars.ContextVar(
+    "stratbench_attempt_starts", default=None)
+
 
 class _Secret:
     """Holds the API key; its repr/str never show it."""
@@ -82,6 +88,64 @@ class _Secret:
 
     def __reduce__(self) -> Any:  # never pickle a key into another process or onto disk
         raise TypeError("API keys are not picklable")
+
+
+class _ShardedTransport(httpx.AsyncBaseTransport):
+    """Connection pools of at most SHARD_SIZE connections behind one client.
+
+    httpcore's pool does work quadratic in its number of connections on every request, which
+    costs milliseconds of event-loop time per request at 64 connections. Each request goes to the
+    least-loaded shard; a shard's load counts requests until their response is closed, so with
+    the model's semaphore no request ever waits in a pool while another shard has room.
+    """
+
+    SHARD_SIZE = 16
+
+    def __init__(self, max_connections: int, **transport_kwargs: Any) -> None:
+        n = max(1, math.ceil(max_connections / self.SHARD_SIZE))
+        self._capacity = [max_connections // n + (i < max_connections % n) for i in range(n)]
+        self._load = [0] * n
+        self._shards = [httpx.AsyncHTTPTransport(
+            limits=httpx.Limits(max_connections=c, max_keepalive_connections=c), **transport_kwargs)
+            for c in self._capacity]
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        i = min(range(len(self._shards)), key=lambda j: self._load[j] / self._capacity[j])
+        self._load[i] += 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._load[i] -= 1
+
+        try:
+            resp = await self._shards[i].handle_async_request(request)
+        except BaseException:
+            release()
+            raise
+        return httpx.Response(status_code=resp.status_code, headers=resp.headers,
+                              stream=_ReleasingStream(resp.stream, release), extensions=resp.extensions)
+
+    async def aclose(self) -> None:
+        for shard in self._shards:
+            await shard.aclose()
+
+
+class _ReleasingStream(httpx.AsyncByteStream):
+    def __init__(self, stream: Any, release: Any) -> None:
+        self._stream, self._release = stream, release
+
+    async def __aiter__(self):  # type: ignore[override]
+        async for chunk in self._stream:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self._stream.aclose()
+        finally:
+            self._release()
 
 
 class _Malformed(Exception):
@@ -198,8 +262,7 @@ class OpenAICompatibleModel(LanguageModel):
             self._client = httpx.AsyncClient(
                 headers=headers,
                 timeout=httpx.Timeout(self.timeout_s),
-                limits=httpx.Limits(max_connections=self.max_concurrency,
-                                    max_keepalive_connections=self.max_concurrency),
+                transport=_ShardedTransport(self.max_concurrency),
                 follow_redirects=False,
             )
             self._sem = asyncio.Semaphore(self.max_concurrency)
@@ -211,8 +274,12 @@ class OpenAICompatibleModel(LanguageModel):
         client, sem = self._ensure_client()
         url = f"{self.base_url}/{path}"
 
+        starts = _attempt_starts.get()
+
         async def send() -> httpx.Response:
             async with sem:
+                if starts is not None:
+                    starts.append(time.perf_counter())
                 self.usage.extra["http_requests"] += 1
                 return await client.post(url, json=body)
 
@@ -246,7 +313,8 @@ class OpenAICompatibleModel(LanguageModel):
         return list(results)
 
     async def _guard_score(self, req: ScoreRequest) -> ScoreResult:
-        t0 = time.perf_counter()
+        starts: list[float] = []
+        _attempt_starts.set(starts)
         try:
             if self.endpoint == "chat":
                 res = await self._score_chat(req)
@@ -256,7 +324,7 @@ class OpenAICompatibleModel(LanguageModel):
             raise
         except Exception as e:  # never raise for one request
             res = ScoreResult(logprobs=None, error=self._redact(f"internal error: {type(e).__name__}: {e}"))
-        res.latency_s = time.perf_counter() - t0
+        res.latency_s = time.perf_counter() - min(starts) if starts else 0.0
         return res
 
     async def _score_completions(self, req: ScoreRequest) -> ScoreResult:
@@ -264,10 +332,9 @@ class OpenAICompatibleModel(LanguageModel):
             return ScoreResult(logprobs=None, error="empty prompt: its first token has no log-prob to condition on")
         parts = await asyncio.gather(*(self._score_continuation(req.prompt, c) for c in req.continuations))
         tokens_in = sum(p[2] for p in parts)
-        for i, (_, _, _, err) in enumerate(parts):
+        for _, _, _, err in parts:
             if err is not None:
-                return ScoreResult(logprobs=None, tokens_in=tokens_in,
-                                   error=f"continuation {i} ({req.continuations[i]!r}): {err}")
+                return ScoreResult(logprobs=None, tokens_in=tokens_in, error=err)
         return ScoreResult(logprobs=[p[0] for p in parts], n_tokens=[p[1] for p in parts], tokens_in=tokens_in)
 
     async def _score_continuation(self, prompt: str, cont: str) -> tuple[float, int, int, str | None]:
@@ -287,7 +354,7 @@ class OpenAICompatibleModel(LanguageModel):
         try:
             logprob, n = _echo_logprob(out.data, len(prompt), full)
         except _Malformed as e:
-            return 0.0, 0, tokens_in, self._redact(str(e))
+            return 0.0, 0, tokens_in, self._redact(f"continuation {cont!r}: {e}")
         return logprob, n, tokens_in, None
 
     async def _score_chat(self, req: ScoreRequest) -> ScoreResult:
@@ -315,14 +382,15 @@ class OpenAICompatibleModel(LanguageModel):
         return list(results)
 
     async def _guard_generate(self, req: GenerateRequest) -> GenerateResult:
-        t0 = time.perf_counter()
+        starts: list[float] = []
+        _attempt_starts.set(starts)
         try:
             res = await self._generate_one(req)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # never raise for one request
             res = GenerateResult(text=None, error=self._redact(f"internal error: {type(e).__name__}: {e}"))
-        res.latency_s = time.perf_counter() - t0
+        res.latency_s = time.perf_counter() - min(starts) if starts else 0.0
         return res
 
     async def _generate_one(self, req: GenerateRequest) -> GenerateResult:

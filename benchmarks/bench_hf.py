@@ -1,0 +1,132 @@
+"""HF backend benchmark: `HFModel.score` against the straightforward implementation, same run.
+
+Builds a randomly-initialised Llama (vocab 32k, as real small models have, so full-vocabulary
+logits dominate memory) with a byte-level BPE tokenizer in a temporary folder — no downloads — and
+scores N prompts × 4 single-token labels plus N prompts × 3 multi-token continuations:
+
+* naive: one unpadded forward per (prompt, continuation) with logits and log-softmax at EVERY
+  position (what a first implementation does);
+* HFModel, batch_size=1 and batch_size=8 (single-token fast path: one forward per prompt,
+  `logits_to_keep=1`; multi-token rows keep only the continuation's positions).
+
+Prints the median wall time of each, the speed-up, the largest |difference| in log-probabilities,
+and the size of the logits tensor each materialises per forward.
+
+Run: .venv/bin/python benchmarks/bench_hf.py [--requests N] [--repeats R] [--device cpu|cuda]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+
+import torch
+import transformers
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+from stratbench.models.base import ScoreRequest
+from stratbench.models.hf import HFModel
+
+TEXT = [
+    "You are playing a game against another player. Choose action A, B, C or D.",
+    "The payoff matrix is: row 1: 3, 0, 2, 1; row 2: 5, 1, 0, 4; row 3: 2, 2, 2, 2.",
+    "In round 7 the other player chose B and you received a payoff of 4.",
+    "Player 1 chooses cooperate. Player 2 chooses defect. Answer: A",
+]
+LABELS = (" A", " B", " C", " D")
+MULTI = (" cooperate", " defect and then 42", " the lazy dog")
+
+
+def build(folder: str, vocab: int, hidden: int, layers: int) -> None:
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(TEXT * 5, trainers.BpeTrainer(
+        vocab_size=500, special_tokens=["<pad>", "<s>", "</s>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+    ))
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A", special_tokens=[("<s>", tok.token_to_id("<s>"))]
+    )
+    fast = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="<pad>"
+    )
+    cfg = transformers.LlamaConfig(
+        vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
+        num_key_value_heads=2, intermediate_size=hidden * 3, max_position_embeddings=4096,
+        bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id, pad_token_id=fast.pad_token_id,
+    )
+    torch.manual_seed(0)
+    transformers.LlamaForCausalLM(cfg).save_pretrained(folder)
+    fast.save_pretrained(folder)
+
+
+def naive_scores(model, tok, reqs: list[ScoreRequest]) -> list[list[float]]:
+    out = []
+    with torch.inference_mode():
+        for r in reqs:
+            p = tok(r.prompt)["input_ids"]
+            vals = []
+            for c in r.continuations:
+                full = tok(r.prompt + c)["input_ids"]
+                ct = full[len(p):] if full[:len(p)] == p else tok(c, add_special_tokens=False)["input_ids"]
+                ids = torch.tensor([p + ct], device=model.device)
+                lp = torch.log_softmax(model(ids).logits[0].float(), dim=-1)  # every position
+                vals.append(float(sum(lp[len(p) - 1 + j, t] for j, t in enumerate(ct))))
+            out.append(vals)
+    return out
+
+
+def median_time(fn, repeats: int):
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--requests", type=int, default=16)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--vocab", type=int, default=32768)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--device", default=None)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        build(folder, a.vocab, a.hidden, a.layers)
+        m1 = HFModel(folder, device=a.device, batch_size=1)
+        m8 = HFModel(folder, device=a.device, batch_size=8)
+        # prompts of different lengths (~60 to ~400 tokens), like a repeated game's history
+        prompts = [" ".join(TEXT[(i + k) % 4] for k in range(2 + i % 7)) + "\nAnswer:" for i in range(a.requests)]
+        tok, model = m1._tok, m1._model
+        print(f"device={m1.device} vocab={a.vocab} hidden={a.hidden} layers={a.layers} "
+              f"prompt tokens {min(len(tok(p)['input_ids']) for p in prompts)}-"
+              f"{max(len(tok(p)['input_ids']) for p in prompts)}, torch {torch.__version__}, "
+              f"transformers {transformers.__version__}, threads {torch.get_num_threads()}")
+        for name, conts in (("single-token labels", LABELS), ("multi-token continuations", MULTI)):
+            reqs = [ScoreRequest(p, conts) for p in prompts]
+            naive_scores(model, tok, reqs[:1])  # warm-up
+            tn, ref = median_time(lambda: naive_scores(model, tok, reqs), a.repeats)
+            t1, r1 = median_time(lambda: asyncio.run(m1.score(reqs)), a.repeats)
+            t8, r8 = median_time(lambda: asyncio.run(m8.score(reqs)), a.repeats)
+            diff = max(abs(x - y) for r, w in zip(r8, ref) for x, y in zip(r.logprobs, w))
+            diff1 = max(abs(x - y) for r, w in zip(r8, r1) for x, y in zip(r.logprobs, w.logprobs))
+            longest = max(len(tok(p)["input_ids"]) for p in prompts) + 8
+            keep = max(max(r.n_tokens) for r in r8)
+            print(f"\n{name}: {len(reqs)} requests x {len(conts)}")
+            print(f"  naive (full logits, unbatched)  {tn * 1000:8.1f} ms")
+            print(f"  HFModel batch_size=1            {t1 * 1000:8.1f} ms   x{tn / t1:5.1f}")
+            print(f"  HFModel batch_size=8            {t8 * 1000:8.1f} ms   x{tn / t8:5.1f}")
+            print(f"  max |logprob diff| vs naive {diff:.2e}, batch 8 vs batch 1 {diff1:.2e}")
+            print(f"  logits per row: naive {longest * a.vocab * 4 / 2**20:.1f} MiB, "
+                  f"HFModel {keep * a.vocab * 4 / 2**20:.2f} MiB")
+
+
+if __name__ == "__main__":
+    main()

