@@ -38,7 +38,10 @@ def server():
 
 
 def make_model(server: FakeOpenAIServer, **kw) -> OpenAICompatibleModel:
-    opts = dict(base_url=server.base_url, retry_base_delay_s=0.002, retry_max_delay_s=0.02, timeout_s=5)
+    # top_logprobs=0: echo scoring only, so request counts and fault scripts are exact; the
+    # top-k fast path has tests of its own.
+    opts = dict(base_url=server.base_url, retry_base_delay_s=0.002, retry_max_delay_s=0.02, timeout_s=5,
+                top_logprobs=0)
     opts.update(kw)
     provider = opts.pop("provider", "openai-compatible")
     return OpenAICompatibleModel(provider, opts.pop("model", "fake-model"), **opts)
@@ -439,3 +442,28 @@ def test_request_with_retries_redacts_and_stops_on_4xx():
     assert out.attempts == 1 and out.status == 403
     assert out.error == "HTTP 403: key *** is not allowed"
     assert not math.isnan(out.attempts)
+
+
+def test_topk_fast_path_is_exact_and_echoes_only_the_rest(server):
+    prompt = "Choose an action: "
+    top5 = [t for t, _ in top_logprobs(prompt, 5)]
+    outside = next(c for c in "0123456789" if c not in top5)
+    conts = (top5[0], top5[3], outside, "10")
+    model = make_model(server, top_logprobs=5)
+    (res,) = run(model, "score", [ScoreRequest(prompt, conts)])
+    assert res.ok, res.error
+    for got, c in zip(res.logprobs, conts):
+        assert abs(got - expected_text_logprob(prompt, c)) < 1e-9
+    assert res.n_tokens == [1, 1, 1, 2]
+    bodies = [r.body for r in server.requests if r.path.endswith("/completions")]
+    # one next-token request for the whole set, echo requests only for the two not in the top 5
+    assert sum(1 for b in bodies if not b.get("echo")) == 1
+    assert sorted(b["prompt"][len(prompt):] for b in bodies if b.get("echo")) == sorted([outside, "10"])
+
+
+def test_topk_rejected_falls_back_to_echo(server):
+    server.script("400")  # e.g. a server that caps logprobs below the requested k
+    model = make_model(server, top_logprobs=20)
+    (res,) = run(model, "score", [ScoreRequest("x", ("y", "z"))])
+    assert res.ok, res.error
+    assert res.logprobs == pytest.approx([expected_text_logprob("x", "y"), expected_text_logprob("x", "z")], abs=1e-9)

@@ -180,7 +180,8 @@ class OpenAICompatibleModel(LanguageModel):
                  api_key_env: str | None = None, max_concurrency: int = 8, timeout_s: float = 60,
                  max_retries: int = 4, endpoint: str = "completions",
                  retry_base_delay_s: float = 0.5, retry_max_delay_s: float = 20.0,
-                 max_retry_after_s: float = 60.0, jitter_seed: int | None = None) -> None:
+                 max_retry_after_s: float = 60.0, jitter_seed: int | None = None,
+                 top_logprobs: int = 5) -> None:
         super().__init__()
         if provider not in PROVIDERS:
             raise InputError(f"{provider}:{model}: unknown API provider {provider!r} "
@@ -207,6 +208,7 @@ class OpenAICompatibleModel(LanguageModel):
         if max_retries < 0:
             raise InputError(f"{self.spec}: max_retries must be >= 0")
         self.max_concurrency = max_concurrency
+        self.top_logprobs = top_logprobs  # 5: OpenAI's limit on the completions endpoint
         self.timeout_s = float(timeout_s)
         self.retry_policy = RetryPolicy(max_retries=max_retries, base_delay_s=retry_base_delay_s,
                                         max_delay_s=retry_max_delay_s, max_retry_after_s=max_retry_after_s)
@@ -328,14 +330,36 @@ class OpenAICompatibleModel(LanguageModel):
         return res
 
     async def _score_completions(self, req: ScoreRequest) -> ScoreResult:
+        """Exact log-probs. First one next-token request with the top-k log-probs: a continuation
+        that is one of those tokens has its exact log-prob there (one call covers all of a game's
+        single-token labels). Any other continuation is scored by echoing prompt+continuation —
+        exact too, but one request each and slow on servers that compute prompt log-probs in
+        Python (llama.cpp's takes ~1 min for a 200-token prompt with Gemma's 262k vocabulary)."""
         if not req.prompt:
             return ScoreResult(logprobs=None, error="empty prompt: its first token has no log-prob to condition on")
-        parts = await asyncio.gather(*(self._score_continuation(req.prompt, c) for c in req.continuations))
-        tokens_in = sum(p[2] for p in parts)
-        for _, _, _, err in parts:
+        found: dict[str, float] = {}
+        tokens_in = 0
+        if self.top_logprobs > 0 and req.continuations:
+            body = {"model": self.model, "prompt": req.prompt, "max_tokens": 1, "temperature": 0,
+                    "logprobs": self.top_logprobs}
+            out = await self._post("completions", body)
+            if out.ok:
+                tokens_in += _usage_int(out.data, "prompt_tokens")
+                try:
+                    found = _completion_top_logprobs(out.data)
+                except _Malformed:
+                    found = {}  # fall back to echo scoring below
+            elif out.status not in (400, 422):
+                return ScoreResult(logprobs=None, tokens_in=tokens_in, error=out.error)
+        rest = [c for c in req.continuations if c not in found]
+        parts = dict(zip(rest, await asyncio.gather(*(self._score_continuation(req.prompt, c) for c in rest))))
+        tokens_in += sum(p[2] for p in parts.values())
+        for _, _, _, err in parts.values():
             if err is not None:
                 return ScoreResult(logprobs=None, tokens_in=tokens_in, error=err)
-        return ScoreResult(logprobs=[p[0] for p in parts], n_tokens=[p[1] for p in parts], tokens_in=tokens_in)
+        logprobs = [found[c] if c in found else parts[c][0] for c in req.continuations]
+        n_tokens = [1 if c in found else parts[c][1] for c in req.continuations]
+        return ScoreResult(logprobs=logprobs, n_tokens=n_tokens, tokens_in=tokens_in)
 
     async def _score_continuation(self, prompt: str, cont: str) -> tuple[float, int, int, str | None]:
         """(logprob, n_tokens, prompt_tokens, error) of one continuation."""
@@ -491,6 +515,20 @@ def _echo_logprob(data: Any, prompt_len: int, full: str) -> tuple[float, int]:
             raise _Malformed("continuation does not start at a token boundary")
         raise _Malformed("server did not echo the continuation's tokens (echo=true unsupported?)")
     return total, n
+
+
+def _completion_top_logprobs(data: Any) -> dict[str, float]:
+    """token text -> log-prob at the first generated position of a completions response."""
+    lp = _first_choice(data).get("logprobs")
+    top = lp.get("top_logprobs") if isinstance(lp, dict) else None
+    if not isinstance(top, list) or not top or not isinstance(top[0], dict):
+        raise _Malformed("completion response has no top_logprobs")
+    out: dict[str, float] = {}
+    for tok, value in top[0].items():
+        if isinstance(tok, str) and isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and not math.isnan(value):
+            out[tok] = float(value)
+    return out
 
 
 def _chat_top_logprobs(data: Any) -> dict[str, float]:
