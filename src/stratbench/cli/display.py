@@ -15,6 +15,8 @@ console = Console()
 if not console.is_terminal:
     console.width = 140  # logs and CI: don't squeeze tables into 80 columns
 err_console = Console(stderr=True)
+if not err_console.is_terminal:
+    err_console.width = 140
 
 
 def interactive(quiet: bool) -> bool:
@@ -43,21 +45,23 @@ def fmt(x: Any, ci: Any = None, digits: int = 3) -> str:
 
 
 def nashgap_table(rows: Mapping[str, Mapping[str, Any]], title: str) -> Table:
-    """One row per (player, mode) summary."""
+    """One row per (player, mode) summary; full detail is in each summary.json."""
     t = Table(title=title, title_justify="left")
-    for col in ("player / policy / mode", "games", "nash gap", "exploitability", "expl. / range",
+    for col in ("player", "policy", "mode", "games", "nash gap", "exploitability",
                 "debiased expl.", "position bias", "label mass", "fail / err"):
-        t.add_column(col, justify="left" if col.startswith("player") else "right")
-    for name, s in rows.items():
+        t.add_column(col, justify="left" if col in ("player", "policy", "mode") else "right",
+                     no_wrap=True)
+    for _, s in rows.items():
         t.add_row(
-            name,
+            str(s.get("agent", "")),
+            str(s.get("policy", "")),
+            str(s.get("mode", "")),
             f"{s['n_games']}/{s['num_games']}",
-            fmt(s["mean_nash_gap"], s.get("mean_nash_gap_ci95")),
-            fmt(s["mean_exploitability"], s.get("mean_exploitability_ci95")),
-            fmt(s["mean_exploitability_normalized"], s.get("mean_exploitability_normalized_ci95")),
-            fmt(s.get("mean_mixture_exploitability"), s.get("mean_mixture_exploitability_ci95")),
-            fmt(s.get("position_bias"), s.get("position_bias_ci95")),
-            fmt(s.get("mean_label_mass")),
+            fmt(s["mean_nash_gap"], s.get("mean_nash_gap_ci95"), 2),
+            fmt(s["mean_exploitability"], s.get("mean_exploitability_ci95"), 2),
+            fmt(s.get("mean_mixture_exploitability"), s.get("mean_mixture_exploitability_ci95"), 2),
+            fmt(s.get("position_bias"), None, 3),
+            fmt(s.get("mean_label_mass"), None, 3),
             f"{s['parse_failure_rate']:.0%} / {s['error_rate']:.0%}",
         )
     return t
