@@ -82,3 +82,24 @@ def test_nashgap_run_through_server(server, tmp_path, cli):
     assert len(recs) == 3 and all(x["status"] == "parsed" for x in recs)
     assert all(abs(sum(x["policy"]) - 1) < 1e-9 for x in recs)
     assert "OPENAI_API_KEY" not in (folder / "run.json").read_text()
+
+
+def test_cost_estimate_from_price_table(server, tmp_path, cli):
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"openai-compatible:gemma": {"input_per_million": 2.0, "output_per_million": 8.0}}')
+    r = cli("nashgap", "--model", "openai-compatible:gemma", "--base-url", server, "--num-games", "2",
+            "--seed", "6", "--quiet", "--no-cache", "--price-table", str(prices),
+            "--output-dir", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    import json
+
+    (folder,) = list((tmp_path / "out").iterdir())
+    t = json.loads((folder / "run.json").read_text())["totals"]
+    assert t["model_tokens_in"] > 0
+    assert t["model_cost_usd"] == pytest.approx(
+        (t["model_tokens_in"] * 2.0 + t["model_tokens_out"] * 8.0) / 1e6)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"x": {"input_per_million": "cheap"}}')
+    r = cli("nashgap", "--model", "random", "--num-games", "2", "--price-table", str(bad),
+            "--output-dir", str(tmp_path / "o2"))
+    assert r.returncode == 2 and "price-table" in r.stderr

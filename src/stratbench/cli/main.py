@@ -68,6 +68,7 @@ def nashgap(
     temperature: float = typer.Option(1.0, help="Sampling temperature for --policy sample."),
     max_tokens: int = typer.Option(512, help="Generation budget for --policy sample."),
     chat: bool = typer.Option(False, help="Send prompts as chat messages (chat endpoints)."),
+    price_table: Optional[str] = typer.Option(None, help="JSON prices per million tokens by model spec, for a cost estimate."),
     output_dir: str = typer.Option("results", help="Where result folders are created."),
     parallel: bool = typer.Option(False, help="Use --num-workers concurrent decisions."),
     num_workers: int = typer.Option(4, help="Concurrent decisions with --parallel."),
@@ -88,6 +89,7 @@ def nashgap(
         seed=seed, llm_type=llm_type, llm_model=llm_model, llm_seed=llm_seed, policy=policy,
         order_rotations=order_rotations, base_url=base_url, max_concurrency=max_concurrency,
         no_cache=no_cache, temperature=temperature, max_tokens=max_tokens, chat=chat,
+        price_table=price_table,
         output_dir=output_dir, parallel=parallel, num_workers=num_workers, combined=combined,
         mixed_strategy=mixed_strategy, overwrite=overwrite, bucket=bucket, games_file=games_file,
         payoff_min=payoff_min, payoff_max=payoff_max, decimals=decimals,
@@ -118,6 +120,7 @@ def nashgap(
             err_console.print(
                 f"{result.folder}: {t['records']} records, {t.get('model_calls', 0)} model calls, "
                 f"{t.get('model_cache_hits', 0)} cache hits, {t['errors']} errors"
+                + (f", est. cost ${t['model_cost_usd']:.4f}" if "model_cost_usd" in t else "")
             )
     if not quiet:
         console.print(nashgap_table(rows, "Nash-gap results (means over games, 95% bootstrap CIs)"))

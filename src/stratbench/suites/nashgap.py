@@ -71,6 +71,7 @@ class NashgapConfig:
     temperature: float = 1.0
     max_tokens: int = 512
     chat: bool = False
+    price_table: str | None = None  # JSON: {spec: {"input_per_million": $, "output_per_million": $}}
     folder_tag: str | None = None  # appended to the folder name when one command runs several players
     output_dir: str = "results"
     parallel: bool = False
@@ -447,9 +448,34 @@ def player_from_config(config: NashgapConfig) -> Agent:
     )
 
 
-def _usage(agent: Agent) -> dict[str, Any]:
+def load_price_table(path: str | None) -> dict[str, dict[str, float]]:
+    """Prices per million tokens by model spec, from a JSON file the user supplies."""
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise InputError(f"--price-table {path}: {e}") from None
+    ok = isinstance(data, dict) and all(
+        isinstance(v, dict) and all(isinstance(v.get(k, 0), (int, float)) and v.get(k, 0) >= 0
+                                    for k in ("input_per_million", "output_per_million"))
+        for v in data.values())
+    if not ok:
+        raise InputError(f"--price-table {path}: expected {{spec: {{\"input_per_million\": number, "
+                         f"\"output_per_million\": number}}}}")
+    return data
+
+
+def _usage(agent: Agent, prices: dict[str, dict[str, float]]) -> dict[str, Any]:
     model = getattr(agent, "model", None)
-    return model.usage.as_dict() if model is not None else {"calls": 0}
+    if model is None:
+        return {"calls": 0}
+    u = model.usage.as_dict()
+    price = prices.get(model.spec)
+    if price is not None:  # cache hits cost nothing and are not counted in the tokens
+        u["cost_usd"] = (u["tokens_in"] * price.get("input_per_million", 0)
+                         + u["tokens_out"] * price.get("output_per_million", 0)) / 1e6
+    return u
 
 
 def run_nashgap(
@@ -482,6 +508,7 @@ def run_nashgap(
         meta.setdefault("resumed_at", []).append(now_iso())
     else:
         config.validate()
+        load_price_table(config.price_table)
         config = _resolve_seeds(config)
         entries = build_games(config)
         agent = agent or player_from_config(config)
@@ -520,7 +547,7 @@ def run_nashgap(
     meta["totals"] = {
         "records": sum(len(r) for r in all_records.values()),
         "errors": n_errors,
-        **{f"model_{k}": v for k, v in _usage(agent).items()},
+        **{f"model_{k}": v for k, v in _usage(agent, load_price_table(config.price_table)).items()},
     }
     write_json_atomic(folder / "run.json", meta)
     return NashgapResult(folder, summaries, n_errors, meta["totals"])
