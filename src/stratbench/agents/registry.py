@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from stratbench.agents.base import Agent
 from stratbench.agents.scripted import FirstActionAgent, MaximinPureAgent, NashAgent, RandomAgent
 from stratbench.errors import InputError
+
+if TYPE_CHECKING:
+    from stratbench.models.base import LanguageModel
 
 SCRIPTED_AGENTS: dict[str, Callable[[], Agent]] = {
     "random": RandomAgent,
@@ -63,15 +66,25 @@ def make_agent(
     if policy not in (None, "logprob", "sample"):
         raise InputError(f"unknown --policy {policy!r}; use logprob or sample")
     from stratbench.agents.model_agent import ModelAgent
+
+    model = open_model(spec, model_options, no_cache=no_cache, cache_path=cache_path)
+    if policy is None:
+        policy = "logprob" if model.supports_logprobs else "sample"
+    elif policy == "logprob" and not model.supports_logprobs:
+        raise InputError(f"{spec}: this backend gives no log-probabilities; use --policy sample")
+    return ModelAgent(model, policy, temperature=temperature, max_tokens=max_tokens, chat=chat)  # type: ignore[arg-type]
+
+
+def open_model(
+    spec: str, model_options: object | None = None, *, no_cache: bool = False,
+    cache_path: str | None = None,
+) -> "LanguageModel":
+    """Load a model backend by spec, behind the response cache unless `no_cache`."""
     from stratbench.models.cache import CachedModel, ResponseCache
     from stratbench.models.registry import ModelOptions, load_model, split_spec
 
     split_spec(spec)  # validate before loading anything
     model = load_model(spec, model_options if isinstance(model_options, ModelOptions) else None)
-    if policy is None:
-        policy = "logprob" if model.supports_logprobs else "sample"
-    elif policy == "logprob" and not model.supports_logprobs:
-        raise InputError(f"{spec}: this backend gives no log-probabilities; use --policy sample")
     if not no_cache:
         model = CachedModel(model, ResponseCache(cache_path))
-    return ModelAgent(model, policy, temperature=temperature, max_tokens=max_tokens, chat=chat)  # type: ignore[arg-type]
+    return model
