@@ -130,6 +130,83 @@ def nashgap(
     return 0
 
 
+tmg_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
+                      help="TMGBench: the 144 Robinson–Goforth 2×2 games.")
+app.add_typer(tmg_app, name="tmgbench")
+
+
+@tmg_app.command("games")
+def tmgbench_games(
+    format: str = typer.Option("table", "--format", help="json or table."),
+) -> None:
+    """List the 144 games (id, grid position, payoffs, pure Nash equilibria)."""
+    import json
+
+    from stratbench.games.robinson_goforth import all_games, to_json
+
+    if format == "json":
+        print(json.dumps([to_json(g) for g in all_games()], indent=1))
+        return
+    if format != "table":
+        raise InputError(f"unknown --format {format!r}; use json or table")
+    from rich.table import Table
+
+    t = Table(title="TMGBench games")
+    for col in ("id", "row", "col", "A", "B", "pure NE", "name"):
+        t.add_column(col)
+    for g in all_games():
+        d = to_json(g)
+        t.add_row(d["id"], str(d["row"]), str(d["col"]), str(d["payoff_A"]), str(d["payoff_B"]),
+                  " ".join("".join(c) for c in d["pure_ne"]) or "—", d.get("name") or "")
+    console.print(t)
+
+
+@tmg_app.command("run")
+def tmgbench_run(
+    model: Optional[str] = typer.Option(None, help="Player: embedded (default), any model spec, or oracle/empty/uniform."),
+    policy: Optional[str] = typer.Option(None, help="logprob (exact answer distribution; DA only) or sample."),
+    prompting: str = typer.Option("DA", help="DA, CoT, FoToM, SoToM, reFoToM or reSoToM."),
+    setting: str = typer.Option("classic", help="classic (story: not yet runnable)."),
+    form: str = typer.Option("atomic", help="atomic (sequential/parallel/nested: not yet)."),
+    repeats: int = typer.Option(4, help="Answers per game for sampled policies (the paper's T)."),
+    games: Optional[str] = typer.Option(None, help="Comma-separated game ids (default: all 144)."),
+    seed: Optional[int] = typer.Option(None, help="Seed for sampling (random if omitted; recorded)."),
+    base_url: Optional[str] = typer.Option(None, help="Base URL of an OpenAI-compatible server."),
+    max_concurrency: int = typer.Option(8, help="Concurrent model calls."),
+    no_cache: bool = typer.Option(False, help="Bypass the response cache."),
+    temperature: float = typer.Option(1.0, help="Sampling temperature."),
+    max_tokens: int = typer.Option(1024, help="Generation budget for sampled answers."),
+    chat: bool = typer.Option(False, help="Send the paper's system + user messages to a chat endpoint."),
+    output_dir: str = typer.Option("results", help="Where the result folder is created."),
+    resume: Optional[str] = typer.Option(None, help="Finish an interrupted run in this folder."),
+    quiet: bool = typer.Option(False, help="No progress bar; print the result folder."),
+) -> int:
+    """Run TMGBench (classic setting, atomic games) and write answers, metrics and heat maps."""
+    from stratbench.suites.tmgbench import TmgbenchConfig, run_tmgbench
+
+    cfg = TmgbenchConfig(model=model, policy=policy, prompting=prompting, setting=setting, form=form,
+                         repeats=repeats, games=games, seed=seed, base_url=base_url,
+                         max_concurrency=max_concurrency, no_cache=no_cache, temperature=temperature,
+                         max_tokens=max_tokens, chat=chat, output_dir=output_dir)
+    with progress_bar(quiet) as progress:
+        result = run_tmgbench(cfg, progress=progress, resume_dir=resume)
+    s = result.summary
+    if quiet:
+        print(result.folder)
+    else:
+        from stratbench.cli.display import fmt
+
+        console.print(f"TMGBench — {result.folder} — {s.get('player')} / {s.get('policy')} / {s.get('prompting')}")
+        console.print(
+            f"PAR {fmt(s.get('par_pct'), s.get('par_pct_ci95'), 1)}  ID {fmt(s.get('id_pct'), s.get('id_pct_ci95'), 1)}  "
+            f"BD {fmt(s.get('bd_pct'), s.get('bd_pct_ci95'), 1)}  (percent; grids: {s.get('n_grids')}, "
+            f"parse failures {s.get('parse_failure_rate', 0):.1%}, errors {s.get('error_rate', 0):.1%})")
+        for n in (0, 1, 2):
+            console.print(f"  {n}-NE games: PAR {fmt(s.get(f'par_{n}_pct'), None, 1)}  "
+                          f"ID {fmt(s.get(f'id_{n}_pct'), None, 1)}  BD {fmt(s.get(f'bd_{n}_pct'), None, 1)}")
+    return 1 if result.n_errors else 0
+
+
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) >= 2 and args[0] == "nashgap" and args[1] == "run":

@@ -186,16 +186,24 @@ class LlamaCppModel(LanguageModel):
                 lp, evaluated = self._next_token_logprobs(p)
                 logprobs = [float(lp[c[0]]) for c in conts]
             else:
-                # Exact multi-token scoring: one decode of prompt+continuation per continuation,
-                # logits only where continuation tokens are predicted.
+                # Multi-token: decode the prompt once; each continuation's first token is read
+                # there, its remaining tokens are decoded on top of the prompt's KV cache (one
+                # small decode per continuation, logits only where continuation tokens are
+                # predicted). Deterministic; like any split of a decode, it carries llama.cpp's
+                # batch-split numerics (see the module docstring).
+                self._clear()
+                last = self._decode(p, 0, [len(p) - 1])[len(p) - 1]
+                evaluated = len(p)
                 logprobs = []
                 for c in conts:
-                    self._clear()
-                    toks = p + c
-                    first = len(p) - 1
-                    rows = self._decode(toks, 0, list(range(first, len(toks) - 1)))
-                    evaluated += len(toks)
-                    logprobs.append(float(sum(rows[first + j][c[j]] for j in range(len(c)))))
+                    total = float(last[c[0]])
+                    if len(c) > 1:
+                        self._llm._ctx.kv_cache_seq_rm(0, len(p), -1)
+                        rows = self._decode(c[:-1], len(p), list(range(len(c) - 1)))
+                        evaluated += len(c) - 1
+                        total += float(sum(rows[j][c[j + 1]] for j in range(len(c) - 1)))
+                    logprobs.append(total)
+                self._clear()
             return ScoreResult(
                 logprobs, [len(c) for c in conts], tokens_in=evaluated,
                 latency_s=time.perf_counter() - t0,

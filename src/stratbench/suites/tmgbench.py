@@ -1,0 +1,331 @@
+"""The TMGBench suite: the 144 Robinson–Goforth 2×2 games, classic setting, atomic form.
+
+Two ways to play, like every suite:
+- `logprob` (raw models): the prompt is a plain completion ending where the answer list starts;
+  the 16 possible answer sets (subsets of the 4 cells) are scored as continuations, so the model's
+  answer *distribution* is exact — Freq_{i,j,o} is the probability that cell o is in the answer and
+  PAR the probability of the exact standard set. Only direct answers (DA) can be scored this way.
+- `sample`: T generations per game (the paper's repetitions, default 4), parsed without executing
+  anything; unparseable answers are counted, not guessed.
+Scripted players (`oracle`, `empty`, `uniform`) give exact reference distributions.
+
+Work units are (game, repetition); each record is appended to `answers.jsonl` as it completes and a
+run resumes from its folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from stratbench.errors import InputError
+from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
+from stratbench.runner.jsonl import JsonlWriter, read_jsonl, rewrite_sorted, write_json_atomic, write_jsonl_atomic
+from stratbench.runner.pool import run_pool
+from stratbench.seeding import derive_seed, fresh_seed
+
+SUITE = "tmgbench"
+METHODS = ("DA", "CoT", "FoToM", "SoToM", "reFoToM", "reSoToM")
+SCRIPTED = ("oracle", "empty", "uniform")
+ALL_SUBSETS: tuple[frozenset[int], ...] = tuple(
+    frozenset(c) for k in range(5) for c in combinations((1, 2, 3, 4), k)
+)
+
+
+def subset_key(s: frozenset[int]) -> str:
+    """'' for the empty set, else the sorted choice numbers: '14'."""
+    return "".join(str(o) for o in sorted(s))
+
+
+@dataclass
+class TmgbenchConfig:
+    model: str | None = None
+    policy: str | None = None
+    prompting: str = "DA"
+    setting: str = "classic"
+    form: str = "atomic"
+    repeats: int = 4
+    seed: int | None = None
+    output_dir: str = "results"
+    max_concurrency: int = 8
+    no_cache: bool = False
+    temperature: float = 1.0
+    max_tokens: int = 1024
+    chat: bool = False
+    base_url: str | None = None
+    games: str | None = None  # comma-separated ids; default all 144
+
+    @property
+    def player(self) -> str:
+        return (self.model or "embedded").strip()
+
+    def validate(self) -> None:
+        if self.prompting not in METHODS:
+            raise InputError(f"unknown --prompting {self.prompting!r}; known: {', '.join(METHODS)}")
+        if self.setting != "classic":
+            raise InputError(f"--setting {self.setting}: only 'classic' runs in this version "
+                             "(story files can be loaded and verified; running them is not done yet)")
+        if self.form != "atomic":
+            raise InputError(f"--form {self.form}: only 'atomic' runs in this version")
+        if self.repeats < 1:
+            raise InputError(f"--repeats must be at least 1 (got {self.repeats})")
+        if self.policy not in (None, "logprob", "sample"):
+            raise InputError(f"unknown --policy {self.policy!r}; use logprob or sample")
+        if self.policy == "logprob" and self.prompting != "DA":
+            raise InputError("--policy logprob scores direct answers only: use --prompting DA "
+                             "(or --policy sample for reasoning prompts)")
+
+
+@dataclass
+class TmgbenchResult:
+    folder: Path
+    summary: dict[str, Any]
+    n_errors: int = 0
+    totals: dict[str, Any] = field(default_factory=dict)
+
+
+def selected_games(config: TmgbenchConfig) -> list[Any]:
+    from stratbench.games.robinson_goforth import all_games, game_by_id
+
+    if not config.games:
+        return all_games()
+    out = []
+    for gid in config.games.split(","):
+        try:
+            out.append(game_by_id(gid.strip()))
+        except (KeyError, ValueError):
+            raise InputError(f"--games: unknown TMGBench game id {gid.strip()!r}") from None
+    return out
+
+
+def _scripted_distribution(name: str, std: frozenset[int]) -> dict[str, float]:
+    if name == "oracle":
+        return {subset_key(std): 1.0}
+    if name == "empty":
+        return {"": 1.0}
+    return {subset_key(s): 1.0 / len(ALL_SUBSETS) for s in ALL_SUBSETS}
+
+
+class _Player:
+    """What answers a TMGBench task: a scripted reference, or a model under a policy."""
+
+    def __init__(self, config: TmgbenchConfig) -> None:
+        self.spec = config.player
+        self.model = None
+        if self.spec in SCRIPTED:
+            self.policy = "scripted"
+            return
+        from stratbench.agents.registry import open_model
+        from stratbench.models.registry import ModelOptions
+
+        self.model = open_model(
+            self.spec, ModelOptions(base_url=config.base_url, max_concurrency=config.max_concurrency,
+                                    chat=config.chat or None),
+            no_cache=config.no_cache,
+        )
+        self.policy = config.policy or ("logprob" if self.model.supports_logprobs else "sample")
+        if self.policy == "logprob" and config.prompting != "DA":
+            raise InputError("--policy logprob scores direct answers only: use --prompting DA "
+                             "(or --policy sample for reasoning prompts)")
+
+    @property
+    def exact(self) -> bool:
+        return self.policy in ("scripted", "logprob")
+
+    def describe(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": self.spec, "policy": self.policy}
+        if self.model is not None:
+            d["model"] = self.model.describe()
+        return d
+
+
+async def _answer(player: _Player, config: TmgbenchConfig, game: Any, repeat: int) -> dict[str, Any]:
+    """One task → one record (never raises for model failures)."""
+    from stratbench.games.robinson_goforth import standard_answer
+    from stratbench.models.base import GenerateRequest, ScoreRequest
+    from stratbench.parsing.answer_sets import parse_answer_set
+    from stratbench.prompts.tmgbench import build_completion_prompt, build_messages, completion_candidates
+
+    std = standard_answer(game)
+    rec: dict[str, Any] = {"game_id": game.id, "row": game.row, "col": game.col, "repeat": repeat,
+                           "player": player.spec, "policy": player.policy,
+                           "prompting": config.prompting, "standard": sorted(std)}
+    t0 = time.perf_counter()
+    if player.policy == "scripted":
+        rec.update(status="ok", distribution=_scripted_distribution(player.spec, std), prompt_sha256=None)
+    elif player.policy == "logprob":
+        prompt = build_completion_prompt(game.payoff_A, game.payoff_B, config.prompting)
+        cands = completion_candidates()
+        (res,) = await player.model.score([ScoreRequest(prompt, tuple(t for _, t in cands))])  # type: ignore[union-attr]
+        rec["prompt_sha256"] = hashlib.sha256(prompt.encode()).hexdigest()
+        rec["usage"] = {"tokens_in": res.tokens_in, "cached": res.cached, "n_tokens": res.n_tokens}
+        if not res.ok:
+            rec.update(status="error", error=res.error)
+        else:
+            lp = np.asarray(res.logprobs, dtype=float)
+            m = lp.max()
+            w = np.exp(lp - m)
+            rec.update(status="parsed", label_mass=float(np.exp(m) * w.sum()),
+                       logprobs={subset_key(s): float(x) for (s, _), x in zip(cands, lp)},
+                       distribution={subset_key(s): float(x) for (s, _), x in zip(cands, w / w.sum())})
+    else:
+        seed = derive_seed(config.seed or 0, int(game.id), repeat)
+        if config.chat:
+            msgs = build_messages(game.payoff_A, game.payoff_B, config.prompting)
+            system, prompt = msgs[0]["content"], msgs[1]["content"]
+        else:
+            system, prompt = None, build_completion_prompt(game.payoff_A, game.payoff_B, config.prompting)
+        (res,) = await player.model.generate([GenerateRequest(  # type: ignore[union-attr]
+            prompt, max_tokens=config.max_tokens, temperature=config.temperature, seed=seed,
+            sample_index=repeat, chat=config.chat, system=system)])
+        rec["prompt_sha256"] = hashlib.sha256(prompt.encode()).hexdigest()
+        rec["usage"] = {"tokens_in": res.tokens_in, "tokens_out": res.tokens_out, "cached": res.cached}
+        rec["raw_response"] = res.text
+        if not res.ok:
+            rec.update(status="error", error=res.error)
+        else:
+            text = res.text if config.chat else "```python\n" + (res.text or "")
+            p = parse_answer_set(text)
+            if p.ok:
+                rec.update(status="parsed", answer=sorted(p.cells))  # type: ignore[arg-type]
+            else:
+                rec.update(status="parse_failed", error=p.error)
+    rec["latency_s"] = time.perf_counter() - t0
+    return rec
+
+
+def _distribution(rec: dict[str, Any]) -> dict[Any, float] | None:
+    if rec.get("distribution") is not None:
+        return {frozenset(int(c) for c in k): v for k, v in rec["distribution"].items()}
+    return None
+
+
+def summarise(records: Sequence[dict[str, Any]], seed: int) -> tuple[dict[str, Any], Any]:
+    """Paper metrics (percent) from the records: exact distributions where the player gave them,
+    else the T sampled answers per grid (parse failures count as wrong answers)."""
+    from stratbench.analysis.tmgbench_metrics import (
+        metrics_from_distributions,
+        metrics_from_samples,
+        summary_keys,
+    )
+
+    errors = sum(r["status"] == "error" for r in records)
+    usable = [r for r in records if r["status"] != "error"]
+    if not usable:
+        return {"n_grids": 0, "error_rate": 1.0 if records else 0.0, "n_records": len(records)}, None
+    dists = {r["game_id"]: _distribution(r) for r in usable if _distribution(r) is not None}
+    if dists and len(dists) == len({r["game_id"] for r in usable}):
+        # exact players: average the distributions of a grid's records (rotations / repeats)
+        by: dict[str, list[dict[Any, float]]] = {}
+        for r in usable:
+            by.setdefault(r["game_id"], []).append(_distribution(r))  # type: ignore[arg-type]
+        avg = {}
+        for gid, ds in by.items():
+            keys = set().union(*ds)
+            avg[gid] = {k: sum(d.get(k, 0.0) for d in ds) / len(ds) for k in keys}
+        m = metrics_from_distributions(avg, seed=seed)
+    else:
+        samples: dict[str, list[Any]] = {}
+        for r in usable:
+            ans = frozenset(r["answer"]) if r["status"] == "parsed" else None
+            samples.setdefault(r["game_id"], []).append(ans)
+        m = metrics_from_samples(samples, seed=seed)
+    s = summary_keys(m)
+    masses = [r["label_mass"] for r in usable if r.get("label_mass") is not None]
+    s["mean_label_mass"] = float(np.mean(masses)) if masses else None
+    s["error_rate"] = errors / len(records)
+    s["n_records"] = len(records)
+    s["status_counts"] = {k: sum(r["status"] == k for r in records)
+                          for k in ("ok", "parsed", "parse_failed", "error")}
+    return s, m
+
+
+def run_tmgbench(config: TmgbenchConfig, progress: Any | None = None,
+                 resume_dir: str | Path | None = None) -> TmgbenchResult:
+    """Run (or finish) TMGBench for one player; writes answers.jsonl, summary.json, grids.json
+    and the heat maps. Bad input fails before any folder is created."""
+    if resume_dir is not None:
+        folder = Path(resume_dir)
+        try:
+            meta = json.loads((folder / "run.json").read_text())
+        except (OSError, ValueError):
+            raise InputError(f"--resume {folder}: not a result folder (no readable run.json)") from None
+        if meta.get("suite") != SUITE:
+            raise InputError(f"--resume {folder}: folder is a {meta.get('suite')!r} run, not tmgbench")
+        keep = config.max_concurrency
+        config = TmgbenchConfig(**{k: v for k, v in meta["config"].items()
+                                   if k in TmgbenchConfig.__annotations__})
+        config.max_concurrency = keep
+        games = selected_games(config)
+        player = _Player(config)
+        meta["status"] = "running"
+        meta.setdefault("resumed_at", []).append(now_iso())
+    else:
+        config.validate()
+        if config.seed is None:
+            config.seed = fresh_seed()
+        games = selected_games(config)
+        player = _Player(config)
+        folder = create_run_folder(config.output_dir, "tmgbench").path
+        meta = run_metadata(SUITE, {**asdict(config), "player": config.player})
+        meta["agent"] = player.describe()
+    write_json_atomic(folder / "run.json", meta)
+
+    path = folder / "answers.jsonl"
+    previous = read_jsonl(path, repair=True)
+    kept = [r for r in previous if r["status"] != "error"]
+    if len(kept) != len(previous):
+        write_jsonl_atomic(path, kept)
+    done = {(r["game_id"], r["repeat"]) for r in kept}
+    repeats = 1 if player.exact else config.repeats
+    units = [(g, t) for g in games for t in range(repeats) if (g.id, t) not in done]
+    task = progress.add_task("tmgbench", total=len(games) * repeats, completed=len(done)) if progress else None
+
+    async def main() -> None:
+        async def work(unit: tuple[Any, int]) -> dict[str, Any]:
+            g, t = unit
+            try:
+                return await _answer(player, config, g, t)
+            except Exception as exc:  # recorded, never hidden
+                return {"game_id": g.id, "row": g.row, "col": g.col, "repeat": t, "player": player.spec,
+                        "status": "error", "error": f"{type(exc).__name__}: {exc}"}
+
+        with JsonlWriter(path) as writer:
+            def on_result(_: Any, rec: dict[str, Any]) -> None:
+                writer.write(rec)
+                if progress is not None:
+                    progress.advance(task)
+
+            try:
+                await run_pool(units, work, config.max_concurrency, on_result)
+            finally:
+                if player.model is not None:
+                    await player.model.aclose()
+
+    asyncio.run(main())
+    records = rewrite_sorted(path, key=lambda r: (r["row"], r["col"], r["repeat"]))
+    summary, metrics = summarise(records, derive_seed(config.seed or 0, 4))
+    summary.update(player=player.spec, policy=player.policy, prompting=config.prompting,
+                   setting=config.setting, form=config.form, repeats=repeats)
+    write_json_atomic(folder / "summary.json", summary)
+    if metrics is not None:
+        write_json_atomic(folder / "grids.json", metrics.grids)
+        if len(metrics.grids) == 144:
+            from stratbench.report.tmgbench_heatmaps import write_all_heatmaps
+
+            write_all_heatmaps(metrics.grids, folder)
+    n_errors = summary.get("status_counts", {}).get("error", 0)
+    usage = player.model.usage.as_dict() if player.model is not None else {"calls": 0}
+    meta.update(end_time=now_iso(), status="finished",
+                totals={"records": len(records), "errors": n_errors,
+                        **{f"model_{k}": v for k, v in usage.items()}})
+    write_json_atomic(folder / "run.json", meta)
+    return TmgbenchResult(folder, summary, n_errors, meta["totals"])
