@@ -4,7 +4,6 @@ serving the embedded GGUF on 127.0.0.1 — a real server, real model, real HTTP.
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import subprocess
 import sys

@@ -4,7 +4,6 @@ mode, and sampled answers over real HTTP — including an injection attempt that
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

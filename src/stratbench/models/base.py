@@ -12,6 +12,8 @@ value, and the caller records it as an error. Nothing downstream ever invents a 
 from __future__ import annotations
 
 import abc
+import asyncio
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -117,3 +119,34 @@ class LanguageModel(abc.ABC):
 
     async def aclose(self) -> None:
         """Release connections / memory."""
+
+
+class LocalModel(LanguageModel):
+    """A backend that computes in this process (llama.cpp, transformers): the blocking work runs
+    in a worker thread so the event loop stays free, one batch at a time behind a lock."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+
+    @abc.abstractmethod
+    def _score_batch(self, requests: list[ScoreRequest]) -> list[ScoreResult]: ...
+
+    @abc.abstractmethod
+    def _generate_batch(self, requests: list[GenerateRequest]) -> list[GenerateResult]: ...
+
+    def _locked(self, fn: Any, requests: list[Any]) -> list[Any]:
+        with self._lock:
+            return fn(requests)
+
+    async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+        results = await asyncio.to_thread(self._locked, self._score_batch, list(requests))
+        for r in results:
+            self.usage.add_score(r)
+        return results
+
+    async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        results = await asyncio.to_thread(self._locked, self._generate_batch, list(requests))
+        for r in results:
+            self.usage.add_generate(r)
+        return results

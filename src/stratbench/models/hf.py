@@ -38,7 +38,6 @@ import asyncio
 import gc
 import inspect
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -47,7 +46,7 @@ from stratbench.errors import InputError
 from stratbench.models.base import (
     GenerateRequest,
     GenerateResult,
-    LanguageModel,
+    LocalModel,
     ScoreRequest,
     ScoreResult,
 )
@@ -78,7 +77,7 @@ class _Row:
         self.n_keep = len(targets[0])
 
 
-class HFModel(LanguageModel):
+class HFModel(LocalModel):
     """A causal LM loaded with `AutoModelForCausalLM` from a local directory or the local HF cache."""
 
     supports_logprobs = True
@@ -129,7 +128,6 @@ class HFModel(LanguageModel):
         finally:
             if bars:
                 transformers.utils.logging.enable_progress_bar()
-        self._lock = threading.Lock()
         self._versions = {"transformers": transformers.__version__, "torch": torch.__version__}
 
     def _load(self, transformers: Any, torch: Any, source: str, is_dir: bool) -> None:
@@ -235,7 +233,7 @@ class HFModel(LanguageModel):
             results.append(picked.double().sum(0).tolist())
         return results
 
-    def _score_sync(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+    def _score_batch(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
         if self._model is None:
             return [ScoreResult(None, error=f"{self.spec}: model is closed") for _ in requests]
         t0 = time.perf_counter()
@@ -320,7 +318,7 @@ class HFModel(LanguageModel):
             return ids or self._context_tokens("")
         return self._context_tokens(req.prompt)
 
-    def _generate_batch(self, reqs: list[GenerateRequest], prompts: list[list[int]]) -> list[GenerateResult]:
+    def _generate_chunk(self, reqs: list[GenerateRequest], prompts: list[list[int]]) -> list[GenerateResult]:
         torch = self._torch
         t0 = time.perf_counter()
         B = len(reqs)
@@ -394,7 +392,7 @@ class HFModel(LanguageModel):
             for i in range(B)
         ]
 
-    def _generate_sync(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+    def _generate_batch(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
         if self._model is None:
             return [GenerateResult(None, error=f"{self.spec}: model is closed") for _ in requests]
         torch = self._torch
@@ -415,7 +413,7 @@ class HFModel(LanguageModel):
             for b in range(0, len(todo), self.batch_size):
                 chunk = todo[b:b + self.batch_size]
                 try:
-                    outs = self._generate_batch([requests[q] for q, _ in chunk], [p for _, p in chunk])
+                    outs = self._generate_chunk([requests[q] for q, _ in chunk], [p for _, p in chunk])
                 except Exception as e:  # noqa: BLE001 - e.g. out of memory: retry one at a time
                     self._free()
                     if len(chunk) == 1:
@@ -424,7 +422,7 @@ class HFModel(LanguageModel):
                         outs = []
                         for q, p in chunk:
                             try:
-                                outs.extend(self._generate_batch([requests[q]], [p]))
+                                outs.extend(self._generate_chunk([requests[q]], [p]))
                             except Exception as e1:  # noqa: BLE001
                                 self._free()
                                 outs.append(GenerateResult(None, error=f"hf: {_one_line(e1)}"))
@@ -437,22 +435,6 @@ class HFModel(LanguageModel):
         gc.collect()
         if self.device.startswith("cuda"):
             self._torch.cuda.empty_cache()
-
-    def _locked(self, fn: Any, reqs: Sequence[Any]) -> list[Any]:
-        with self._lock:
-            return fn(reqs)
-
-    async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
-        results = await asyncio.to_thread(self._locked, self._score_sync, list(requests))
-        for r in results:
-            self.usage.add_score(r)
-        return results
-
-    async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
-        results = await asyncio.to_thread(self._locked, self._generate_sync, list(requests))
-        for r in results:
-            self.usage.add_generate(r)
-        return results
 
     def describe(self) -> dict[str, Any]:
         return {

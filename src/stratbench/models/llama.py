@@ -16,10 +16,8 @@ scores are deterministic for a given sequence of calls but not bit-identical to 
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -30,7 +28,7 @@ from stratbench.errors import InputError
 from stratbench.models.base import (
     GenerateRequest,
     GenerateResult,
-    LanguageModel,
+    LocalModel,
     ScoreRequest,
     ScoreResult,
 )
@@ -166,7 +164,7 @@ class _MultiSequenceScorer:
         self.ctx.close()
 
 
-class LlamaCppModel(LanguageModel):
+class LlamaCppModel(LocalModel):
     """A GGUF model run on the CPU (or GPU if llama.cpp was built with one)."""
 
     def __init__(
@@ -206,7 +204,6 @@ class LlamaCppModel(LanguageModel):
         self.prefix_reuse = prefix_reuse
         st = path.stat()
         self.file_id = file_id or f"{path.name}:{st.st_size}:{st.st_mtime_ns}"
-        self._lock = threading.Lock()
         self._cached_tokens: list[int] = []  # what the KV cache holds (prefix_reuse only)
         self._scorer = None if prefix_reuse else _MultiSequenceScorer(self._llm, llama_cpp, SCORING_SEQUENCES)
 
@@ -325,21 +322,11 @@ class LlamaCppModel(LanguageModel):
             return GenerateResult(None, error=f"llama.cpp: {e}", latency_s=time.perf_counter() - t0)
 
     # -- interface ----------------------------------------------------------------------------
-    def _locked(self, fn: Any, reqs: Sequence[Any]) -> list[Any]:
-        with self._lock:
-            return [fn(r) for r in reqs]
+    def _score_batch(self, requests: list[ScoreRequest]) -> list[ScoreResult]:
+        return [self._score_sync(r) for r in requests]
 
-    async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
-        results = await asyncio.to_thread(self._locked, self._score_sync, requests)
-        for r in results:
-            self.usage.add_score(r)
-        return results
-
-    async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
-        results = await asyncio.to_thread(self._locked, self._generate_sync, requests)
-        for r in results:
-            self.usage.add_generate(r)
-        return results
+    def _generate_batch(self, requests: list[GenerateRequest]) -> list[GenerateResult]:
+        return [self._generate_sync(r) for r in requests]
 
     def describe(self) -> dict[str, Any]:
         from importlib import metadata

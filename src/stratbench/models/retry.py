@@ -26,7 +26,7 @@ import logging
 import random
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import timezone
 from typing import Any, Awaitable, Callable
 
 import httpx
