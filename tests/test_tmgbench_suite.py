@@ -4,6 +4,7 @@ mode, and sampled answers over real HTTP — including an injection attempt that
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -89,3 +90,56 @@ def test_bad_flags(tmp_path, cli, args, needle):
     r = cli("tmgbench", "run", "--output-dir", str(tmp_path / "o"), *args)
     assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+FIXTURES = Path(__file__).parent / "data" / "tmgbench_stories"
+
+
+def test_story_setting_variants_mean_and_std(tmp_path):
+    stories = tmp_path / "story-based"
+    stories.mkdir()
+    for f in FIXTURES.glob("*_0.txt"):
+        for k in (0, 1):
+            (stories / f.name.replace("_0.txt", f"_{k}.txt")).write_text(f.read_text())
+    res = run_tmgbench(TmgbenchConfig(model="empty", setting="story", stories_dir=str(stories),
+                                      seed=1, output_dir=str(tmp_path / "out")))
+    s = res.summary
+    assert s["n_variants"] == 2 and set(s["variants"]) == {"0", "1"}
+    # 111 and 122 have equilibria, 444 has none: "always empty" gets 1 of 3 right in each variant
+    assert s["par_pct"] == pytest.approx(100 / 3) and s["par_pct_std"] == 0.0
+    recs = read_jsonl(res.folder / "answers.jsonl")
+    assert sorted({(r["game_id"], r["variant"]) for r in recs}) == [
+        (g, k) for g in ("111", "122", "444") for k in (0, 1)]
+
+
+def test_story_that_does_not_match_its_game_is_rejected(tmp_path, cli):
+    stories = tmp_path / "s"
+    stories.mkdir()
+    text = (FIXTURES / "111_0.txt").read_text()
+    (stories / "122_0.txt").write_text(text)  # the Prisoner's Dilemma story filed as game 122
+    r = cli("tmgbench", "run", "--model", "oracle", "--setting", "story", "--stories-dir", str(stories),
+            "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 2 and "122_0.txt" in r.stderr and "Traceback" not in r.stderr
+    r = cli("tmgbench", "stories", "verify", str(stories))
+    assert r.returncode == 1 and "MISMATCH" in r.stdout
+
+
+def test_story_generation_accepts_only_matching_stories(tmp_path):
+    from stratbench.suites.tmgbench_stories_gen import StoryGenConfig, generate_stories
+
+    story_111 = (FIXTURES / "111_0.txt").read_text()
+    with FakeOpenAIServer(canned_text=story_111) as server:
+        res = generate_stories(StoryGenConfig(
+            model="openai-compatible:fake", base_url=server.base_url, games="111,122", variants=1,
+            max_attempts=2, seed=1, no_cache=True, output_dir=str(tmp_path)))
+    s = res.summary
+    assert s["n_accepted"] == 1 and s["attempts"] == 3
+    assert s["attempt_status_counts"]["rejected"] == 2
+    assert (Path(s["stories_dir"]) / "111_0.txt").exists()
+    assert not (Path(s["stories_dir"]) / "122_0.txt").exists()
+    # the accepted file is a valid story of game 111
+    from stratbench.games.robinson_goforth import game_by_id
+    from stratbench.games.tmgbench_stories import load_story, verify_story
+
+    g = game_by_id("111")
+    assert verify_story(load_story(Path(s["stories_dir"]) / "111_0.txt"), g.payoff_A, g.payoff_B) == []

@@ -166,7 +166,8 @@ def tmgbench_run(
     model: Optional[str] = typer.Option(None, help="Player: embedded (default), any model spec, or oracle/empty/uniform."),
     policy: Optional[str] = typer.Option(None, help="logprob (exact answer distribution; DA only) or sample."),
     prompting: str = typer.Option("DA", help="DA, CoT, FoToM, SoToM, reFoToM or reSoToM."),
-    setting: str = typer.Option("classic", help="classic (story: not yet runnable)."),
+    setting: str = typer.Option("classic", help="classic or story (with --stories-dir)."),
+    stories_dir: Optional[str] = typer.Option(None, help="Story files {id}_{k}.txt for --setting story."),
     form: str = typer.Option("atomic", help="atomic (sequential/parallel/nested: not yet)."),
     repeats: int = typer.Option(4, help="Answers per game for sampled policies (the paper's T)."),
     games: Optional[str] = typer.Option(None, help="Comma-separated game ids (default: all 144)."),
@@ -185,7 +186,7 @@ def tmgbench_run(
     from stratbench.suites.tmgbench import TmgbenchConfig, run_tmgbench
 
     cfg = TmgbenchConfig(model=model, policy=policy, prompting=prompting, setting=setting, form=form,
-                         repeats=repeats, games=games, seed=seed, base_url=base_url,
+                         repeats=repeats, games=games, seed=seed, base_url=base_url, stories_dir=stories_dir,
                          max_concurrency=max_concurrency, no_cache=no_cache, temperature=temperature,
                          max_tokens=max_tokens, chat=chat, output_dir=output_dir)
     with progress_bar(quiet) as progress:
@@ -205,6 +206,58 @@ def tmgbench_run(
             console.print(f"  {n}-NE games: PAR {fmt(s.get(f'par_{n}_pct'), None, 1)}  "
                           f"ID {fmt(s.get(f'id_{n}_pct'), None, 1)}  BD {fmt(s.get(f'bd_{n}_pct'), None, 1)}")
     return 1 if result.n_errors else 0
+
+
+stories_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
+                          help="TMGBench story-based setting: generate and verify story files.")
+tmg_app.add_typer(stories_app, name="stories")
+
+
+@stories_app.command("generate")
+def tmgbench_stories_generate(
+    model: Optional[str] = typer.Option(None, help="Model that writes the stories."),
+    games: Optional[str] = typer.Option(None, help="Comma-separated game ids (default: all 144)."),
+    variants: int = typer.Option(5, help="Stories per game (the paper: 5)."),
+    topics: Optional[str] = typer.Option(None, help="Comma-separated topics (default: the paper's)."),
+    max_attempts: int = typer.Option(3, help="Generations per story before giving up."),
+    seed: Optional[int] = typer.Option(None, help="Sampling seed (recorded)."),
+    temperature: float = typer.Option(1.0, help="Sampling temperature."),
+    max_tokens: int = typer.Option(2048, help="Generation budget."),
+    chat: bool = typer.Option(False, help="Use a chat endpoint."),
+    base_url: Optional[str] = typer.Option(None, help="Base URL of an OpenAI-compatible server."),
+    no_cache: bool = typer.Option(False, help="Bypass the response cache."),
+    max_concurrency: int = typer.Option(8, help="Concurrent model calls."),
+    output_dir: str = typer.Option("results", help="Where the result folder is created."),
+    quiet: bool = typer.Option(False, help="No progress bar."),
+) -> int:
+    """Generate story files with a model; keep only stories whose matrix equals the classic game's."""
+    from stratbench.suites.tmgbench_stories_gen import StoryGenConfig, generate_stories
+
+    cfg = StoryGenConfig(model=model, games=games, variants=variants, topics=topics,
+                         max_attempts=max_attempts, seed=seed, temperature=temperature,
+                         max_tokens=max_tokens, chat=chat, base_url=base_url, no_cache=no_cache,
+                         max_concurrency=max_concurrency, output_dir=output_dir)
+    with progress_bar(quiet) as progress:
+        res = generate_stories(cfg, progress)
+    s = res.summary
+    console.print(f"{res.folder}: {s['n_accepted']}/{s['n_requested']} stories accepted "
+                  f"({s['attempts']} attempts: {s['attempt_status_counts']}); files in {s['stories_dir']}")
+    return 0
+
+
+@stories_app.command("verify")
+def tmgbench_stories_verify(directory: str = typer.Argument(..., help="Folder of {id}_{k}.txt files.")) -> int:
+    """Check that every story's payoff matrix equals its classic game's."""
+    from stratbench.suites.tmgbench_stories_gen import verify_story_dir
+
+    checked = verify_story_dir(directory)
+    bad = 0
+    for path, problems in checked:
+        if problems:
+            bad += 1
+            console.print(f"MISMATCH {path}: {problems[0]}")
+    console.print(f"{bad} of {len(checked)} stories do not match their game")
+    return 1 if bad else 0
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -62,6 +62,7 @@ class TmgbenchConfig:
     chat: bool = False
     base_url: str | None = None
     games: str | None = None  # comma-separated ids; default all 144
+    stories_dir: str | None = None  # story setting: folder of {id}_{k}.txt story files
 
     @property
     def player(self) -> str:
@@ -70,9 +71,10 @@ class TmgbenchConfig:
     def validate(self) -> None:
         if self.prompting not in METHODS:
             raise InputError(f"unknown --prompting {self.prompting!r}; known: {', '.join(METHODS)}")
-        if self.setting != "classic":
-            raise InputError(f"--setting {self.setting}: only 'classic' runs in this version "
-                             "(story files can be loaded and verified; running them is not done yet)")
+        if self.setting not in ("classic", "story"):
+            raise InputError(f"unknown --setting {self.setting!r}; use classic or story")
+        if self.setting == "story" and not self.stories_dir:
+            raise InputError("--setting story needs --stories-dir with {id}_{k}.txt story files")
         if self.form != "atomic":
             raise InputError(f"--form {self.form}: only 'atomic' runs in this version")
         if self.repeats < 1:
@@ -104,6 +106,29 @@ def selected_games(config: TmgbenchConfig) -> list[Any]:
         except (KeyError, ValueError):
             raise InputError(f"--games: unknown TMGBench game id {gid.strip()!r}") from None
     return out
+
+
+def load_units(config: TmgbenchConfig, games: list[Any]) -> list[tuple[Any, int, Any]]:
+    """(game, variant, story) work items: one per game in the classic setting (variant 0), one per
+    story file in the story setting. Every story is verified against its classic game first: a
+    story whose payoff matrix is not the game's would measure something else."""
+    if config.setting == "classic":
+        return [(g, 0, None) for g in games]
+    from stratbench.games.tmgbench_stories import load_story_dir, verify_story
+
+    wanted = {g.id: g for g in games}
+    units = []
+    for story in load_story_dir(config.stories_dir):  # type: ignore[arg-type]
+        g = wanted.get(story.game_id)
+        if g is None:
+            continue
+        problems = verify_story(story, g.payoff_A, g.payoff_B)
+        if problems:
+            raise InputError(f"{story.path}: story does not match game {g.id}: {problems[0]}")
+        units.append((g, story.variant, story))
+    if not units:
+        raise InputError(f"--stories-dir {config.stories_dir}: no story files for the selected games")
+    return units
 
 
 def _scripted_distribution(name: str, std: frozenset[int]) -> dict[str, float]:
@@ -147,7 +172,8 @@ class _Player:
         return d
 
 
-async def _answer(player: _Player, config: TmgbenchConfig, game: Any, repeat: int) -> dict[str, Any]:
+async def _answer(player: _Player, config: TmgbenchConfig, game: Any, repeat: int,
+                  variant: int = 0, story: Any = None) -> dict[str, Any]:
     """One task → one record (never raises for model failures)."""
     from stratbench.games.robinson_goforth import standard_answer
     from stratbench.models.base import GenerateRequest, ScoreRequest
@@ -155,14 +181,15 @@ async def _answer(player: _Player, config: TmgbenchConfig, game: Any, repeat: in
     from stratbench.prompts.tmgbench import build_completion_prompt, build_messages, completion_candidates
 
     std = standard_answer(game)
-    rec: dict[str, Any] = {"game_id": game.id, "row": game.row, "col": game.col, "repeat": repeat,
+    rec: dict[str, Any] = {"game_id": game.id, "row": game.row, "col": game.col, "variant": variant,
+                           "setting": config.setting, "repeat": repeat,
                            "player": player.spec, "policy": player.policy,
                            "prompting": config.prompting, "standard": sorted(std)}
     t0 = time.perf_counter()
     if player.policy == "scripted":
         rec.update(status="ok", distribution=_scripted_distribution(player.spec, std), prompt_sha256=None)
     elif player.policy == "logprob":
-        prompt = build_completion_prompt(game.payoff_A, game.payoff_B, config.prompting)
+        prompt = build_completion_prompt(game.payoff_A, game.payoff_B, config.prompting, story)
         cands = completion_candidates()
         (res,) = await player.model.score([ScoreRequest(prompt, tuple(t for _, t in cands))])  # type: ignore[union-attr]
         rec["prompt_sha256"] = hashlib.sha256(prompt.encode()).hexdigest()
@@ -177,12 +204,13 @@ async def _answer(player: _Player, config: TmgbenchConfig, game: Any, repeat: in
                        logprobs={subset_key(s): float(x) for (s, _), x in zip(cands, lp)},
                        distribution={subset_key(s): float(x) for (s, _), x in zip(cands, w / w.sum())})
     else:
-        seed = derive_seed(config.seed or 0, int(game.id), repeat)
+        seed = derive_seed(config.seed or 0, int(game.id), variant, repeat)
         if config.chat:
-            msgs = build_messages(game.payoff_A, game.payoff_B, config.prompting)
+            msgs = build_messages(game.payoff_A, game.payoff_B, config.prompting, story)
             system, prompt = msgs[0]["content"], msgs[1]["content"]
         else:
-            system, prompt = None, build_completion_prompt(game.payoff_A, game.payoff_B, config.prompting)
+            system = None
+            prompt = build_completion_prompt(game.payoff_A, game.payoff_B, config.prompting, story)
         (res,) = await player.model.generate([GenerateRequest(  # type: ignore[union-attr]
             prompt, max_tokens=config.max_tokens, temperature=config.temperature, seed=seed,
             sample_index=repeat, chat=config.chat, system=system)])
@@ -248,6 +276,35 @@ def summarise(records: Sequence[dict[str, Any]], seed: int) -> tuple[dict[str, A
     return s, m
 
 
+_SPREAD_KEYS = ("par_pct", "id_pct", "bd_pct", "par_0_pct", "par_1_pct", "par_2_pct", "id_0_pct",
+                "id_1_pct", "id_2_pct", "bd_0_pct", "bd_1_pct", "bd_2_pct")
+
+
+def summarise_variants(records: Sequence[dict[str, Any]], seed: int) -> tuple[dict[str, Any], Any]:
+    """Story setting: metrics per story variant, then mean ± std over variants (the paper's
+    report for the story setting). Classic runs have one variant and no spread."""
+    variants = sorted({r.get("variant", 0) for r in records})
+    if len(variants) <= 1:
+        return summarise(records, seed)
+    per = {}
+    for v in variants:
+        per[v], _ = summarise([r for r in records if r.get("variant", 0) == v], seed)
+    s: dict[str, Any] = {}
+    for k in _SPREAD_KEYS:
+        vals = [p[k] for p in per.values() if p.get(k) is not None]
+        s[k] = float(np.mean(vals)) if vals else None
+        s[f"{k}_std"] = float(np.std(vals)) if vals else None
+    s["n_variants"] = len(variants)
+    s["n_records"] = len(records)
+    s["error_rate"] = sum(r["status"] == "error" for r in records) / len(records)
+    fails = [p.get("parse_failure_rate") for p in per.values() if p.get("parse_failure_rate") is not None]
+    s["parse_failure_rate"] = float(np.mean(fails)) if fails else 0.0
+    s["status_counts"] = {k: sum(r["status"] == k for r in records)
+                          for k in ("ok", "parsed", "parse_failed", "error")}
+    s["variants"] = {str(v): p for v, p in per.items()}
+    return s, None
+
+
 def run_tmgbench(config: TmgbenchConfig, progress: Any | None = None,
                  resume_dir: str | Path | None = None) -> TmgbenchResult:
     """Run (or finish) TMGBench for one player; writes answers.jsonl, summary.json, grids.json
@@ -265,6 +322,7 @@ def run_tmgbench(config: TmgbenchConfig, progress: Any | None = None,
                                    if k in TmgbenchConfig.__annotations__})
         config.max_concurrency = keep
         games = selected_games(config)
+        units_all = load_units(config, games)
         player = _Player(config)
         meta["status"] = "running"
         meta.setdefault("resumed_at", []).append(now_iso())
@@ -273,6 +331,7 @@ def run_tmgbench(config: TmgbenchConfig, progress: Any | None = None,
         if config.seed is None:
             config.seed = fresh_seed()
         games = selected_games(config)
+        units_all = load_units(config, games)
         player = _Player(config)
         folder = create_run_folder(config.output_dir, "tmgbench").path
         meta = run_metadata(SUITE, {**asdict(config), "player": config.player})
@@ -284,19 +343,20 @@ def run_tmgbench(config: TmgbenchConfig, progress: Any | None = None,
     kept = [r for r in previous if r["status"] != "error"]
     if len(kept) != len(previous):
         write_jsonl_atomic(path, kept)
-    done = {(r["game_id"], r["repeat"]) for r in kept}
+    done = {(r["game_id"], r.get("variant", 0), r["repeat"]) for r in kept}
     repeats = 1 if player.exact else config.repeats
-    units = [(g, t) for g in games for t in range(repeats) if (g.id, t) not in done]
-    task = progress.add_task("tmgbench", total=len(games) * repeats, completed=len(done)) if progress else None
+    units = [(g, v, st, t) for g, v, st in units_all for t in range(repeats) if (g.id, v, t) not in done]
+    task = progress.add_task("tmgbench", total=len(units_all) * repeats, completed=len(done)) if progress else None
 
     async def main() -> None:
-        async def work(unit: tuple[Any, int]) -> dict[str, Any]:
-            g, t = unit
+        async def work(unit: tuple[Any, int, Any, int]) -> dict[str, Any]:
+            g, v, st, t = unit
             try:
-                return await _answer(player, config, g, t)
+                return await _answer(player, config, g, t, v, st)
             except Exception as exc:  # recorded, never hidden
-                return {"game_id": g.id, "row": g.row, "col": g.col, "repeat": t, "player": player.spec,
-                        "status": "error", "error": f"{type(exc).__name__}: {exc}"}
+                return {"game_id": g.id, "row": g.row, "col": g.col, "variant": v, "repeat": t,
+                        "player": player.spec, "status": "error",
+                        "error": f"{type(exc).__name__}: {exc}"}
 
         with JsonlWriter(path) as writer:
             def on_result(_: Any, rec: dict[str, Any]) -> None:
@@ -311,8 +371,8 @@ def run_tmgbench(config: TmgbenchConfig, progress: Any | None = None,
                     await player.model.aclose()
 
     asyncio.run(main())
-    records = rewrite_sorted(path, key=lambda r: (r["row"], r["col"], r["repeat"]))
-    summary, metrics = summarise(records, derive_seed(config.seed or 0, 4))
+    records = rewrite_sorted(path, key=lambda r: (r.get("variant", 0), r["row"], r["col"], r["repeat"]))
+    summary, metrics = summarise_variants(records, derive_seed(config.seed or 0, 4))
     summary.update(player=player.spec, policy=player.policy, prompting=config.prompting,
                    setting=config.setting, form=config.form, repeats=repeats)
     write_json_atomic(folder / "summary.json", summary)
