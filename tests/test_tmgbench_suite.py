@@ -82,7 +82,8 @@ def test_sampled_answers_parsed_and_injection_never_executed(tmp_path):
 
 @pytest.mark.parametrize("args, needle", [
     (["--prompting", "XYZ"], "XYZ"),
-    (["--form", "nested"], "nested"),
+    (["--form", "zigzag"], "zigzag"),
+    (["--model", "oracle", "--form", "nested", "--k", "3"], "k must be 2"),
     (["--games", "999"], "999"),
     (["--model", "embedded", "--policy", "logprob", "--prompting", "CoT"], "DA"),
 ])
@@ -143,3 +144,33 @@ def test_story_generation_accepts_only_matching_stories(tmp_path):
 
     g = game_by_id("111")
     assert verify_story(load_story(Path(s["stories_dir"]) / "111_0.txt"), g.payoff_A, g.payoff_B) == []
+
+
+@pytest.mark.parametrize("form, k", [("sequential", 3), ("parallel", 5), ("nested", 2)])
+def test_complex_forms_reference_players(tmp_path, cli, form, k):
+    r = cli("tmgbench", "run", "--model", "oracle", "--form", form, "--k", str(k), "--num-tasks", "8",
+            "--seed", "2", "--quiet", "--output-dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    (folder,) = list(tmp_path.iterdir())
+    s = json.loads((folder / "summary.json").read_text())
+    assert s["accuracy_pct"] == 100.0 and s["n_tasks"] == 8 and s["k"] == k
+    assert len(read_jsonl(folder / "tasks.jsonl")) == 8
+
+
+def test_complex_sequential_model_sees_its_history_and_nothing_runs(tmp_path):
+    from stratbench.suites.tmgbench_complex_run import run_complex
+
+    marker = tmp_path / "pwned"
+    payload = f"```python\nanswer = __import__('os').system('touch {marker}')\n```"
+    with FakeOpenAIServer(canned_text=payload) as server:
+        res = run_complex(TmgbenchConfig(model="openai-compatible:fake", base_url=server.base_url,
+                                         policy="sample", form="sequential", seed=4, no_cache=True,
+                                         output_dir=str(tmp_path)), 3, 2)
+        prompts = [r.body["prompt"] for r in server.requests if r.path.endswith("/completions")]
+    assert not marker.exists()
+    assert len(prompts) == 6  # 2 tasks × 3 turns
+    third = [p for p in prompts if p.count("Assistant:") == 3]
+    assert third and payload in third[0]  # earlier replies are in the transcript
+    recs = read_jsonl(res.folder / "tasks.jsonl")
+    assert all(r["status"] == "parse_failed" for r in recs)
+    assert res.summary["accuracy_pct"] == 0.0 and res.summary["parse_failure_rate"] == 1.0

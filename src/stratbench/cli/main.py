@@ -168,7 +168,9 @@ def tmgbench_run(
     prompting: str = typer.Option("DA", help="DA, CoT, FoToM, SoToM, reFoToM or reSoToM."),
     setting: str = typer.Option("classic", help="classic or story (with --stories-dir)."),
     stories_dir: Optional[str] = typer.Option(None, help="Story files {id}_{k}.txt for --setting story."),
-    form: str = typer.Option("atomic", help="atomic (sequential/parallel/nested: not yet)."),
+    form: str = typer.Option("atomic", help="atomic, sequential, parallel or nested."),
+    k: Optional[int] = typer.Option(None, "--k", help="Games per complex task (3, 5, 10; nested: 2)."),
+    num_tasks: int = typer.Option(50, help="Complex-form tasks to sample."),
     repeats: int = typer.Option(4, help="Answers per game for sampled policies (the paper's T)."),
     games: Optional[str] = typer.Option(None, help="Comma-separated game ids (default: all 144)."),
     seed: Optional[int] = typer.Option(None, help="Seed for sampling (random if omitted; recorded)."),
@@ -189,6 +191,23 @@ def tmgbench_run(
                          repeats=repeats, games=games, seed=seed, base_url=base_url, stories_dir=stories_dir,
                          max_concurrency=max_concurrency, no_cache=no_cache, temperature=temperature,
                          max_tokens=max_tokens, chat=chat, output_dir=output_dir)
+    if form != "atomic" or (resume and _is_complex_run(resume)):
+        from stratbench.suites.tmgbench_complex_run import run_complex
+
+        if not resume:
+            cfg.validate()
+        with progress_bar(quiet) as progress:
+            result = run_complex(cfg, k, num_tasks, progress=progress, resume_dir=resume)
+        s = result.summary
+        if quiet:
+            print(result.folder)
+        else:
+            from stratbench.cli.display import fmt
+
+            console.print(f"TMGBench {s['form']} (k={s['k']}) — {result.folder} — {s['player']}: "
+                          f"accuracy {fmt(s.get('accuracy_pct'), s.get('accuracy_pct_ci95'), 1)}% over "
+                          f"{s.get('n_tasks')} tasks, parse failures {s.get('parse_failure_rate', 0):.1%}")
+        return 1 if result.n_errors else 0
     with progress_bar(quiet) as progress:
         result = run_tmgbench(cfg, progress=progress, resume_dir=resume)
     s = result.summary
@@ -206,6 +225,16 @@ def tmgbench_run(
             console.print(f"  {n}-NE games: PAR {fmt(s.get(f'par_{n}_pct'), None, 1)}  "
                           f"ID {fmt(s.get(f'id_{n}_pct'), None, 1)}  BD {fmt(s.get(f'bd_{n}_pct'), None, 1)}")
     return 1 if result.n_errors else 0
+
+
+def _is_complex_run(folder: str) -> bool:
+    import json
+    from pathlib import Path
+
+    try:
+        return json.loads((Path(folder) / "run.json").read_text())["config"].get("form", "atomic") != "atomic"
+    except (OSError, ValueError, KeyError):
+        return False
 
 
 stories_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,

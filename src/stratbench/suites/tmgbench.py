@@ -75,8 +75,10 @@ class TmgbenchConfig:
             raise InputError(f"unknown --setting {self.setting!r}; use classic or story")
         if self.setting == "story" and not self.stories_dir:
             raise InputError("--setting story needs --stories-dir with {id}_{k}.txt story files")
-        if self.form != "atomic":
-            raise InputError(f"--form {self.form}: only 'atomic' runs in this version")
+        if self.form not in ("atomic", "sequential", "parallel", "nested"):
+            raise InputError(f"unknown --form {self.form!r}; use atomic, sequential, parallel or nested")
+        if self.form != "atomic" and self.setting != "classic":
+            raise InputError(f"--form {self.form} runs on the classic games only")
         if self.repeats < 1:
             raise InputError(f"--repeats must be at least 1 (got {self.repeats})")
         if self.policy not in (None, "logprob", "sample"):

@@ -1,0 +1,176 @@
+"""Running TMGBench's complex forms (sequential, parallel, nested) for one player.
+
+Tasks are sampled reproducibly (`tmgbench_complex.sample_tasks`); each task is one work unit and
+one record in `tasks.jsonl`, streamed and resumable like every run. Complex forms need written
+answers, so model players use sampled generations (log-prob scoring covers atomic DA tasks only);
+the reference players `oracle` and `empty` answer exactly.
+
+The model interface sends one prompt (plus an optional system message) per call, so a sequential
+task's history — earlier games and the model's own replies — is written into the prompt as a
+transcript ("User:" / "Assistant:" turns) rather than sent as separate chat messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from stratbench.errors import InputError
+from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
+from stratbench.runner.jsonl import JsonlWriter, read_jsonl, rewrite_sorted, write_json_atomic, write_jsonl_atomic
+from stratbench.runner.pool import run_pool
+from stratbench.seeding import derive_seed, fresh_seed
+from stratbench.suites.tmgbench import TmgbenchConfig, TmgbenchResult
+
+COMPLEX_SCRIPTED = ("oracle", "empty")
+
+
+def _transcript(messages: list[dict[str, str]]) -> tuple[str | None, str]:
+    """(system, prompt): a single-turn task is its user message; a multi-turn history becomes a
+    plain transcript ending where the assistant's next reply goes."""
+    system = messages[0]["content"] if messages and messages[0]["role"] == "system" else None
+    turns = [m for m in messages if m["role"] != "system"]
+    if len(turns) == 1:
+        return system, turns[0]["content"]
+    lines = [f"{'User' if m['role'] == 'user' else 'Assistant'}: {m['content']}" for m in turns]
+    return system, "\n\n".join(lines) + "\n\nAssistant:"
+
+
+async def _run_task(model: Any, spec: str, config: TmgbenchConfig, task: Any) -> dict[str, Any]:
+    from stratbench.models.base import GenerateRequest
+    from stratbench.suites.tmgbench_complex import complex_messages, parse_complex_answer, score_complex
+
+    rec: dict[str, Any] = {"task_index": task.index, "player": spec, "prompting": config.prompting,
+                           **{f"task_{k}": v for k, v in task.to_json().items()}}
+    t0 = time.perf_counter()
+    if model is None:
+        answers = task.expected if spec == "oracle" else [frozenset()] * task.n_answers
+        rec.update(status="ok", **score_complex(task, answers))
+    else:
+        replies: list[str] = []
+        steps = task.k if task.form == "sequential" else 1
+        for step in range(steps):
+            system, prompt = _transcript(complex_messages(task, config.prompting, replies))
+            if not config.chat and system:
+                prompt = f"{system}\n\n{prompt}"
+                system = None
+            (res,) = await model.generate([GenerateRequest(
+                prompt, max_tokens=config.max_tokens, temperature=config.temperature,
+                seed=derive_seed(config.seed or 0, task.index), sample_index=step,
+                chat=config.chat, system=system)])
+            if not res.ok:
+                rec.update(status="error", error=res.error, raw_responses=replies)
+                rec["latency_s"] = time.perf_counter() - t0
+                return rec
+            replies.append(res.text or "")
+        answers = parse_complex_answer(replies if task.form == "sequential" else replies[0], task)
+        rec["raw_responses"] = replies
+        if answers is None:
+            rec.update(status="parse_failed", **score_complex(task, None))
+        else:
+            rec.update(status="parsed", **score_complex(task, answers))
+    rec["latency_s"] = time.perf_counter() - t0
+    return _jsonable(rec)
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, (frozenset, set)):
+        return sorted(x)
+    if isinstance(x, dict):
+        return {k: _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    return x
+
+
+def run_complex(config: TmgbenchConfig, k: int | None, n_tasks: int, progress: Any | None = None,
+                resume_dir: str | Path | None = None) -> TmgbenchResult:
+    from stratbench.suites.tmgbench_complex import PAPER_K, sample_tasks, summarise_complex
+
+    if resume_dir is not None:
+        folder = Path(resume_dir)
+        try:
+            meta = json.loads((folder / "run.json").read_text())
+        except (OSError, ValueError):
+            raise InputError(f"--resume {folder}: not a result folder (no readable run.json)") from None
+        saved = meta["config"]
+        config = TmgbenchConfig(**{k2: v for k2, v in saved.items() if k2 in TmgbenchConfig.__annotations__})
+        k, n_tasks = saved["k"], saved["num_tasks"]
+    else:
+        if config.form not in PAPER_K:
+            raise InputError(f"unknown --form {config.form!r}")
+        k = k or (2 if config.form == "nested" else 3)
+        if n_tasks < 1:
+            raise InputError(f"--num-tasks must be at least 1 (got {n_tasks})")
+        if config.seed is None:
+            config.seed = fresh_seed()
+    spec = config.player
+    if config.policy == "logprob":
+        raise InputError("complex forms need written answers: use --policy sample")
+    try:
+        tasks = sample_tasks(config.form, k, n_tasks, config.seed or 0)
+    except ValueError as e:
+        raise InputError(f"--form {config.form} --k {k}: {e}") from None
+    model = None
+    if spec not in COMPLEX_SCRIPTED:
+        if spec == "uniform":
+            raise InputError("the uniform reference player has no complex-form answers; use oracle or empty")
+        from stratbench.agents.registry import open_model
+        from stratbench.models.registry import ModelOptions
+
+        model = open_model(spec, ModelOptions(base_url=config.base_url, max_concurrency=config.max_concurrency,
+                                              chat=config.chat or None), no_cache=config.no_cache)
+    if resume_dir is None:
+        folder = create_run_folder(config.output_dir, f"tmgbench_{config.form}").path
+        meta = run_metadata("tmgbench", {**asdict(config), "player": spec, "k": k, "num_tasks": n_tasks})
+        meta["agent"] = {"name": spec, "policy": "scripted" if model is None else "sample",
+                         **({"model": model.describe()} if model is not None else {})}
+    else:
+        meta["status"] = "running"
+        meta.setdefault("resumed_at", []).append(now_iso())
+    write_json_atomic(folder / "run.json", meta)
+    path = folder / "tasks.jsonl"
+    previous = read_jsonl(path, repair=True)
+    kept = [r for r in previous if r["status"] != "error"]
+    if len(kept) != len(previous):
+        write_jsonl_atomic(path, kept)
+    done = {r["task_index"] for r in kept}
+    todo = [t for t in tasks if t.index not in done]
+    bar = progress.add_task(config.form, total=len(tasks), completed=len(done)) if progress else None
+
+    async def main() -> None:
+        async def work(task: Any) -> dict[str, Any]:
+            try:
+                return await _run_task(model, spec, config, task)
+            except Exception as exc:  # recorded, never hidden
+                return {"task_index": task.index, "player": spec, "status": "error",
+                        "error": f"{type(exc).__name__}: {exc}"}
+
+        with JsonlWriter(path) as writer:
+            def on_result(_: Any, rec: dict[str, Any]) -> None:
+                writer.write(rec)
+                if progress is not None:
+                    progress.advance(bar)
+
+            try:
+                await run_pool(todo, work, config.max_concurrency, on_result)
+            finally:
+                if model is not None:
+                    await model.aclose()
+
+    asyncio.run(main())
+    records = rewrite_sorted(path, key=lambda r: r["task_index"])
+    scored = [r for r in records if r["status"] != "error"]
+    summary = summarise_complex(scored) if scored else {"n_tasks": 0}
+    n_errors = len(records) - len(scored)
+    summary.update(form=config.form, k=k, player=spec, error_rate=n_errors / len(records) if records else 0.0)
+    write_json_atomic(folder / "summary.json", summary)
+    usage = model.usage.as_dict() if model is not None else {"calls": 0}
+    meta.update(end_time=now_iso(), status="finished",
+                totals={"records": len(records), "errors": n_errors, **{f"model_{k2}": v for k2, v in usage.items()}})
+    write_json_atomic(folder / "run.json", meta)
+    return TmgbenchResult(folder, summary, n_errors, meta["totals"])
