@@ -174,3 +174,29 @@ def test_complex_sequential_model_sees_its_history_and_nothing_runs(tmp_path):
     recs = read_jsonl(res.folder / "tasks.jsonl")
     assert all(r["status"] == "parse_failed" for r in recs)
     assert res.summary["accuracy_pct"] == 0.0 and res.summary["parse_failure_rate"] == 1.0
+
+
+def _cut(path: Path, keep: int) -> None:
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:keep]) + '{"game_id": "1')  # and a torn record
+
+
+def test_resume_atomic_and_complex_runs_end_identical(tmp_path, cli):
+    full = run_tmgbench(TmgbenchConfig(model="uniform", seed=3, output_dir=str(tmp_path / "a")))
+    ref = read_jsonl(full.folder / "answers.jsonl")
+    _cut(full.folder / "answers.jsonl", 50)
+    r = cli("tmgbench", "run", "--resume", str(full.folder), "--quiet")
+    assert r.returncode == 0, r.stderr
+    strip = lambda rs: [{k: v for k, v in x.items() if k != "latency_s"} for x in rs]  # noqa: E731
+    assert strip(read_jsonl(full.folder / "answers.jsonl")) == strip(ref)
+    assert json.loads((full.folder / "summary.json").read_text())["par_pct"] == full.summary["par_pct"]
+
+    r = cli("tmgbench", "run", "--model", "oracle", "--form", "parallel", "--k", "3", "--num-tasks", "6",
+            "--seed", "5", "--quiet", "--output-dir", str(tmp_path / "c"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = list((tmp_path / "c").iterdir())
+    ref = read_jsonl(folder / "tasks.jsonl")
+    _cut(folder / "tasks.jsonl", 2)
+    r = cli("tmgbench", "run", "--resume", str(folder), "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert strip(read_jsonl(folder / "tasks.jsonl")) == strip(ref)
