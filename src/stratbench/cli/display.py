@@ -13,7 +13,7 @@ from rich.table import Table
 
 console = Console()
 if not console.is_terminal:
-    console.width = 140  # logs and CI: don't squeeze tables into 80 columns
+    console.width = 170  # logs and CI: don't squeeze tables into 80 columns
 err_console = Console(stderr=True)
 if not err_console.is_terminal:
     err_console.width = 140
