@@ -289,6 +289,60 @@ def tmgbench_stories_verify(directory: str = typer.Argument(..., help="Folder of
     return 1 if bad else 0
 
 
+tom_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
+                      help="Functional theory of mind: repeated games against scripted partners.")
+app.add_typer(tom_app, name="tom")
+
+
+@tom_app.command("baseline")
+def tom_baseline(
+    game: str = typer.Option("rps", help="rps, ibs, ipd, or a comma-separated list."),
+    partner: str = typer.Option("single_action", help="Partner policy (e.g. single_action, tit_for_tat), or a list."),
+    episodes: int = typer.Option(300, help="Episodes per setting."),
+    rounds: int = typer.Option(100, help="Rounds per episode (T)."),
+    seed: int = typer.Option(0, help="Seed."),
+    output_dir: str = typer.Option("results", help="Where the result folder is created."),
+) -> int:
+    """The tabular R-max baseline: regret per step vs the optimal T-step response, ToM accuracy."""
+    from stratbench.cli.display import fmt
+    from stratbench.suites.tom.baseline_run import run_tom_baseline
+
+    folder, rows = run_tom_baseline([g.strip() for g in game.split(",")],
+                                    [p.strip() for p in partner.split(",")], episodes, rounds, seed,
+                                    output_dir)
+    console.print(f"Tabular baseline — {folder}")
+    for r in rows:
+        console.print(f"  {r['game']:>4} / {r['partner']:<14} regret/step {fmt(r['regret_per_step'], r['regret_per_step_ci95'])}"
+                      f"  ToM {100 * r['tom_accuracy']:.1f}%  ToM regret/step {fmt(r['tom_regret_per_step'])}"
+                      f"  ({r['n_episodes']} episodes)")
+    return 0
+
+
+ch_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
+                     help="CHBench: cognitive-hierarchy levels of players.")
+app.add_typer(ch_app, name="chbench")
+
+
+@ch_app.command("fit")
+def chbench_fit(
+    data: str = typer.Option(..., help="CSV: game_id, round, row_player, col_player, row_action, col_action."),
+    k_hat: int = typer.Option(4, help="Number of levels (k̂)."),
+    restarts: int = typer.Option(10, help="SLSQP random restarts (best kept)."),
+    seed: int = typer.Option(0, help="Seed for the restarts."),
+    corrections: Optional[str] = typer.Option(None, help="JSON with corrected matrices for uncertain games."),
+    output_dir: str = typer.Option("results", help="Where the result folder is created."),
+) -> int:
+    """Fit Level-K and Poisson cognitive-hierarchy models to observed play."""
+    from stratbench.suites.chbench.fit_run import run_fit
+
+    folder, fits = run_fit(data, k_hat, restarts, seed, output_dir, corrections)
+    console.print(f"CHBench fit — {folder}")
+    for player, f in fits.items():
+        console.print(f"  {player}: Poisson λ = {f['poisson'].get('lambda'):.3f} (mean level "
+                      f"{f['poisson']['mean_level']:.2f}); Level-K mean level {f['level_k']['mean_level']:.2f}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) >= 2 and args[0] == "nashgap" and args[1] == "run":

@@ -1,0 +1,47 @@
+"""The `tom baseline` and `chbench fit` commands as a user runs them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def test_tom_baseline_command(tmp_path, cli):
+    r = cli("tom", "baseline", "--game", "rps,ipd", "--partner", "single_action", "--episodes", "60",
+            "--output-dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    (folder,) = list(tmp_path.iterdir())
+    rows = json.loads((folder / "summary.json").read_text())["settings"]
+    assert [(x["game"], x["partner"]) for x in rows] == [("rps", "single_action"), ("ipd", "single_action")]
+    for x in rows:
+        assert {"regret_per_step", "tom_accuracy", "tom_regret_per_step", "n_episodes"} <= set(x)
+        assert x["n_episodes"] == 60 and 0 <= x["tom_accuracy"] <= 1
+        lo, hi = x["regret_per_step_ci95"]
+        assert lo <= x["regret_per_step"] <= hi
+    assert rows[0]["regret_per_step"] == pytest.approx(0.083, abs=0.04)  # the paper's RPS row
+    assert (folder / "regret_curve.png").stat().st_size > 1000
+    assert sum(1 for _ in open(folder / "episodes.jsonl")) == 120
+    bad = cli("tom", "baseline", "--game", "chess", "--output-dir", str(tmp_path / "x"))
+    assert bad.returncode == 2 and "chess" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_chbench_fit_command_recovers_lambda(tmp_path, cli):
+    from stratbench.suites.chbench.catalogue import build_catalogue, recoverable
+    from stratbench.suites.chbench.fit import CHAgent, simulate_rounds, write_observations_csv
+
+    cat = recoverable(build_catalogue())
+    rows = simulate_rounds(cat, CHAgent("poisson-1.5", "poisson", lam=1.5),
+                           CHAgent("poisson-1.5b", "poisson", lam=1.5), rounds=200, seed=3)
+    data = tmp_path / "play.csv"
+    write_observations_csv(data, rows)
+    r = cli("chbench", "fit", "--data", str(data), "--restarts", "3", "--output-dir", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = list((tmp_path / "out").iterdir())
+    fits = json.loads((folder / "fit.json").read_text())
+    assert set(fits) == {"poisson-1.5", "poisson-1.5b"}
+    for f in fits.values():
+        assert abs(f["poisson"]["lambda"] - 1.5) <= 0.5
+        assert len(f["level_k"]["alpha"]) == 4 and f["level_k"]["k_hat"] == 4
+    bad = cli("chbench", "fit", "--data", str(tmp_path / "missing.csv"), "--output-dir", str(tmp_path / "y"))
+    assert bad.returncode == 2 and "missing.csv" in bad.stderr
