@@ -45,3 +45,23 @@ def test_chbench_fit_command_recovers_lambda(tmp_path, cli):
         assert len(f["level_k"]["alpha"]) == 4 and f["level_k"]["k_hat"] == 4
     bad = cli("chbench", "fit", "--data", str(tmp_path / "missing.csv"), "--output-dir", str(tmp_path / "y"))
     assert bad.returncode == 2 and "missing.csv" in bad.stderr
+
+
+def test_compare_paired_over_shared_games(tmp_path, cli):
+    for name, player in (("a", "random"), ("b", "nash")):
+        r = cli("nashgap", "--num-games", "12", "--num-trials", "5", "--seed", "9", "--llm-type", player,
+                "--quiet", "--output-dir", str(tmp_path / name))
+        assert r.returncode == 0, r.stderr
+    (a,) = list((tmp_path / "a").iterdir())
+    (b,) = list((tmp_path / "b").iterdir())
+    out = tmp_path / "cmp.json"
+    r = cli("compare", str(a), str(b), "--output", str(out))
+    assert r.returncode == 0, r.stderr
+    rows = {x["metric"]: x for x in json.loads(out.read_text())["rows"]}
+    e = rows["exploitability"]
+    assert e["paired"] and e["n_units"] == 12 and e["b"] == 0.0
+    assert e["diff"] == pytest.approx(-e["a"]) and e["diff_ci95"][1] < 0 and e["significant"]
+    # a run compared with itself: zero difference, CI [0, 0]
+    r = cli("compare", str(a), str(a), "--output", str(out))
+    same = {x["metric"]: x for x in json.loads(out.read_text())["rows"]}
+    assert same["nash_gap"]["diff"] == 0.0 and same["nash_gap"]["diff_ci95"] == [0.0, 0.0]
