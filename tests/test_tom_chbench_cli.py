@@ -65,3 +65,20 @@ def test_compare_paired_over_shared_games(tmp_path, cli):
     r = cli("compare", str(a), str(a), "--output", str(out))
     same = {x["metric"]: x for x in json.loads(out.read_text())["rows"]}
     assert same["nash_gap"]["diff"] == 0.0 and same["nash_gap"]["diff_ci95"] == [0.0, 0.0]
+
+
+def test_tom_run_embedded_lm_prompting(tmp_path, cli):
+    pytest.importorskip("llama_cpp")
+    r = cli("tom", "run", "--game", "rps", "--partner", "single_action", "--rounds", "12",
+            "--episodes", "2", "--output-dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    (folder,) = list(tmp_path.iterdir())
+    s = json.loads((folder / "summary.json").read_text())
+    assert s["n_episodes"] == 2 and s["n_error_episodes"] == 0
+    assert 0 <= s["regret_per_step"] <= 2 and 0 <= s["tom_accuracy"] <= 1
+    rows = [json.loads(x) for x in open(folder / "rounds.jsonl")]
+    assert len(rows) == 24 and all(abs(sum(x["policy"]) - 1) < 1e-9 for x in rows)
+    # prefix reuse: far fewer tokens evaluated than the prompts contain
+    assert s["tokens_evaluated_per_episode"] < 2000
+    bad = cli("tom", "run", "--prompting", "Reflexion", "--output-dir", str(tmp_path / "x"))
+    assert bad.returncode == 2 and "LM" in bad.stderr and "Traceback" not in bad.stderr

@@ -318,6 +318,33 @@ def tom_baseline(
     return 0
 
 
+@tom_app.command("run")
+def tom_run(
+    model: Optional[str] = typer.Option(None, help="Model spec (default: embedded)."),
+    game: str = typer.Option("rps", help="rps, ibs or ipd."),
+    partner: str = typer.Option("single_action", help="Partner policy."),
+    prompting: str = typer.Option("LM", help="LM (log-probs after 'A: Option'); others not yet."),
+    rounds: int = typer.Option(100, help="Rounds per episode (T)."),
+    episodes: int = typer.Option(1, help="Episodes."),
+    seed: int = typer.Option(0, help="Seed."),
+    labels: str = typer.Option("neutral", help="Action label set (neutral J/F/B, canonical, ...)."),
+    no_tom: bool = typer.Option(False, help="Skip the literal-ToM prediction prompts."),
+    output_dir: str = typer.Option("results", help="Where the result folder is created."),
+    resume: Optional[str] = typer.Option(None, help="Finish an interrupted run in this folder."),
+) -> int:
+    """A model plays repeated games against a scripted partner; regret vs the optimal response."""
+    from stratbench.cli.display import fmt
+    from stratbench.suites.tom.model_run import run_tom_model
+
+    folder, s = run_tom_model(model or "embedded", game, partner, prompting, rounds, episodes, seed,
+                              output_dir, labels, not no_tom, resume)
+    console.print(f"ToM — {folder} — {s['model']} / {s['prompting']} / {s['game']} vs {s['partner']}: "
+                  f"regret/step {fmt(s['regret_per_step'], s['regret_per_step_ci95'])}, ToM "
+                  f"{fmt(s['tom_accuracy'], s['tom_accuracy_ci95'])}, {s['tokens_evaluated_per_episode']:.0f} "
+                  f"tokens evaluated per episode, {s['n_error_episodes']} failed episodes")
+    return 1 if s["n_error_episodes"] else 0
+
+
 ch_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
                      help="CHBench: cognitive-hierarchy levels of players.")
 app.add_typer(ch_app, name="chbench")

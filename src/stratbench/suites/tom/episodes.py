@@ -1,0 +1,204 @@
+"""The paper's "LM prompting" strategy played against a finite-state partner.
+
+Each round the model scores the action labels after Figure 1's ``A: Option`` (one ScoreRequest,
+the labels as continuations); the policy is the softmax of those log-probabilities renormalised
+over the labels, and the action is drawn from it with ``default_rng(derive_seed(seed, t))``. The
+partner acts from its state machine (its own rng, also derived from ``seed``). With ``predict`` the
+model also scores the literal-ToM prompt (Figure 2 agent-first by default, Figure 3 partner-first
+on request) and its argmax is the predicted partner action.
+
+A model error ends the episode: the round is recorded with ``status="error"`` and the message, no
+action is substituted, and the episode is marked incomplete (its regret is None: Δ_F/T is defined
+for the full horizon only).
+
+Prefix reuse: with ``tom_variant="agent_first"`` every prompt extends the previous one up to its
+query, so a prefix-reusing backend (``load_embedded(prefix_reuse=True)``) evaluates only the new
+round line + query each call. ``"partner_first"`` keeps the paper's Figure 3 wording, whose history
+lines differ from Figure 1's, so the two prompt streams share only the header and each call
+re-evaluates the other stream's history (much more expensive).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import numpy as np
+
+from stratbench.models.base import LanguageModel, ScoreRequest
+from stratbench.seeding import derive_seed
+from stratbench.suites.tom.games import RepeatedGame, get_game
+from stratbench.suites.tom.partners import FiniteStatePartner, make_partner
+from stratbench.suites.tom.prompts import LMPrompts, PromptHistory
+from stratbench.suites.tom.regret import mean_ci, regret_per_step, tom_accuracy
+
+PARTNER_STREAM = (7, 7, 7)
+"""Extra keys for the partner's rng seed, distinct from the per-round action seeds (seed, t)."""
+
+
+def _policy(logprobs: list[float]) -> np.ndarray:
+    x = np.asarray(logprobs, dtype=float)
+    x = x - x.max()
+    p = np.exp(x)
+    return p / p.sum()
+
+
+async def _score_one(model: LanguageModel, prompt: str, conts: tuple[str, ...]):
+    res = await model.score([ScoreRequest(prompt=prompt, continuations=conts)])
+    return res[0]
+
+
+async def arun_lm_episode(
+    model: LanguageModel,
+    game: RepeatedGame | str,
+    partner_name: str | FiniteStatePartner,
+    T: int,
+    seed: int,
+    label_set: str = "neutral",
+    predict: bool = True,
+    tom_variant: str = "agent_first",
+    keep_prompts: bool = False,
+) -> dict[str, Any]:
+    """One episode; see :func:`run_lm_episode`."""
+    g = get_game(game)
+    partner = make_partner(partner_name, g)
+    act_tpl = LMPrompts(g, label_set, T, "agent_first")
+    conts = act_tpl.continuations
+    act_hist = PromptHistory(act_tpl)
+    # Figure 2 shares Figure 1's history; Figure 3 needs its own partner-first history.
+    tom_hist = act_hist if tom_variant == "agent_first" else PromptHistory(LMPrompts(g, label_set, T, tom_variant))
+
+    p_rng = np.random.default_rng(derive_seed(seed, *PARTNER_STREAM))
+    s0 = partner.reset(p_rng)
+    state = s0
+    records: list[dict[str, Any]] = []
+    mine: list[int] = []
+    theirs: list[int] = []
+    preds: list[int] = []
+    tokens = 0
+    t0 = time.perf_counter()
+    status_all = "complete"
+    for t in range(T):
+        rec: dict[str, Any] = {"t": t, "status": "parsed", "tokens_in": 0}
+        prompts: dict[str, str] = {}
+
+        async def predict_partner(my_action: int | None) -> bool:
+            prompt = tom_hist.tom_prompt(my_action)
+            prompts["tom"] = prompt
+            r = await _score_one(model, prompt, conts)
+            rec["tokens_in"] += r.tokens_in
+            if not r.ok:
+                rec.update(status="error", error=f"tom: {r.error}")
+                return False
+            rec["tom_policy"] = _policy(r.logprobs).tolist()
+            rec["prediction"] = int(np.argmax(r.logprobs))
+            return True
+
+        ok = True
+        if predict and tom_variant != "agent_first":
+            ok = await predict_partner(None)  # Figure 3: asked before the agent acts
+        if ok:
+            prompt = act_hist.action_prompt()
+            prompts["action"] = prompt
+            r = await _score_one(model, prompt, conts)
+            rec["tokens_in"] += r.tokens_in
+            if not r.ok:
+                rec.update(status="error", error=f"action: {r.error}")
+                ok = False
+        if ok:
+            pol = _policy(r.logprobs)
+            a = int(np.random.default_rng(derive_seed(seed, t)).choice(len(pol), p=pol))
+            rec.update(policy=pol.tolist(), my_action=a)
+            if predict and tom_variant == "agent_first":
+                ok = await predict_partner(a)  # Figure 2: asked after the agent acted
+        tokens += rec["tokens_in"]
+        if keep_prompts:
+            rec["prompts"] = prompts
+        if not ok:
+            records.append(rec)
+            status_all = "error"
+            break
+        b = partner.act(state, p_rng)
+        rec.update(
+            partner_action=b,
+            payoff_me=float(g.payoff_me[a, b]),
+            payoff_partner=float(g.payoff_partner[a, b]),
+            partner_state=state,
+        )
+        state = partner.update(state, a, b)
+        act_hist.add_round(a, b)
+        if tom_hist is not act_hist:
+            tom_hist.add_round(a, b)
+        mine.append(a)
+        theirs.append(b)
+        if predict:
+            preds.append(rec["prediction"])
+        records.append(rec)
+
+    complete = len(mine) == T
+    regret = None
+    if complete and T > 0:
+        regret = float(regret_per_step(g, partner, mine, theirs, initial_state=s0).mean())
+    acc = float(tom_accuracy(preds, theirs)) if predict and complete and T > 0 else None
+    return {
+        "game": g.name, "partner": partner.name, "label_set": label_set, "T": T, "seed": seed,
+        "tom_variant": tom_variant if predict else None, "initial_state": s0,
+        "status": status_all, "rounds": len(mine),
+        "regret_per_step": regret, "tom_accuracy": acc,
+        "return": float(sum(g.payoff_me[a, b] for a, b in zip(mine, theirs))),
+        "tokens_in": tokens, "seconds": time.perf_counter() - t0,
+        "records": records,
+    }
+
+
+def run_lm_episode(
+    model: LanguageModel,
+    game: RepeatedGame | str,
+    partner_name: str | FiniteStatePartner,
+    T: int,
+    seed: int,
+    label_set: str = "neutral",
+    predict: bool = True,
+    tom_variant: str = "agent_first",
+    keep_prompts: bool = False,
+) -> dict[str, Any]:
+    """Play one LM-prompting episode (sync wrapper; use :func:`arun_lm_episode` inside a loop).
+
+    Returns ``records`` (per round: t, policy, my_action, partner_action, payoffs, prediction,
+    tom_policy, tokens_in, status, and the prompts when ``keep_prompts``) and episode metrics:
+    regret_per_step (Δ_F/T against the partner's true initial state), tom_accuracy, tokens_in
+    (tokens the backend actually evaluated), seconds, status ("complete" / "error").
+    """
+    return asyncio.run(arun_lm_episode(model, game, partner_name, T, seed, label_set, predict,
+                                       tom_variant, keep_prompts))
+
+
+async def arun_lm_episodes(
+    model: LanguageModel, game: RepeatedGame | str, partner: str | FiniteStatePartner, T: int,
+    episodes: int, seed: int, **kwargs: Any,
+) -> dict[str, Any]:
+    eps = []
+    for e in range(episodes):
+        eps.append(await arun_lm_episode(model, game, partner, T, derive_seed(seed, e), **kwargs))
+    done = [ep for ep in eps if ep["status"] == "complete"]
+    regrets = [ep["regret_per_step"] for ep in done]
+    accs = [ep["tom_accuracy"] for ep in done if ep["tom_accuracy"] is not None]
+    return {
+        "episodes": eps,
+        "n_episodes": episodes, "n_complete": len(done), "n_error": episodes - len(done),
+        "regret_per_step": mean_ci(regrets, seed=seed),
+        "tom_accuracy": mean_ci(accs, seed=seed),
+        "tokens_in": int(sum(ep["tokens_in"] for ep in eps)),
+        "seconds": float(sum(ep["seconds"] for ep in eps)),
+    }
+
+
+def run_lm_episodes(
+    model: LanguageModel, game: RepeatedGame | str, partner: str | FiniteStatePartner, T: int,
+    episodes: int, seed: int, **kwargs: Any,
+) -> dict[str, Any]:
+    """``episodes`` episodes (episode e seeded ``derive_seed(seed, e)``), sequential so a
+    prefix-reusing backend keeps its cache; means with 95% bootstrap CIs over complete episodes
+    (errored episodes are counted, never averaged in)."""
+    return asyncio.run(arun_lm_episodes(model, game, partner, T, episodes, seed, **kwargs))

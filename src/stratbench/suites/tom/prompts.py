@@ -1,0 +1,195 @@
+"""The paper's "LM prompting" templates (Appendix, Figures 1-3), built incrementally.
+
+Figure 1 (LM prompting, the agent's action) is::
+
+    You are playing a game repeatedly with another player. In this game, you can choose between
+    Option J and Option F. You will play 100 rounds in total with the same player.
+
+    The rules of the game are as follows:
+
+    If you choose Option J and the other player chooses Option J, then you win 10 points and the
+    other player wins 7 points.
+    ...
+    In round 1, you chose Option J and the other player chose Option J. Thus, you won 10 points
+    and the other player won 7 points.
+    ...
+    You are currently playing round 5.
+
+    Q: Which Option do you choose, Option J or Option F?
+
+    A: Option {action}
+
+(paragraphs separated by a blank line). The action is read from the model's probabilities of the
+action labels after ``A: Option``.
+
+Figure 2 (literal ToM, *agent first*, used for the LM-prompting ToM % because it is asked after the
+agent has acted) ends the same history with ``In round 5, you chose Option J and the other player
+chose Option {action}``; Figure 3 (*partner first*, asked before the agent acts) writes every
+history line partner first and ends with ``In round 5, the other player chose Option {action}``.
+
+Incremental design (what makes llama.cpp prefix reuse work): a prompt is
+``header + history + query``. ``header`` is fixed for the episode, ``history`` only ever grows by
+one full round line per round, and ``query`` is the only part that is thrown away. So round t's
+prompt minus its query is a strict prefix of round t+1's prompt. The agent-first ToM query is even
+a prefix of the history line the round then produces, so with ``tom_variant="agent_first"`` the
+action prompt, the ToM prompt and the next round's action prompt all extend each other.
+
+Spacing: the paper's text is ``A: Option {action}``. Prompts here end at ``A: Option`` and the
+continuations are ``" J"``, ``" F"``, ... - the same characters. This is deliberate: Gemma's (and
+most SentencePiece/BPE) tokenizers encode ``" J"`` as one token (``▁J``), whereas a prompt ending in
+``"A: Option "`` would put a lone space token before an unnatural space-less ``J``.
+
+Payoff wording for negative payoffs (RPS) follows the template literally ("you win -1 points");
+the paper does not print its RPS prompt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stratbench.errors import InputError
+from stratbench.suites.tom.games import T_DEFAULT, RepeatedGame
+
+PARA = "\n\n"
+"""Paragraph separator (the paper's figures put a blank line between paragraphs)."""
+
+ANSWER_STEM = "A: Option"
+"""The action query ends here; the labels are scored as ``" " + label`` continuations."""
+
+TOM_VARIANTS = ("agent_first", "partner_first")
+
+
+def _options_list(labels: tuple[str, ...]) -> str:
+    """'Option J and Option F' / 'Option J, Option F and Option B' (Figure 1 wording)."""
+    opts = [f"Option {lab}" for lab in labels]
+    return opts[0] if len(opts) == 1 else ", ".join(opts[:-1]) + " and " + opts[-1]
+
+
+def _options_or(labels: tuple[str, ...]) -> str:
+    """'Option J or Option F' / 'Option J, Option F or Option B' (the Q: line)."""
+    opts = [f"Option {lab}" for lab in labels]
+    return opts[0] if len(opts) == 1 else ", ".join(opts[:-1]) + " or " + opts[-1]
+
+
+def _pts(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def continuations(labels: tuple[str, ...]) -> tuple[str, ...]:
+    """The scored continuations: a space then the label (completing ``... Option``)."""
+    return tuple(" " + lab for lab in labels)
+
+
+@dataclass(frozen=True)
+class LMPrompts:
+    """Templates for one game, label set, horizon and history order.
+
+    ``order``: "agent_first" (Figures 1-2: "you chose X and the other player chose Y") or
+    "partner_first" (Figure 3: "the other player chose Y and you chose X").
+    """
+
+    game: RepeatedGame
+    label_set: str = "neutral"
+    T: int = T_DEFAULT
+    order: str = "agent_first"
+
+    def __post_init__(self) -> None:
+        if self.order not in TOM_VARIANTS:
+            raise InputError(f"order must be one of {TOM_VARIANTS}, got {self.order!r}")
+        self.game.action_labels(self.label_set)  # validate
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.game.action_labels(self.label_set)
+
+    @property
+    def continuations(self) -> tuple[str, ...]:
+        return continuations(self.labels)
+
+    # -- pieces -------------------------------------------------------------------------------
+    def header(self) -> str:
+        labs = self.labels
+        g = self.game
+        intro = (
+            "You are playing a game repeatedly with another player. In this game, you can choose "
+            f"between {_options_list(labs)}. You will play {self.T} rounds in total with the same player."
+        )
+        rules = ["The rules of the game are as follows:"]
+        for a, la in enumerate(labs):
+            for b, lb in enumerate(labs):
+                rules.append(
+                    f"If you choose Option {la} and the other player chooses Option {lb}, then you win "
+                    f"{_pts(g.payoff_me[a, b])} points and the other player wins "
+                    f"{_pts(g.payoff_partner[a, b])} points."
+                )
+        return PARA.join([intro, *rules]) + PARA
+
+    def round_line(self, t: int, my_action: int, partner_action: int) -> str:
+        """History line of round t (0-based; printed 1-based), ending with a paragraph break."""
+        la, lb = self.labels[my_action], self.labels[partner_action]
+        g = self.game
+        if self.order == "agent_first":
+            chose = f"you chose Option {la} and the other player chose Option {lb}"
+        else:
+            chose = f"the other player chose Option {lb} and you chose Option {la}"
+        return (
+            f"In round {t + 1}, {chose}. Thus, you won {_pts(g.payoff_me[my_action, partner_action])} "
+            f"points and the other player won {_pts(g.payoff_partner[my_action, partner_action])} points."
+            + PARA
+        )
+
+    def action_query(self, t: int) -> str:
+        """Figure 1's query for round t (0-based); ends at ``A: Option``."""
+        return (
+            f"You are currently playing round {t + 1}.{PARA}"
+            f"Q: Which Option do you choose, {_options_or(self.labels)}?{PARA}{ANSWER_STEM}"
+        )
+
+    def tom_query(self, t: int, my_action: int | None = None) -> str:
+        """Literal-ToM query for round t (0-based); ends at ``... chose Option``.
+
+        agent_first (Figure 2) needs the agent's action of this round; partner_first (Figure 3)
+        is asked before it. Both are exact prefixes of the round line that follows.
+        """
+        if self.order == "agent_first":
+            if my_action is None:
+                raise InputError("the agent-first ToM prompt needs this round's action")
+            return f"In round {t + 1}, you chose Option {self.labels[my_action]} and the other player chose Option"
+        return f"In round {t + 1}, the other player chose Option"
+
+
+class PromptHistory:
+    """An episode's growing prompt: ``header + round lines``; queries are appended on demand."""
+
+    def __init__(self, templates: LMPrompts) -> None:
+        self.templates = templates
+        self.text = templates.header()
+        self.t = 0  # rounds recorded so far
+
+    def add_round(self, my_action: int, partner_action: int) -> None:
+        self.text += self.templates.round_line(self.t, my_action, partner_action)
+        self.t += 1
+
+    def action_prompt(self) -> str:
+        return self.text + self.templates.action_query(self.t)
+
+    def tom_prompt(self, my_action: int | None = None) -> str:
+        return self.text + self.templates.tom_query(self.t, my_action)
+
+
+def action_prompt(game: RepeatedGame, history: list[tuple[int, int]], label_set: str = "neutral",
+                  T: int = T_DEFAULT) -> str:
+    """Figure 1's prompt for the round after ``history`` ((my_action, partner_action) pairs)."""
+    h = PromptHistory(LMPrompts(game, label_set, T, "agent_first"))
+    for a, b in history:
+        h.add_round(a, b)
+    return h.action_prompt()
+
+
+def tom_prompt(game: RepeatedGame, history: list[tuple[int, int]], label_set: str = "neutral",
+               T: int = T_DEFAULT, variant: str = "agent_first", my_action: int | None = None) -> str:
+    """Figure 2 (agent_first, needs ``my_action``) or Figure 3 (partner_first) prompt."""
+    h = PromptHistory(LMPrompts(game, label_set, T, variant))
+    for a, b in history:
+        h.add_round(a, b)
+    return h.tom_prompt(my_action)
