@@ -103,3 +103,13 @@ def write_json_atomic(path: str | Path, obj: Any) -> None:
     tmp = p.with_name(p.name + ".tmp")
     tmp.write_text(json.dumps(_clean(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     os.replace(tmp, p)
+
+
+def resume_records(path: str | Path) -> list[dict[str, Any]]:
+    """The finished records of a (possibly interrupted) run file: a torn tail is cut off and
+    errored records are dropped (they are retried on resume), so each unit keeps one record."""
+    previous = read_jsonl(path, repair=True)
+    kept = [r for r in previous if r.get("status") != "error"]
+    if len(kept) != len(previous):
+        write_jsonl_atomic(path, kept)
+    return kept

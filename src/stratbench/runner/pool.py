@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Awaitable, Callable, Iterable, TypeVar
 
 U = TypeVar("U")
@@ -31,3 +32,22 @@ async def run_pool(
 
     n = max(1, min(concurrency, queue.qsize()))
     await asyncio.gather(*(loop() for _ in range(n)))
+
+
+async def stream_pool(
+    units: Iterable[U],
+    worker: Callable[[U], Awaitable[dict]],
+    concurrency: int,
+    path: str | Path,
+    advance: Callable[[], None] | None = None,
+) -> None:
+    """`run_pool` whose results are appended to a JSONL file the moment each one is ready."""
+    from stratbench.runner.jsonl import JsonlWriter
+
+    with JsonlWriter(path) as writer:
+        def on_result(_: U, rec: dict) -> None:
+            writer.write(rec)
+            if advance is not None:
+                advance()
+
+        await run_pool(units, worker, concurrency, on_result)

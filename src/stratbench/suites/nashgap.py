@@ -29,13 +29,11 @@ from stratbench.games.normal_form import MAX_ACTIONS, NormalFormGame, load_games
 from stratbench.prompts.nashgap import nashgap_prompt
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
 from stratbench.runner.jsonl import (
-    JsonlWriter,
-    read_jsonl,
+    resume_records,
     rewrite_sorted,
     write_json_atomic,
-    write_jsonl_atomic,
 )
-from stratbench.runner.pool import run_pool
+from stratbench.runner.pool import stream_pool
 from stratbench.seeding import derive_seed, fresh_seed
 from stratbench.solvers.zerosum import ZeroSumSolution, has_saddle_point, solve_zero_sum
 
@@ -390,11 +388,7 @@ async def _run_mode(
 ) -> list[dict[str, Any]]:
     trials_file, _ = _files(config, mode)
     path = folder / trials_file
-    previous = read_jsonl(path, repair=True)
-    kept = [r for r in previous if r["status"] != "error"]
-    if len(kept) != len(previous):
-        # Errored records are retried on resume; drop them so each unit has exactly one record.
-        write_jsonl_atomic(path, kept)
+    kept = resume_records(path)
     done = {(r["game_id"], r["trial_id"]) for r in kept}
     n_trials = config.trials_for(agent)
     k_rot = config.order_rotations
@@ -426,13 +420,8 @@ async def _run_mode(
             d.latency_s = time.perf_counter() - t0
         return make_record(e, t, mode, seed, prompt, d, agent_name, order, r)
 
-    with JsonlWriter(path) as writer:
-        def on_result(_: Any, rec: dict[str, Any]) -> None:
-            writer.write(rec)
-            if progress is not None:
-                progress.advance(task)
-
-        await run_pool(units, work, config.concurrency, on_result)
+    await stream_pool(units, work, config.concurrency, path,
+                      (lambda: progress.advance(task)) if progress is not None else None)
     return rewrite_sorted(path, key=lambda r: (r["game_id"], r["trial_id"]))
 
 

@@ -28,8 +28,8 @@ import numpy as np
 
 from stratbench.errors import InputError
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
-from stratbench.runner.jsonl import JsonlWriter, read_jsonl, rewrite_sorted, write_json_atomic, write_jsonl_atomic
-from stratbench.runner.pool import run_pool
+from stratbench.runner.jsonl import resume_records, rewrite_sorted, write_json_atomic
+from stratbench.runner.pool import stream_pool
 from stratbench.seeding import derive_seed, fresh_seed
 
 SUITE = "tmgbench"
@@ -341,10 +341,7 @@ def run_tmgbench(config: TmgbenchConfig, progress: Any | None = None,
     write_json_atomic(folder / "run.json", meta)
 
     path = folder / "answers.jsonl"
-    previous = read_jsonl(path, repair=True)
-    kept = [r for r in previous if r["status"] != "error"]
-    if len(kept) != len(previous):
-        write_jsonl_atomic(path, kept)
+    kept = resume_records(path)
     done = {(r["game_id"], r.get("variant", 0), r["repeat"]) for r in kept}
     repeats = 1 if player.exact else config.repeats
     units = [(g, v, st, t) for g, v, st in units_all for t in range(repeats) if (g.id, v, t) not in done]
@@ -360,17 +357,12 @@ def run_tmgbench(config: TmgbenchConfig, progress: Any | None = None,
                         "player": player.spec, "status": "error",
                         "error": f"{type(exc).__name__}: {exc}"}
 
-        with JsonlWriter(path) as writer:
-            def on_result(_: Any, rec: dict[str, Any]) -> None:
-                writer.write(rec)
-                if progress is not None:
-                    progress.advance(task)
-
-            try:
-                await run_pool(units, work, config.max_concurrency, on_result)
-            finally:
-                if player.model is not None:
-                    await player.model.aclose()
+        try:
+            await stream_pool(units, work, config.max_concurrency, path,
+                              (lambda: progress.advance(task)) if progress is not None else None)
+        finally:
+            if player.model is not None:
+                await player.model.aclose()
 
     asyncio.run(main())
     records = rewrite_sorted(path, key=lambda r: (r.get("variant", 0), r["row"], r["col"], r["repeat"]))

@@ -21,8 +21,8 @@ from typing import Any
 
 from stratbench.errors import InputError
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
-from stratbench.runner.jsonl import JsonlWriter, read_jsonl, rewrite_sorted, write_json_atomic, write_jsonl_atomic
-from stratbench.runner.pool import run_pool
+from stratbench.runner.jsonl import resume_records, rewrite_sorted, write_json_atomic
+from stratbench.runner.pool import stream_pool
 from stratbench.seeding import derive_seed, fresh_seed
 from stratbench.suites.tmgbench import TmgbenchConfig, TmgbenchResult
 
@@ -134,10 +134,7 @@ def run_complex(config: TmgbenchConfig, k: int | None, n_tasks: int, progress: A
         meta.setdefault("resumed_at", []).append(now_iso())
     write_json_atomic(folder / "run.json", meta)
     path = folder / "tasks.jsonl"
-    previous = read_jsonl(path, repair=True)
-    kept = [r for r in previous if r["status"] != "error"]
-    if len(kept) != len(previous):
-        write_jsonl_atomic(path, kept)
+    kept = resume_records(path)
     done = {r["task_index"] for r in kept}
     todo = [t for t in tasks if t.index not in done]
     bar = progress.add_task(config.form, total=len(tasks), completed=len(done)) if progress else None
@@ -150,17 +147,12 @@ def run_complex(config: TmgbenchConfig, k: int | None, n_tasks: int, progress: A
                 return {"task_index": task.index, "player": spec, "status": "error",
                         "error": f"{type(exc).__name__}: {exc}"}
 
-        with JsonlWriter(path) as writer:
-            def on_result(_: Any, rec: dict[str, Any]) -> None:
-                writer.write(rec)
-                if progress is not None:
-                    progress.advance(bar)
-
-            try:
-                await run_pool(todo, work, config.max_concurrency, on_result)
-            finally:
-                if model is not None:
-                    await model.aclose()
+        try:
+            await stream_pool(todo, work, config.max_concurrency, path,
+                              (lambda: progress.advance(bar)) if progress is not None else None)
+        finally:
+            if model is not None:
+                await model.aclose()
 
     asyncio.run(main())
     records = rewrite_sorted(path, key=lambda r: r["task_index"])
