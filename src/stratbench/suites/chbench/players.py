@@ -1,0 +1,199 @@
+"""CHBench players: scripted cognitive-hierarchy agents and language models under a mechanism.
+
+Scripted specs (baselines and tests, never stand-ins for models):
+``random`` (level 0, uniform), ``level-k:K`` (a pure level-K reasoner, K = 0..3), ``poisson:LAMBDA``
+(plays the Poisson-CH population strategy), ``first-action``.
+
+A model player sees the paper's prompts (`prompts.py`). With ``policy="logprob"`` the action is
+drawn from the exact renormalised distribution over the continuations " 1", " 2", ... after
+``Your choice is :`` with the round's seed, and the distribution is stored; with ``"sample"`` the
+model generates and the number is parsed (failures are recorded, never replaced). Advisor turns are
+always generated text (the advisor is a second instance of the same model: the same backend).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from stratbench.errors import InputError
+from stratbench.games.normal_form import NormalFormGame
+from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
+from stratbench.parsing.actions import parse_action
+from stratbench.suites.chbench.fit import CHAgent
+from stratbench.suites.chbench.hierarchy import GameBatch
+from stratbench.suites.chbench.prompts import (
+    ADVISOR_NAME,
+    AGENT_NAME,
+    MECHANISMS,
+    REVIEW_EVERY,
+    Conversations,
+    consultation_prompt,
+    decision_prompt,
+)
+from stratbench.suites.repeated import Move, RoundView
+
+CHAT_EXCHANGES = 2
+MESSAGE_TOKENS = 96  # "within 50 words"
+ANSWER_TOKENS = 16
+
+
+# ----------------------------------------------------------------------------- scripted players
+
+_LEVEL_RE = re.compile(r"^level-k:(\d+)$")
+_POISSON_RE = re.compile(r"^poisson:([0-9]*\.?[0-9]+)$")
+SCRIPTED_HELP = "random, first-action, level-k:K (K=0..3), poisson:LAMBDA"
+
+
+def scripted_agent(spec: str) -> CHAgent | str | None:
+    """The CHAgent (or "first-action") behind a scripted spec; None when `spec` is not scripted."""
+    s = spec.strip().lower()
+    if s in ("random", "level-0"):
+        return CHAgent(s, "level_k", alpha=(1.0, 0.0, 0.0, 0.0), epsilon=(0.0, 0.0, 0.0))
+    if s == "first-action":
+        return s
+    m = _LEVEL_RE.match(s)
+    if m:
+        k = int(m.group(1))
+        if k > 3:
+            raise InputError(f"{spec}: scripted levels are 0..3 (k̂ = 4)")
+        alpha = tuple(1.0 if i == k else 0.0 for i in range(4))
+        return CHAgent(s, "level_k", alpha=alpha, epsilon=(0.0, 0.0, 0.0))
+    m = _POISSON_RE.match(s)
+    if m:
+        return CHAgent(s, "poisson", lam=float(m.group(1)))
+    if s.startswith(("level-k", "poisson")):
+        raise InputError(f"bad scripted player {spec!r}; known: {SCRIPTED_HELP}")
+    return None
+
+
+@dataclass
+class ScriptedPlayer:
+    """Plays a fixed mixed strategy per game and seat (its CH model's prediction), drawn per round."""
+
+    name: str
+    agent: CHAgent | str
+    _cache: dict[tuple[int, bytes], np.ndarray] = field(default_factory=dict)
+
+    def strategy(self, view_game: NormalFormGame, seat: int) -> np.ndarray:
+        n = view_game.shape[0]
+        if self.agent == "first-action":
+            s = np.zeros(n)
+            s[0] = 1.0
+            return s
+        key = (n, view_game.payoff_row.tobytes() + view_game.payoff_col.tobytes())
+        if key not in self._cache:
+            # the view is this seat's side as a row player: role 0 of the view game
+            batch = GameBatch.from_games([view_game])
+            self._cache[key] = self.agent.strategies(batch)[0, 0, :n]  # type: ignore[union-attr]
+        return self._cache[key]
+
+    async def act(self, view: RoundView) -> Move:
+        p = self.strategy(view.game, view.seat)
+        a = int(np.random.default_rng(view.seed).choice(p.size, p=p))
+        return Move(a, "ok", policy=[float(x) for x in p])
+
+
+# ----------------------------------------------------------------------------- model players
+
+
+def _softmax(lp: list[float]) -> np.ndarray:
+    x = np.asarray(lp, float)
+    x = np.exp(x - x.max())
+    return x / x.sum()
+
+
+@dataclass
+class ModelPlayer:
+    """A language model playing one match under one mechanism (keeps its advisor conversations)."""
+
+    name: str
+    model: LanguageModel
+    mechanism: str
+    policy: str = "logprob"
+    temperature: float = 1.0
+    chat: bool = False
+    conv: Conversations = field(default_factory=Conversations)
+    _sessions_done: int = 0
+
+    def __post_init__(self) -> None:
+        if self.mechanism not in MECHANISMS:
+            raise InputError(f"unknown mechanism {self.mechanism!r}; known: {', '.join(MECHANISMS)}")
+
+    async def _generate(self, prompt: str, seed: int, max_tokens: int, idx: int) -> tuple[str | None, Any]:
+        req = GenerateRequest(prompt=prompt, max_tokens=max_tokens, temperature=self.temperature,
+                              seed=seed, sample_index=idx, chat=self.chat, stop=("\n\n",))
+        r = (await self.model.generate([req]))[0]
+        return (r.text.strip() if r.ok and r.text is not None else None), r
+
+    async def _session(self, view: RoundView, review: bool) -> tuple[list[dict[str, Any]], str | None, dict[str, int]]:
+        """Two question-and-answer exchanges with the advisor; returns the turns and any error."""
+        turns: list[tuple[str, str]] = []
+        log: list[dict[str, Any]] = []
+        used = {"tokens_in": 0, "tokens_out": 0}
+        own, opp = view.game.payoff_row, view.game.payoff_col
+        for k in range(CHAT_EXCHANGES):
+            for advisor in (False, True):
+                conv = (Conversations(reviews=self.conv.reviews + (tuple(turns),)) if review
+                        else Conversations(before=tuple(turns)))
+                prompt = consultation_prompt(own, opp, view.rounds, self.mechanism, view.history, conv, advisor)
+                text, r = await self._generate(prompt, view.seed, MESSAGE_TOKENS, 2 * k + advisor)
+                used["tokens_in"] += r.tokens_in
+                used["tokens_out"] += r.tokens_out
+                who = ADVISOR_NAME if advisor else AGENT_NAME
+                log.append({"speaker": who, "text": r.text, "error": r.error})
+                if text is None:
+                    return log, f"advisor session: {r.error or 'empty message'}", used
+                turns.append((who, text))
+        if review:
+            self.conv = Conversations(reviews=self.conv.reviews + (tuple(turns),))
+        else:
+            self.conv = Conversations(before=tuple(turns))
+        return log, None, used
+
+    async def act(self, view: RoundView) -> Move:
+        t0 = time.perf_counter()
+        extra: dict[str, Any] = {}
+        tokens_in = tokens_out = 0
+        session_due = (
+            (self.mechanism == "chat" and self._sessions_done == 0)
+            or (self.mechanism == "chat_memory" and view.round > 1 and (view.round - 1) % REVIEW_EVERY == 0
+                and self._sessions_done < (view.round - 1) // REVIEW_EVERY and self._sessions_done < 2)
+        )
+        if session_due:
+            log, err, used = await self._session(view, review=self.mechanism == "chat_memory")
+            self._sessions_done += 1
+            extra["consultation"] = log
+            tokens_in, tokens_out = used["tokens_in"], used["tokens_out"]
+            if err:
+                return Move(None, "error", error=err, extra=extra, tokens_in=tokens_in,
+                            tokens_out=tokens_out, latency_s=time.perf_counter() - t0)
+        own, opp = view.game.payoff_row, view.game.payoff_col
+        prompt = decision_prompt(own, opp, view.rounds, view.round, self.mechanism, view.history, self.conv)
+        n = own.shape[0]
+        labels = tuple(str(i + 1) for i in range(n))
+        if self.policy == "logprob":
+            r = (await self.model.score([ScoreRequest(prompt, tuple(" " + x for x in labels))]))[0]
+            tokens_in += r.tokens_in
+            if not r.ok:
+                return Move(None, "error", prompt=prompt, error=r.error, extra=extra, tokens_in=tokens_in,
+                            tokens_out=tokens_out, latency_s=time.perf_counter() - t0)
+            p = _softmax(r.logprobs)  # type: ignore[arg-type]
+            a = int(np.random.default_rng(view.seed).choice(n, p=p))
+            extra["label_mass"] = float(np.exp(np.logaddexp.reduce(np.asarray(r.logprobs, float))))
+            return Move(a, "parsed", policy=[float(x) for x in p], prompt=prompt, extra=extra,
+                        tokens_in=tokens_in, tokens_out=tokens_out, latency_s=time.perf_counter() - t0)
+        text, g = await self._generate(prompt, view.seed, ANSWER_TOKENS, 0)
+        tokens_in += g.tokens_in
+        tokens_out += g.tokens_out
+        if not g.ok:
+            return Move(None, "error", prompt=prompt, error=g.error, extra=extra, tokens_in=tokens_in,
+                        tokens_out=tokens_out, latency_s=time.perf_counter() - t0)
+        parsed = parse_action(g.text, labels)
+        return Move(parsed.action, "parsed" if parsed.ok else "parse_failed", raw=g.text, prompt=prompt,
+                    error=parsed.error, extra=extra, tokens_in=tokens_in, tokens_out=tokens_out,
+                    latency_s=time.perf_counter() - t0)

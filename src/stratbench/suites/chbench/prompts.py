@@ -1,0 +1,145 @@
+"""CHBench prompt templates (paper Appendix A.1, Figures 6-13), one builder per section.
+
+The paper's templates are reproduced with its headings ("Game Rules:", "Historical Game Records:",
+"Conversations:", "Question:", "Your Choice:"), its wording (including "**not**" and "!!!") and its
+numbered actions 1..n. What the paper leaves open, decided here:
+
+- ``(1,...,n)`` is written out, e.g. ``(1, 2, 3)``; "n × m possible outcomes" as the number.
+- Historical records (not printed in the paper): one line per earlier round, ``Round 3: you chose
+  2 and your opponent chose 1; you received 5 points and your opponent received 0 points``, joined
+  by ``.\\n`` (the template adds the final period). A round where a player gave no valid action
+  says so. Round 1 of a memory prompt says ``No rounds have been played yet``.
+- Names (the paper assigns distinct names but does not print them): the agent is ``Alex``, the
+  advisor ``Sam``. Conversations are lines ``Alex: ...`` / ``Sam: ...``.
+- Consultation and response prompts end with ``Your response:`` so a raw model knows where its
+  message starts (the decision prompt's own stem is the paper's ``Your choice is :``).
+- Chat & memory before a review has been held: ``After 10 rounds:`` / ``After 20 rounds:`` are
+  followed by nothing, as the template with an empty parameter reads.
+
+Prompts only grow at the end of the records section between rounds (records are joined, the query
+follows), so a prefix-reusing backend evaluates only each round's new line under full memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from stratbench.suites.repeated import PastRound
+
+MECHANISMS = ("baseline", "memory", "memory10", "chat", "chat_memory")
+AGENT_NAME = "Alex"
+ADVISOR_NAME = "Sam"
+PARTIAL_MEMORY = 10
+REVIEW_EVERY = 10
+DECISION_STEM = "Your choice is :"
+RESPONSE_STEM = "Your response:"
+NOT_LINE = "Do **not** include any additional text, explanations, or characters in your response!!!"
+
+
+def _num(x: float) -> str:
+    x = float(x)
+    return str(int(x)) if x.is_integer() else f"{x:g}"
+
+
+def _options(n: int) -> str:
+    return "(" + ", ".join(str(i + 1) for i in range(n)) + ")"
+
+
+def game_rules(own: np.ndarray, opp: np.ndarray, rounds: int) -> str:
+    """The "Game Rules" section from one player's side: own[i, j], opp[i, j] when it plays i."""
+    n, m = own.shape
+    lines = [
+        f"You are going to play a two-player repeated game of {rounds} rounds. In each round, you have "
+        f"{n} possible actions to choose from: {_options(n)}, resulting in {n * m} possible outcomes:"
+    ]
+    k = 0
+    for i in range(n):
+        for j in range(m):
+            k += 1
+            lines.append(f"[{k}] If you choose {i + 1} and your opponent chooses {j + 1}, you will receive "
+                         f"{_num(own[i, j])} points and your opponent will receive {_num(opp[i, j])} points.")
+    return "Game Rules:\n\n" + "\n".join(lines)
+
+
+def record_line(r: PastRound) -> str:
+    if r.own_action is None or r.opp_action is None:
+        me = "you gave no valid choice" if r.own_action is None else f"you chose {r.own_action + 1}"
+        op = ("your opponent gave no valid choice" if r.opp_action is None
+              else f"your opponent chose {r.opp_action + 1}")
+        return f"Round {r.round}: {me} and {op}; no points were awarded"
+    return (f"Round {r.round}: you chose {r.own_action + 1} and your opponent chose {r.opp_action + 1}; "
+            f"you received {_num(r.own_payoff)} points and your opponent received {_num(r.opp_payoff)} points")
+
+
+def records_section(history: Sequence[PastRound], last: int | None = None) -> str:
+    h = list(history)[-last:] if last else list(history)
+    body = ".\n".join(record_line(r) for r in h) if h else "No rounds have been played yet"
+    return f"Historical Game Records:\n\n{body}."
+
+
+def conversation_text(turns: Sequence[tuple[str, str]]) -> str:
+    return "\n".join(f"{who}: {text}" for who, text in turns)
+
+
+def _advisor_intro(review: bool) -> str:
+    s = (f"Your advisor {ADVISOR_NAME} is highly intelligent and always eager to help. He wants to assist you "
+         "in analyzing how to participate in this game and achieve the best possible outcome through your "
+         "discussions.")
+    return s + (" You and your advisor hold a discussion review every 10 rounds." if review else "")
+
+
+def _self_intro(review: bool) -> str:
+    s = (f"You are {ADVISOR_NAME}, and you are highly intelligent and always eager to help. You want to assist "
+         "your advisor in analyzing how to participate in this game and achieve the best possible outcome "
+         "through your discussions.")
+    return s + (" You and your advisor hold a discussion review every 10 rounds." if review else "")
+
+
+@dataclass(frozen=True)
+class Conversations:
+    """Advisor sessions so far: `before` (chat, before play) or `reviews` (chat & memory)."""
+
+    before: tuple[tuple[str, str], ...] = ()
+    reviews: tuple[tuple[tuple[str, str], ...], ...] = ()
+
+
+def conversations_section(mech: str, conv: Conversations, advisor_view: bool = False) -> str:
+    intro = (_self_intro if advisor_view else _advisor_intro)(mech == "chat_memory")
+    if mech == "chat":
+        return f"Conversations:\n\n{intro}\n\n{conversation_text(conv.before)}"
+    parts = [f"After {REVIEW_EVERY * (k + 1)} rounds:"
+             + (conversation_text(conv.reviews[k]) if k < len(conv.reviews) else "") for k in range(2)]
+    return f"Conversations:\n\n{intro}\n\n" + "\n\n".join(parts)
+
+
+def decision_prompt(own: np.ndarray, opp: np.ndarray, rounds: int, round_: int, mech: str,
+                    history: Sequence[PastRound] = (), conv: Conversations | None = None) -> str:
+    """Figures 6 (baseline), 9 (chat), 10 (memory; memory10 keeps the last 10 rounds), 13."""
+    sections = [game_rules(own, opp, rounds)]
+    if mech in ("memory", "memory10", "chat_memory"):
+        sections.append(records_section(history, PARTIAL_MEMORY if mech == "memory10" else None))
+    if mech in ("chat", "chat_memory"):
+        sections.append(conversations_section(mech, conv or Conversations()))
+    n = own.shape[0]
+    sections.append(f"Question:\n\nFor the No.{round_} round, please choose just one of the following options "
+                    f"by returning only one number from {_options(n)}.\n\n{NOT_LINE}")
+    sections.append(f"Your Choice:\n\n{DECISION_STEM}")
+    return "\n\n".join(sections)
+
+
+def consultation_prompt(own: np.ndarray, opp: np.ndarray, rounds: int, mech: str,
+                        history: Sequence[PastRound], conv: Conversations, advisor: bool) -> str:
+    """Figures 7/11 (the agent speaks to its advisor) and 8/12 (`advisor=True`: the advisor replies)."""
+    sections = [game_rules(own, opp, rounds)]
+    if mech == "chat_memory":
+        sections.append(records_section(history))
+    sections.append(conversations_section(mech, conv, advisor_view=advisor))
+    rule = "rule" if mech == "chat" else "rules"
+    sections.append(f"Question:\n\nBased on the game {rule} and your conversation with your advisor, what would you "
+                    "like to say to him next? Your response must only contain what you want to say, and must be "
+                    f"within 50 words.\n\n{NOT_LINE}")
+    sections.append(RESPONSE_STEM)
+    return "\n\n".join(sections)

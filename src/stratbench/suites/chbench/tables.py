@@ -1,0 +1,326 @@
+"""CHBench analysis of a run's round records: CH fits, the paper's tables and plots.
+
+Per mechanism and player (models and scripted opponents alike — a scripted level-K player is a
+built-in check that the fit reads levels right):
+
+- **pooled fit** of Level-K and Poisson CH over every action the player took (all opponents, both
+  roles, all games), with a 95% bootstrap CI of its mean level over *games* (games resampled with
+  replacement, refitted; Level-K replicates use 3 restarts to stay cheap);
+- **per-opponent fits**, whose mean and variance across opponents are the paper's Tables 3-5;
+- k̂ likelihood-improvement ratios (3→4, 4→5) and the mean KL(s^k ‖ s^{k+1}) between levels;
+- **average utility** per (player, opponent) (Tables 11-14) and its variance across opponents
+  (Table 15), with a bootstrap CI over games of the player's overall average.
+
+Seeds: every fit's seed is derived from (run seed, mechanism, player, opponent) positions, so the
+analysis is a deterministic function of the records and the config.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stratbench.analysis.stats import bootstrap_ci
+from stratbench.runner.jsonl import write_json_atomic
+from stratbench.seeding import derive_seed
+from stratbench.suites.chbench.fit import (
+    CSV_COLUMNS,
+    PlayerObservations,
+    fit,
+    level_kl,
+    write_observations_csv,
+)
+
+CH_MODELS = ("level_k", "poisson")
+POOLED = "*"
+
+
+def _players(config: Any) -> list[str]:
+    return list(config.models) + list(config.opponents)
+
+
+def _observations(records: list[dict[str, Any]], games: list[Any], players: list[str],
+                  opponent: str | None = None) -> dict[str, PlayerObservations]:
+    """Action counts per player (optionally only against `opponent`) over the run's games."""
+    gids = tuple(g.id for g in games)
+    gpos = {g: i for i, g in enumerate(gids)}
+    n = max(max(g.game.shape) for g in games)
+    counts = {p: np.zeros((2, len(gids), n)) for p in players}
+    for r in records:
+        for seat, me, op in ((0, "row", "col"), (1, "col", "row")):
+            pl, opp = r[f"{me}_player"], r[f"{op}_player"]
+            if opponent is not None and opp != opponent:
+                continue
+            a = r.get(f"{me}_action")
+            if a is not None and pl in counts:
+                counts[pl][seat, gpos[r["game_id"]], a] += 1
+    gs = tuple(g.game for g in games)
+    return {p: PlayerObservations(p, gids, gs, c) for p, c in counts.items()}
+
+
+def _fit_or_none(obs: PlayerObservations, model: str, k_hat: int, restarts: int, seed: int) -> Any:
+    if obs.n_actions_observed == 0:
+        return None
+    return fit(obs, model, k_hat, restarts, seed)  # type: ignore[arg-type]
+
+
+def _bootstrap_mean_level(obs: PlayerObservations, model: str, k_hat: int, restarts: int, n_boot: int,
+                          seed: int) -> list[float] | None:
+    if n_boot == 0 or obs.n_actions_observed == 0 or len(obs.game_ids) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    vals = []
+    gids = list(obs.game_ids)
+    for b in range(n_boot):
+        pick = [gids[i] for i in rng.integers(0, len(gids), len(gids))]
+        sub = obs.subset(pick)
+        if sub.n_actions_observed == 0:
+            continue
+        r = restarts if model == "poisson" else min(3, restarts)
+        vals.append(fit(sub, model, k_hat, r, derive_seed(seed, b)).mean_level)  # type: ignore[arg-type]
+    if not vals:
+        return None
+    lo, hi = np.quantile(vals, [0.025, 0.975])
+    return [float(lo), float(hi)]
+
+
+def _mean_kl(obs: PlayerObservations, res: Any) -> list[float | None]:
+    kl = level_kl(obs, res)  # (2, G, k̂-1)
+    seen = obs.counts.sum(axis=2) > 0  # (2, G): roles/games the player actually played
+    out: list[float | None] = []
+    for k in range(kl.shape[2]):
+        v = kl[:, :, k][seen]
+        v = v[np.isfinite(v)]
+        out.append(float(v.mean()) if v.size else None)
+    return out
+
+
+def _ratio(a: Any, b: Any) -> float | None:
+    if a is None or b is None or a.neg_log_likelihood <= 0:
+        return None
+    return float((a.neg_log_likelihood - b.neg_log_likelihood) / a.neg_log_likelihood)
+
+
+def _utilities(records: list[dict[str, Any]], player: str) -> dict[str, list[tuple[int, float]]]:
+    """(game_id, payoff) of each of `player`'s complete rounds, by opponent."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    for r in records:
+        if r["status"] != "complete":
+            continue
+        for me, op in (("row", "col"), ("col", "row")):
+            if r[f"{me}_player"] == player:
+                out.setdefault(r[f"{op}_player"], []).append((r["game_id"], float(r[f"{me}_payoff"])))
+    return out
+
+
+def _move_rates(records: list[dict[str, Any]], player: str) -> dict[str, Any]:
+    st = [r[f"{me}_status"] for r in records for me in ("row", "col") if r[f"{me}_player"] == player]
+    n = len(st)
+    return {"n_moves": n,
+            "parse_failure_rate": (st.count("parse_failed") / n) if n else None,
+            "error_rate": (st.count("error") / n) if n else None}
+
+
+def analyse_records(folder: Path, config: Any, records: list[dict[str, Any]]) -> dict[str, Any]:
+    from stratbench.suites.chbench.run import select_games
+
+    games_all = select_games(config.games, config.corrections)
+    by_id = {g.id: g for g in games_all}
+    players = _players(config)
+    fits_out: dict[str, Any] = {}
+    summary: dict[str, Any] = {"k_hat": config.k_hat, "rounds": config.rounds, "mechanisms": {}}
+    for mi, mech in enumerate(config.mechanisms):
+        recs = [r for r in records if r["mechanism"] == mech]
+        if not recs:
+            continue
+        played = sorted({r["game_id"] for r in recs})
+        games = [g for g in games_all if g.id in played]
+        pooled = _observations(recs, games, players)
+        fits_out[mech] = {}
+        summary["mechanisms"][mech] = {}
+        write_observations_csv(folder / f"observations_{mech}.csv", (
+            {"game_id": r["game_id"], "round": r["round"], "row_player": r["row_player"],
+             "col_player": r["col_player"],
+             "row_action": by_id[r["game_id"]].game.row_labels[r["row_action"]],
+             "col_action": by_id[r["game_id"]].game.col_labels[r["col_action"]]}
+            for r in recs if r["row_action"] is not None and r["col_action"] is not None))
+        for pi, p in enumerate(players):
+            obs = pooled[p]
+            if obs.n_actions_observed == 0:
+                continue
+            opps = sorted({r["col_player"] if r["row_player"] == p else r["row_player"]
+                           for r in recs if p in (r["row_player"], r["col_player"])})
+            per_opp_obs = {o: _observations(recs, games, players, opponent=o)[p] for o in opps}
+            pf: dict[str, Any] = {}
+            row: dict[str, Any] = {}
+            for cm_i, cm in enumerate(CH_MODELS):
+                s = derive_seed(config.seed, mi, pi, cm_i)
+                res = _fit_or_none(obs, cm, config.k_hat, config.restarts, s)
+                if res is None:
+                    continue
+                d = res.to_dict()
+                d["mean_level_ci95"] = _bootstrap_mean_level(obs, cm, config.k_hat, config.restarts,
+                                                             config.bootstrap, derive_seed(s, 1))
+                lower = _fit_or_none(obs, cm, config.k_hat - 1, config.restarts, s)
+                higher = _fit_or_none(obs, cm, config.k_hat + 1, config.restarts, s)
+                d["likelihood_improvement_ratio"] = {
+                    f"{config.k_hat - 1}->{config.k_hat}": _ratio(lower, res),
+                    f"{config.k_hat}->{config.k_hat + 1}": _ratio(res, higher)}
+                d["kl_consecutive_levels"] = _mean_kl(obs, res)
+                per = {}
+                for oi, o in enumerate(opps):
+                    r_o = _fit_or_none(per_opp_obs[o], cm, config.k_hat, config.restarts, derive_seed(s, 2, oi))
+                    if r_o is not None:
+                        per[o] = {"mean_level": r_o.mean_level, "level_distribution": list(r_o.level_distribution),
+                                  "n_obs": r_o.n_obs}
+                d["per_opponent"] = per
+                pf[cm] = d
+                lv = [v["mean_level"] for v in per.values()]
+                row.update({
+                    f"{cm}_mean_level": d["mean_level"], f"{cm}_mean_level_ci95": d["mean_level_ci95"],
+                    f"{cm}_level_distribution": d["level_distribution"],
+                    f"{cm}_mean_level_across_opponents": float(np.mean(lv)) if lv else None,
+                    f"{cm}_var_level_across_opponents": float(np.var(lv)) if lv else None,
+                })
+                if cm == "poisson":
+                    row["poisson_lambda"] = d["lambda"]
+            fits_out[mech][p] = pf
+            util = _utilities(recs, p)
+            per_opp_u = {o: float(np.mean([v for _, v in util[o]])) for o in sorted(util)}
+            by_game: dict[int, list[float]] = {}
+            for o in util:
+                for gid, v in util[o]:
+                    by_game.setdefault(gid, []).append(v)
+            game_means = [float(np.mean(v)) for _, v in sorted(by_game.items())]
+            all_u = [v for o in util for _, v in util[o]]
+            row.update({
+                "mean_utility": float(np.mean(all_u)) if all_u else None,
+                "mean_utility_ci95": bootstrap_ci(game_means, seed=derive_seed(config.seed, mi, pi, 9)),
+                "utility_by_opponent": per_opp_u,
+                "utility_var_across_opponents": float(np.var(list(per_opp_u.values()))) if per_opp_u else None,
+                "n_opponents": len(opps), "n_games": len(games), "n_actions": obs.n_actions_observed,
+                **_move_rates(recs, p),
+            })
+            summary["mechanisms"][mech][p] = row
+    st = [r["status"] for r in records]
+    moves = [r[f"{s}_status"] for r in records for s in ("row", "col")]
+    summary.update({
+        "n_matches": len({r["match_id"] for r in records}), "n_rounds": len(records),
+        "complete_round_rate": (st.count("complete") / len(st)) if st else None,
+        "parse_failure_rate": (moves.count("parse_failed") / len(moves)) if moves else None,
+        "error_rate": (moves.count("error") / len(moves)) if moves else None,
+    })
+    write_json_atomic(folder / "fit.json", fits_out)
+    write_json_atomic(folder / "summary.json", summary)
+    write_tables(folder, summary, players)
+    try:
+        plot_level_distributions(folder, summary)
+    except Exception as e:  # a plot must never lose the numbers above
+        summary["plot_error"] = str(e)
+    return summary
+
+
+def _fmt(x: Any, nd: int = 4) -> str:
+    return "" if x is None else f"{x:.{nd}f}"
+
+
+def _ci(x: Any) -> str:
+    return "" if not x else f"[{x[0]:.2f}, {x[1]:.2f}]"
+
+
+def write_tables(folder: Path, summary: dict[str, Any], players: list[str]) -> None:
+    """levels.csv/.md (Tables 3-5 layout), utilities_<mech>.csv/.md (11-14), utility_variance (15)."""
+    mechs = list(summary["mechanisms"])
+    rows = []
+    for p in players:
+        for mech in mechs:
+            s = summary["mechanisms"][mech].get(p)
+            if not s:
+                continue
+            for cm in CH_MODELS:
+                rows.append({"player": p, "mechanism": mech, "ch_model": cm,
+                             "var_across_opponents": s.get(f"{cm}_var_level_across_opponents"),
+                             "mean_across_opponents": s.get(f"{cm}_mean_level_across_opponents"),
+                             "pooled_mean_level": s.get(f"{cm}_mean_level"),
+                             "ci95_low": (s.get(f"{cm}_mean_level_ci95") or [None])[0],
+                             "ci95_high": (s.get(f"{cm}_mean_level_ci95") or [None, None])[1]})
+    with (folder / "levels.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["player", "mechanism", "ch_model", "var_across_opponents",
+                                           "mean_across_opponents", "pooled_mean_level", "ci95_low", "ci95_high"])
+        w.writeheader()
+        w.writerows(rows)
+    md = ["# CH levels (mean and variance of the mean level across opponents; pooled mean with 95% "
+          "bootstrap CI over games)", ""]
+    for cm, title in (("level_k", "Level-K CH"), ("poisson", "Poisson CH")):
+        md += [f"## {title}", "", "| Player | " + " | ".join(f"{m} Var | {m} Mean | {m} pooled [95% CI]" for m in mechs) + " |",
+               "|---|" + "---|---|---|" * len(mechs)]
+        for p in players:
+            cells = []
+            for m in mechs:
+                s = summary["mechanisms"][m].get(p) or {}
+                cells += [_fmt(s.get(f"{cm}_var_level_across_opponents")),
+                          _fmt(s.get(f"{cm}_mean_level_across_opponents")),
+                          f"{_fmt(s.get(f'{cm}_mean_level'), 3)} {_ci(s.get(f'{cm}_mean_level_ci95'))}".strip()]
+            md.append(f"| {p} | " + " | ".join(cells) + " |")
+        md.append("")
+    (folder / "levels.md").write_text("\n".join(md))
+    var_rows = []
+    for m in mechs:
+        opps = sorted({o for p in players for o in (summary["mechanisms"][m].get(p) or {}).get("utility_by_opponent", {})})
+        with (folder / f"utilities_{m}.csv").open("w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["player"] + opps)
+            for p in players:
+                u = (summary["mechanisms"][m].get(p) or {}).get("utility_by_opponent")
+                if u:
+                    w.writerow([p] + [_fmt(u.get(o)) for o in opps])
+        lines = [f"# Average utility per round under {m} (player \\ opponent)", "",
+                 "| Player \\ Opponent | " + " | ".join(opps) + " |", "|---|" + "---|" * len(opps)]
+        for p in players:
+            u = (summary["mechanisms"][m].get(p) or {}).get("utility_by_opponent")
+            if u:
+                lines.append(f"| {p} | " + " | ".join(_fmt(u.get(o)) for o in opps) + " |")
+        (folder / f"utilities_{m}.md").write_text("\n".join(lines) + "\n")
+    for p in players:
+        var_rows.append([p] + [_fmt((summary["mechanisms"][m].get(p) or {}).get("utility_var_across_opponents"))
+                               for m in mechs])
+    lines = ["# Utility variance across opponents", "", "| Player | " + " | ".join(mechs) + " |",
+             "|---|" + "---|" * len(mechs)] + ["| " + " | ".join(r) + " |" for r in var_rows]
+    (folder / "utility_variance.md").write_text("\n".join(lines) + "\n")
+
+
+def plot_level_distributions(folder: Path, summary: dict[str, Any]) -> None:
+    """level_distribution.png: pooled level distribution per player, one panel per (CH model, mechanism)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    mechs = list(summary["mechanisms"])
+    if not mechs:
+        return
+    fig, axes = plt.subplots(2, len(mechs), figsize=(4.5 * len(mechs), 6.5), squeeze=False)
+    for ci, (cm, title) in enumerate((("level_k", "Level-K CH"), ("poisson", "Poisson CH"))):
+        for mi, m in enumerate(mechs):
+            ax = axes[ci][mi]
+            ps = [p for p, s in summary["mechanisms"][m].items() if s.get(f"{cm}_level_distribution")]
+            width = 0.8 / max(1, len(ps))
+            for j, p in enumerate(ps):
+                d = summary["mechanisms"][m][p][f"{cm}_level_distribution"]
+                ax.bar(np.arange(len(d)) + j * width - 0.4 + width / 2, d, width, label=p)
+            ax.set_title(f"{title} — {m}")
+            ax.set_xlabel("level k")
+            ax.set_ylabel("probability")
+            ax.set_ylim(0, 1)
+            if ps:
+                ax.set_xticks(range(len(summary["mechanisms"][m][ps[0]][f"{cm}_level_distribution"])))
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(folder / "level_distribution.png", dpi=110)
+    plt.close(fig)
+
+
+__all__ = ["analyse_records", "write_tables", "plot_level_distributions", "CSV_COLUMNS"]
