@@ -80,5 +80,5 @@ def test_tom_run_embedded_lm_prompting(tmp_path, cli):
     assert len(rows) == 24 and all(abs(sum(x["policy"]) - 1) < 1e-9 for x in rows)
     # prefix reuse: far fewer tokens evaluated than the prompts contain
     assert s["tokens_evaluated_per_episode"] < 2000
-    bad = cli("tom", "run", "--prompting", "Reflexion", "--output-dir", str(tmp_path / "x"))
-    assert bad.returncode == 2 and "LM" in bad.stderr and "Traceback" not in bad.stderr
+    bad = cli("tom", "run", "--prompting", "Telepathy", "--output-dir", str(tmp_path / "x"))
+    assert bad.returncode == 2 and "LM" in bad.stderr and "Reflexion" in bad.stderr and "Traceback" not in bad.stderr

@@ -81,6 +81,7 @@ def nashgap(
     payoff_max: float = typer.Option(10.0, help="Highest payoff of generated games."),
     decimals: int = typer.Option(2, help="Payoff precision (games are generated at the shown precision)."),
     resume: Optional[str] = typer.Option(None, help="Finish an interrupted run in this folder."),
+    shard: Optional[str] = typer.Option(None, help="Run shard i/n of the games (needs --seed); combine with `stratbench merge`."),
     quiet: bool = typer.Option(False, help="No progress bar or table; print result folders."),
 ) -> int:
     """Nash-gap suite: the player is the row player of random zero-sum games against a Nash opponent."""
@@ -92,7 +93,7 @@ def nashgap(
         price_table=price_table,
         output_dir=output_dir, parallel=parallel, num_workers=num_workers, combined=combined,
         mixed_strategy=mixed_strategy, overwrite=overwrite, bucket=bucket, games_file=games_file,
-        payoff_min=payoff_min, payoff_max=payoff_max, decimals=decimals,
+        payoff_min=payoff_min, payoff_max=payoff_max, decimals=decimals, shard=shard,
     )
     models = list(model or [])
     if resume and len(models) > 1:
@@ -182,6 +183,7 @@ def tmgbench_run(
     chat: bool = typer.Option(False, help="Send the paper's system + user messages to a chat endpoint."),
     output_dir: str = typer.Option("results", help="Where the result folder is created."),
     resume: Optional[str] = typer.Option(None, help="Finish an interrupted run in this folder."),
+    shard: Optional[str] = typer.Option(None, help="Run shard i/n of the games or tasks (needs --seed); combine with `stratbench merge`."),
     quiet: bool = typer.Option(False, help="No progress bar; print the result folder."),
 ) -> int:
     """Run TMGBench (classic setting, atomic games) and write answers, metrics and heat maps."""
@@ -190,7 +192,7 @@ def tmgbench_run(
     cfg = TmgbenchConfig(model=model, policy=policy, prompting=prompting, setting=setting, form=form,
                          repeats=repeats, games=games, seed=seed, base_url=base_url, stories_dir=stories_dir,
                          max_concurrency=max_concurrency, no_cache=no_cache, temperature=temperature,
-                         max_tokens=max_tokens, chat=chat, output_dir=output_dir)
+                         max_tokens=max_tokens, chat=chat, output_dir=output_dir, shard=shard)
     if form != "atomic" or (resume and _is_complex_run(resume)):
         from stratbench.suites.tmgbench_complex_run import run_complex
 
@@ -300,8 +302,9 @@ def tom_baseline(
     partner: str = typer.Option("single_action", help="Partner policy (e.g. single_action, tit_for_tat), or a list."),
     episodes: int = typer.Option(300, help="Episodes per setting."),
     rounds: int = typer.Option(100, help="Rounds per episode (T)."),
-    seed: int = typer.Option(0, help="Seed."),
+    seed: int = typer.Option(0, help="Seed (episode e plays with derive_seed(seed, e))."),
     output_dir: str = typer.Option("results", help="Where the result folder is created."),
+    shard: Optional[str] = typer.Option(None, help="Play only shard i/n of the episodes (merge with stratbench merge)."),
 ) -> int:
     """The tabular R-max baseline: regret per step vs the optimal T-step response, ToM accuracy."""
     from stratbench.cli.display import fmt
@@ -309,7 +312,7 @@ def tom_baseline(
 
     folder, rows = run_tom_baseline([g.strip() for g in game.split(",")],
                                     [p.strip() for p in partner.split(",")], episodes, rounds, seed,
-                                    output_dir)
+                                    output_dir, shard)
     console.print(f"Tabular baseline — {folder}")
     for r in rows:
         console.print(f"  {r['game']:>4} / {r['partner']:<14} regret/step {fmt(r['regret_per_step'], r['regret_per_step_ci95'])}"
@@ -323,31 +326,123 @@ def tom_run(
     model: Optional[str] = typer.Option(None, help="Model spec (default: embedded)."),
     game: str = typer.Option("rps", help="rps, ibs or ipd."),
     partner: str = typer.Option("single_action", help="Partner policy."),
-    prompting: str = typer.Option("LM", help="LM (log-probs after 'A: Option'); others not yet."),
+    prompting: str = typer.Option("LM", help="LM (log-probs after 'A: Option'), QA, CoT, Social, SocialLM, "
+                                  "PlansInsights, Reflexion, Oracle or OracleMax."),
     rounds: int = typer.Option(100, help="Rounds per episode (T)."),
     episodes: int = typer.Option(1, help="Episodes."),
-    seed: int = typer.Option(0, help="Seed."),
-    labels: str = typer.Option("neutral", help="Action label set (neutral J/F/B, canonical, ...)."),
+    seed: int = typer.Option(0, help="Seed (episode e plays with derive_seed(seed, e))."),
+    labels: str = typer.Option("neutral", help="Action label set: neutral (J/F/B), canonical, rps_letters, "
+                               "neutral_long, unrelated, index."),
     no_tom: bool = typer.Option(False, help="Skip the literal-ToM prediction prompts."),
+    tom_variant: str = typer.Option("agent_first", help="ToM prompt asked after the agent acts (agent_first) "
+                                    "or before (partner_first)."),
+    no_history: bool = typer.Option(False, help="Ablation: leave the interaction history out of the prompts."),
+    no_payoffs: bool = typer.Option(False, help="Ablation: leave the payoff rules out of the prompts."),
+    chat: Optional[bool] = typer.Option(None, "--chat/--no-chat", help="Send prompts as chat messages "
+                                        "(default: only for openai: models); raw models get completion-style prompts."),
+    temperature: float = typer.Option(0.7, help="Sampling temperature of generated answers."),
+    max_tokens: int = typer.Option(384, help="Token budget of reasoning answers (CoT, Plans+Insights, Reflexion)."),
+    max_tries: int = typer.Option(3, help="Samples per answer before it is recorded parse_failed."),
+    memory: int = typer.Option(1, help="Reflexion: plans kept in memory (the paper used 1-3)."),
+    keep_prompts: bool = typer.Option(False, help="Store every prompt in the records."),
+    base_url: Optional[str] = typer.Option(None, help="Base URL of an OpenAI-compatible server."),
+    max_concurrency: int = typer.Option(8, help="Concurrent episodes (generation strategies)."),
+    no_cache: bool = typer.Option(False, help="Bypass the response cache (generation strategies)."),
+    shard: Optional[str] = typer.Option(None, help="Play only shard i/n of the episodes (merge with stratbench merge)."),
     output_dir: str = typer.Option("results", help="Where the result folder is created."),
     resume: Optional[str] = typer.Option(None, help="Finish an interrupted run in this folder."),
 ) -> int:
     """A model plays repeated games against a scripted partner; regret vs the optimal response."""
     from stratbench.cli.display import fmt
-    from stratbench.suites.tom.model_run import run_tom_model
+    from stratbench.suites.tom.model_run import TomRunConfig, run_tom_model
 
-    folder, s = run_tom_model(model or "embedded", game, partner, prompting, rounds, episodes, seed,
-                              output_dir, labels, not no_tom, resume)
+    cfg = TomRunConfig(model=model or "embedded", game=game, partner=partner, prompting=prompting,
+                       rounds=rounds, episodes=episodes, seed=seed, label_set=labels, predict=not no_tom,
+                       tom_variant=tom_variant, history=not no_history, payoffs=not no_payoffs, chat=chat,
+                       temperature=temperature, max_tokens=max_tokens, max_tries=max_tries, memory=memory,
+                       keep_prompts=keep_prompts, shard=shard, base_url=base_url,
+                       max_concurrency=max_concurrency, no_cache=no_cache, output_dir=output_dir)
+    folder, s = run_tom_model(cfg, resume)
     console.print(f"ToM — {folder} — {s['model']} / {s['prompting']} / {s['game']} vs {s['partner']}: "
                   f"regret/step {fmt(s['regret_per_step'], s['regret_per_step_ci95'])}, ToM "
-                  f"{fmt(s['tom_accuracy'], s['tom_accuracy_ci95'])}, {s['tokens_evaluated_per_episode']:.0f} "
-                  f"tokens evaluated per episode, {s['n_error_episodes']} failed episodes")
+                  f"{fmt(s['tom_accuracy'], s['tom_accuracy_ci95'])}, {s['n_episodes']} of {s['n_episodes_run']} "
+                  f"episodes complete ({s['n_parse_failed_episodes']} stopped by a parse failure, "
+                  f"{s['n_error_episodes']} by errors), parse failure rate {s['parse_failure_rate']:.3f}, "
+                  f"{s['tokens_evaluated_per_episode']:.0f} tokens evaluated per episode")
     return 1 if s["n_error_episodes"] else 0
 
 
 ch_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
                      help="CHBench: cognitive-hierarchy levels of players.")
 app.add_typer(ch_app, name="chbench")
+
+
+def _csv_list(values: Optional[List[str]]) -> list[str]:
+    return [v.strip() for item in (values or []) for v in item.split(",") if v.strip()]
+
+
+@ch_app.command("run")
+def chbench_run(
+    models: Optional[List[str]] = typer.Option(None, help="Players, comma-separated or repeated: model specs "
+                                               "or scripted (random, first-action, level-k:K, poisson:LAMBDA). All pairs play."),
+    opponents: Optional[List[str]] = typer.Option(None, help="Extra players that play every --models player "
+                                                  "but not each other (e.g. scripted references)."),
+    mechanism: str = typer.Option("baseline", help="baseline, memory, memory10, chat, chat_memory (comma list allowed)."),
+    rounds: int = typer.Option(30, help="Rounds per match (T)."),
+    games: str = typer.Option("all", help="all, recoverable, or game ids like 1,2,11."),
+    seed: int = typer.Option(0, help="Seed (match seeds derive from it and the match)."),
+    policy: Optional[str] = typer.Option(None, help="logprob (exact, default where available) or sample."),
+    temperature: float = typer.Option(1.0, help="Temperature for generated answers and advisor messages."),
+    chat: bool = typer.Option(False, help="Send prompts as chat messages."),
+    base_url: Optional[str] = typer.Option(None, help="Base URL of an OpenAI-compatible server."),
+    max_concurrency: int = typer.Option(4, help="Matches played concurrently."),
+    no_cache: bool = typer.Option(False, help="Bypass the response cache."),
+    prefix_reuse: bool = typer.Option(False, help="Local models: reuse the KV cache across a match's growing "
+                                      "prompts (one model instance per seat, matches in sequence, no response cache)."),
+    self_play: bool = typer.Option(True, help="Include each model against itself."),
+    k_hat: int = typer.Option(4, help="Number of CH levels (k̂)."),
+    restarts: int = typer.Option(10, help="SLSQP random restarts per fit (best kept)."),
+    bootstrap: int = typer.Option(100, help="Bootstrap replicates over games for level CIs (0: none)."),
+    corrections: Optional[str] = typer.Option(None, help="JSON with corrected matrices for uncertain games."),
+    keep_prompts: bool = typer.Option(True, help="Store every prompt in the round records (--no-keep-prompts: drop them)."),
+    output_dir: str = typer.Option("results", help="Where the result folder is created."),
+    resume: Optional[str] = typer.Option(None, help="Finish an interrupted run in this folder."),
+    shard: Optional[str] = typer.Option(None, help="Play only shard i/n of the matches (merge with stratbench merge)."),
+    quiet: bool = typer.Option(False, help="Print only the result folder."),
+) -> int:
+    """CHBench: repeated play between all pairs, then Level-K / Poisson CH levels by maximum likelihood."""
+    from stratbench.cli.display import fmt
+    from stratbench.suites.chbench.run import ChbenchConfig, run_chbench
+
+    cfg = ChbenchConfig(
+        models=_csv_list(models) or ["embedded"], opponents=_csv_list(opponents),
+        mechanisms=_csv_list([mechanism]), rounds=rounds, games=games, seed=seed, policy=policy,
+        temperature=temperature, chat=chat, base_url=base_url, max_concurrency=max_concurrency,
+        no_cache=no_cache, prefix_reuse=prefix_reuse, self_play=self_play, k_hat=k_hat, restarts=restarts,
+        bootstrap=bootstrap, corrections=corrections, keep_prompts=keep_prompts, output_dir=output_dir)
+    with progress_bar(quiet) as progress:
+        task = progress.add_task("matches", total=None) if progress else None
+
+        def tick(done: int, total: int) -> None:
+            if progress is not None:
+                progress.update(task, completed=done, total=total)
+
+        folder, summary, n_err = run_chbench(cfg, resume_dir=resume, shard=shard, progress=tick)
+    if quiet:
+        print(folder)
+    else:
+        console.print(f"CHBench — {folder}: {summary['n_matches']} matches, {summary['n_rounds']} rounds, "
+                      f"parse failures {fmt(summary['parse_failure_rate'])}, errors {fmt(summary['error_rate'])}")
+        for mech, players in summary["mechanisms"].items():
+            for p, s in players.items():
+                console.print(f"  {mech:<11} {p:<24} Level-K mean level {fmt(s.get('level_k_mean_level'), s.get('level_k_mean_level_ci95'))}"
+                              f"  Poisson {fmt(s.get('poisson_mean_level'), s.get('poisson_mean_level_ci95'))}"
+                              f"  utility {fmt(s.get('mean_utility'), s.get('mean_utility_ci95'))}")
+        console.print(f"  tables: {folder}/levels.md, utilities_*.md; plot: level_distribution.png")
+    if n_err:
+        err_console.print(f"{n_err} rounds have errors (see rounds.jsonl); --resume {folder} retries them")
+        return 1
+    return 0
 
 
 @ch_app.command("fit")
@@ -401,10 +496,26 @@ def compare(
     return 0
 
 
+from stratbench.cli.merge_cmd import merge as _merge  # noqa: E402
+
+app.command("merge")(_merge)
+
+
+from stratbench.cli.report_cmd import report as _report  # noqa: E402
+
+app.command("report")(_report)
+
+
+from stratbench.cli.suite_cmd import expand_multi_value_flags, suite_app  # noqa: E402
+
+app.add_typer(suite_app, name="suite")
+
+
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) >= 2 and args[0] == "nashgap" and args[1] == "run":
         del args[1]  # `stratbench nashgap run ...` and `stratbench nashgap ...` are the same
+    args = expand_multi_value_flags(args)  # `suite tiered --seeds 42 43` (the original's nargs)
     command = typer.main.get_command(app)
     try:
         rv = command.main(args=args, prog_name="stratbench", standalone_mode=False)

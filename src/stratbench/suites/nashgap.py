@@ -29,11 +29,14 @@ from stratbench.games.normal_form import MAX_ACTIONS, NormalFormGame, load_games
 from stratbench.prompts.nashgap import nashgap_prompt
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
 from stratbench.runner.jsonl import (
+    read_jsonl,
     resume_records,
     rewrite_sorted,
     write_json_atomic,
+    write_jsonl_atomic,
 )
 from stratbench.runner.pool import stream_pool
+from stratbench.runner.shard import Shard, as_shard, shard_tag
 from stratbench.seeding import derive_seed, fresh_seed
 from stratbench.solvers.zerosum import ZeroSumSolution, has_saddle_point, solve_zero_sum
 
@@ -82,6 +85,9 @@ class NashgapConfig:
     payoff_max: float = 10.0
     decimals: int = DEFAULT_DECIMALS
     games_file: str | None = None
+    # `--shard i/n` ("2/3"), or run.json's {"index", "count"}; None = the whole run. Shards split
+    # the games (each game with all its trials and rotations), so per-game means are never split.
+    shard: Any = None
 
     def validate(self) -> None:
         if self.num_trials < 1:
@@ -112,6 +118,16 @@ class NashgapConfig:
             raise InputError(f"--max-concurrency must be at least 1 (got {self.max_concurrency})")
         if self.policy not in (None, "logprob", "sample"):
             raise InputError(f"unknown --policy {self.policy!r}; use logprob or sample")
+        shard = self.shard_spec
+        if not shard.whole and self.seed is None and self.games_file is None:
+            raise InputError(f"--shard {shard} needs --seed: every shard must generate the same games")
+        if not shard.whole and self.games_file is None and shard.count > self.num_games:
+            raise InputError(f"--shard {shard}: more shards than games ({self.num_games})")
+
+    @property
+    def shard_spec(self) -> Shard:
+        """The shard as a :class:`Shard` (the field holds the CLI's text or run.json's dict)."""
+        return as_shard(self.shard)
 
     @property
     def player(self) -> str:
@@ -376,9 +392,16 @@ def _files(config: NashgapConfig, mode: str) -> tuple[str, str]:
     return MODE_FILES[mode] if config.combined else SINGLE_FILES
 
 
+def _folder_tag(config: NashgapConfig) -> str | None:
+    """The folder-name suffix: the player's slug (several players in one command) and the shard
+    (`shard2of3`), so shards copied together from several machines never collide."""
+    parts = [config.folder_tag, shard_tag(config.shard_spec)]
+    return "_".join(p for p in parts if p) or None
+
+
 def _folder_names(config: NashgapConfig) -> tuple[str, str | None]:
     prefix = "pure_and_mixed" if config.combined else "run"
-    tag = f"_{config.folder_tag}" if config.folder_tag else ""
+    tag = f"_{_folder_tag(config)}" if _folder_tag(config) else ""
     return prefix, (f"{prefix}_latest{tag}" if config.overwrite else None)
 
 
@@ -488,10 +511,14 @@ def run_nashgap(
             raise InputError(f"--resume {folder}: folder is a {meta.get('suite')!r} run, not nashgap")
         saved = meta["config"]
         keep = {k: getattr(config, k) for k in ("parallel", "num_workers", "max_concurrency")}
+        given = config.shard
         config = NashgapConfig(**{k: v for k, v in saved.items() if k in NashgapConfig.__annotations__})
+        if given is not None and as_shard(given) != config.shard_spec:
+            raise InputError(f"--resume {folder}: the folder is shard {config.shard_spec}, not {given}")
         for k, v in keep.items():
             setattr(config, k, v)
         entries = _entries_from_json(json.loads((folder / "games.json").read_text()))
+        shard = config.shard_spec
         agent = agent or player_from_config(config)
         meta["status"] = "running"
         meta.setdefault("resumed_at", []).append(now_iso())
@@ -499,16 +526,21 @@ def run_nashgap(
         config.validate()
         load_price_table(config.price_table)
         config = _resolve_seeds(config)
-        entries = build_games(config)
+        shard = config.shard_spec
+        config.shard = shard.to_json()
+        entries = build_games(config)  # all games (games.json lists them all); the shard picks below
+        if not shard.whole and shard.count > len(entries):
+            raise InputError(f"--shard {shard}: more shards than games ({len(entries)})")
         agent = agent or player_from_config(config)
         prefix, overwrite_name = _folder_names(config)
-        folder = create_run_folder(config.output_dir, prefix, overwrite_name, config.folder_tag).path
+        folder = create_run_folder(config.output_dir, prefix, overwrite_name, _folder_tag(config)).path
         write_json_atomic(folder / "games.json", [e.to_json() for e in entries])
         meta = run_metadata(SUITE, {**asdict(config), "player": config.player})
         meta["agent"] = agent.describe()
     write_json_atomic(folder / "run.json", meta)
 
     agent_name = agent.name if getattr(agent, "model", None) is not None else config.player
+    entries = shard.select(entries)  # this shard's games, in the unsharded order
 
     async def main() -> dict[str, list[dict[str, Any]]]:
         out = {}
@@ -528,6 +560,8 @@ def run_nashgap(
         s["agent"] = agent_name
         s["policy"] = getattr(agent, "policy", "scripted")
         s["order_rotations"] = config.order_rotations
+        if not shard.whole:
+            s["shard"] = str(shard)
         summaries[mode] = s
         n_errors += s["status_counts"]["error"]
         write_json_atomic(folder / _files(config, mode)[1], s)
@@ -540,3 +574,56 @@ def run_nashgap(
     }
     write_json_atomic(folder / "run.json", meta)
     return NashgapResult(folder, summaries, n_errors, meta["totals"])
+
+
+def merge_shards(folders: list[Path], out: Path) -> dict[str, Any]:
+    """Combine the finished shards of one Nash-gap run into `out` (see `stratbench merge`).
+
+    Shards hold whole games, so the merged trial files are the shards' records in the unsharded
+    run's canonical order and the summaries are recomputed from all records over all games —
+    the same computation, on the same numbers, as an unsharded run. Returns the summary (for a
+    combined run, ``{mode: summary}``).
+    """
+    metas = [json.loads((f / "run.json").read_text()) for f in folders]
+    saved = metas[0]["config"]
+    config = NashgapConfig(**{k: v for k, v in saved.items() if k in NashgapConfig.__annotations__})
+    games_text = [(f / "games.json").read_text() if (f / "games.json").is_file() else None for f in folders]
+    for f, text in zip(folders, games_text):
+        if text is None:
+            raise InputError(f"{f}: no games.json; not a Nash-gap result folder")
+        if json.loads(text) != json.loads(games_text[0]):  # type: ignore[arg-type]
+            raise InputError(f"{f}: games.json differs from {folders[0]}'s: the shards played different games")
+    (out / "games.json").write_text(games_text[0])  # type: ignore[arg-type]
+    entries = _entries_from_json(json.loads(games_text[0]))  # type: ignore[arg-type]
+    summaries: dict[str, dict[str, Any]] = {}
+    for mode in config.modes:
+        trials_file, summary_file = _files(config, mode)
+        shard_summaries = []
+        records: list[dict[str, Any]] = []
+        for f in folders:
+            if not (f / summary_file).is_file():
+                raise InputError(f"{f}: no {summary_file}; finish the shard with --resume {f}")
+            shard_summaries.append(json.loads((f / summary_file).read_text()))
+            records.extend(read_jsonl(f / trials_file))
+        first = shard_summaries[0]
+        for f, sm in zip(folders, shard_summaries):
+            for k in ("num_trials_per_game", "agent", "policy", "order_rotations"):
+                if sm.get(k) != first.get(k):
+                    raise InputError(f"{f}: {summary_file} has {k}={sm.get(k)!r}, "
+                                     f"{folders[0]} has {first.get(k)!r}")
+        n_trials = int(first["num_trials_per_game"])
+        records.sort(key=lambda r: (r["game_id"], r["trial_id"]))
+        got = [(r["game_id"], r["trial_id"]) for r in records]
+        want = [(e.game_id, t) for e in entries for t in range(n_trials)]
+        if got != want:
+            dup = len(got) - len(set(got))
+            raise InputError(f"{trials_file}: the shards hold {len(set(got))} of the run's {len(want)} "
+                             f"trials" + (f" and {dup} duplicates" if dup else "")
+                             + "; merge each shard of one run once, after it has finished")
+        write_jsonl_atomic(out / trials_file, records)
+        s = summarise(records, entries, n_trials, config.seed or 0)
+        for k in ("mode", "agent", "policy", "order_rotations"):
+            s[k] = first[k]
+        write_json_atomic(out / summary_file, s)
+        summaries[mode] = s
+    return summaries if config.combined else summaries[config.modes[0]]

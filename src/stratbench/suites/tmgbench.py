@@ -28,8 +28,9 @@ import numpy as np
 
 from stratbench.errors import InputError
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
-from stratbench.runner.jsonl import resume_records, rewrite_sorted, write_json_atomic
+from stratbench.runner.jsonl import read_jsonl, resume_records, rewrite_sorted, write_json_atomic, write_jsonl_atomic
 from stratbench.runner.pool import stream_pool
+from stratbench.runner.shard import Shard, as_shard, shard_tag
 from stratbench.seeding import derive_seed, fresh_seed
 
 SUITE = "tmgbench"
@@ -63,10 +64,17 @@ class TmgbenchConfig:
     base_url: str | None = None
     games: str | None = None  # comma-separated ids; default all 144
     stories_dir: str | None = None  # story setting: folder of {id}_{k}.txt story files
+    # `--shard i/n` ("2/3") or run.json's {"index", "count"}; None = the whole run. Atomic runs split
+    # the (game, story variant) items, each with all its repetitions; complex runs split the tasks.
+    shard: Any = None
 
     @property
     def player(self) -> str:
         return (self.model or "embedded").strip()
+
+    @property
+    def shard_spec(self) -> Shard:
+        return as_shard(self.shard)
 
     def validate(self) -> None:
         if self.prompting not in METHODS:
@@ -86,6 +94,23 @@ class TmgbenchConfig:
         if self.policy == "logprob" and self.prompting != "DA":
             raise InputError("--policy logprob scores direct answers only: use --prompting DA "
                              "(or --policy sample for reasoning prompts)")
+        if not self.shard_spec.whole and self.seed is None:
+            raise InputError(f"--shard {self.shard_spec} needs --seed: every shard must draw the same samples")
+
+
+def shard_units(shard: Shard, units: list[Any], what: str) -> list[Any]:
+    """This shard's units; a split into more shards than units is refused (a shard would be empty)."""
+    if shard.count > len(units):
+        raise InputError(f"--shard {shard}: more shards than {what} ({len(units)})")
+    return shard.select(units)
+
+
+def resumed_config(config: TmgbenchConfig, saved: dict[str, Any], folder: Path) -> TmgbenchConfig:
+    """The saved config of a run being resumed; it keeps its shard (a different --shard is refused)."""
+    out = TmgbenchConfig(**{k: v for k, v in saved.items() if k in TmgbenchConfig.__annotations__})
+    if config.shard is not None and as_shard(config.shard) != out.shard_spec:
+        raise InputError(f"--resume {folder}: the folder is shard {out.shard_spec}, not {config.shard}")
+    return out
 
 
 @dataclass
@@ -307,6 +332,30 @@ def summarise_variants(records: Sequence[dict[str, Any]], seed: int) -> tuple[di
     return s, None
 
 
+def _record_order(r: dict[str, Any]) -> tuple[Any, ...]:
+    """The canonical order of answers.jsonl (records arrive in completion order)."""
+    return (r.get("variant", 0), r["row"], r["col"], r["repeat"])
+
+
+def _write_outputs(folder: Path, records: list[dict[str, Any]], config: TmgbenchConfig, player: str,
+                   policy: str, repeats: int) -> dict[str, Any]:
+    """summary.json, grids.json and (all 144 games) the heat maps from an atomic run's records;
+    shared by a run and by merging its shards, so both compute the same thing."""
+    summary, metrics = summarise_variants(records, derive_seed(config.seed or 0, 4))
+    summary.update(player=player, policy=policy, prompting=config.prompting,
+                   setting=config.setting, form=config.form, repeats=repeats)
+    if not config.shard_spec.whole:
+        summary["shard"] = str(config.shard_spec)
+    write_json_atomic(folder / "summary.json", summary)
+    if metrics is not None:
+        write_json_atomic(folder / "grids.json", metrics.grids)
+        if len(metrics.grids) == 144:
+            from stratbench.report.tmgbench_heatmaps import write_all_heatmaps
+
+            write_all_heatmaps(metrics.grids, folder)
+    return summary
+
+
 def run_tmgbench(config: TmgbenchConfig, progress: Any | None = None,
                  resume_dir: str | Path | None = None) -> TmgbenchResult:
     """Run (or finish) TMGBench for one player; writes answers.jsonl, summary.json, grids.json
@@ -320,11 +369,10 @@ def run_tmgbench(config: TmgbenchConfig, progress: Any | None = None,
         if meta.get("suite") != SUITE:
             raise InputError(f"--resume {folder}: folder is a {meta.get('suite')!r} run, not tmgbench")
         keep = config.max_concurrency
-        config = TmgbenchConfig(**{k: v for k, v in meta["config"].items()
-                                   if k in TmgbenchConfig.__annotations__})
+        config = resumed_config(config, meta["config"], folder)
         config.max_concurrency = keep
         games = selected_games(config)
-        units_all = load_units(config, games)
+        units_all = shard_units(config.shard_spec, load_units(config, games), "games")
         player = _Player(config)
         meta["status"] = "running"
         meta.setdefault("resumed_at", []).append(now_iso())
@@ -333,9 +381,10 @@ def run_tmgbench(config: TmgbenchConfig, progress: Any | None = None,
         if config.seed is None:
             config.seed = fresh_seed()
         games = selected_games(config)
-        units_all = load_units(config, games)
+        units_all = shard_units(config.shard_spec, load_units(config, games), "games")
+        config.shard = config.shard_spec.to_json()
         player = _Player(config)
-        folder = create_run_folder(config.output_dir, "tmgbench").path
+        folder = create_run_folder(config.output_dir, "tmgbench", tag=shard_tag(config.shard_spec)).path
         meta = run_metadata(SUITE, {**asdict(config), "player": config.player})
         meta["agent"] = player.describe()
     write_json_atomic(folder / "run.json", meta)
@@ -365,17 +414,8 @@ def run_tmgbench(config: TmgbenchConfig, progress: Any | None = None,
                 await player.model.aclose()
 
     asyncio.run(main())
-    records = rewrite_sorted(path, key=lambda r: (r.get("variant", 0), r["row"], r["col"], r["repeat"]))
-    summary, metrics = summarise_variants(records, derive_seed(config.seed or 0, 4))
-    summary.update(player=player.spec, policy=player.policy, prompting=config.prompting,
-                   setting=config.setting, form=config.form, repeats=repeats)
-    write_json_atomic(folder / "summary.json", summary)
-    if metrics is not None:
-        write_json_atomic(folder / "grids.json", metrics.grids)
-        if len(metrics.grids) == 144:
-            from stratbench.report.tmgbench_heatmaps import write_all_heatmaps
-
-            write_all_heatmaps(metrics.grids, folder)
+    records = rewrite_sorted(path, key=_record_order)
+    summary = _write_outputs(folder, records, config, player.spec, player.policy, repeats)
     n_errors = summary.get("status_counts", {}).get("error", 0)
     usage = player.model.usage.as_dict() if player.model is not None else {"calls": 0}
     meta.update(end_time=now_iso(), status="finished",
@@ -383,3 +423,39 @@ def run_tmgbench(config: TmgbenchConfig, progress: Any | None = None,
                         **{f"model_{k}": v for k, v in usage.items()}})
     write_json_atomic(folder / "run.json", meta)
     return TmgbenchResult(folder, summary, n_errors, meta["totals"])
+
+
+def merge_shards(folders: list[Path], out: Path) -> dict[str, Any]:
+    """Combine the finished shards of one TMGBench run into `out` (see `stratbench merge`): the
+    shards' records in the unsharded order, then the summary, grids and heat maps computed from all
+    of them exactly as an unsharded run computes them. Complex-form runs merge their tasks."""
+    metas = [json.loads((f / "run.json").read_text()) for f in folders]
+    saved = dict(metas[0]["config"], shard=None)
+    if saved.get("form", "atomic") != "atomic":
+        from stratbench.suites.tmgbench_complex_run import merge_complex_shards
+
+        return merge_complex_shards(folders, out)
+    config = TmgbenchConfig(**{k: v for k, v in saved.items() if k in TmgbenchConfig.__annotations__})
+    summaries = []
+    for f in folders:
+        if not (f / "summary.json").is_file():
+            raise InputError(f"{f}: no summary.json; finish the shard with --resume {f}")
+        summaries.append(json.loads((f / "summary.json").read_text()))
+    first = summaries[0]
+    for f, sm in zip(folders, summaries):
+        for k in ("player", "policy", "repeats"):
+            if sm.get(k) != first.get(k):
+                raise InputError(f"{f}: summary.json has {k}={sm.get(k)!r}, {folders[0]} has {first.get(k)!r}")
+    records = [r for f in folders for r in read_jsonl(f / "answers.jsonl")]
+    records.sort(key=_record_order)
+    keys = [(r["game_id"], r.get("variant", 0), r["repeat"]) for r in records]
+    if len(set(keys)) != len(keys):
+        raise InputError(f"the shards hold {len(keys) - len(set(keys))} answers twice; "
+                         "merge each shard of one run once")
+    if config.setting == "classic":
+        want = {(g.id, 0, t) for g in selected_games(config) for t in range(int(first["repeats"]))}
+        if set(keys) != want:
+            raise InputError(f"the shards hold {len(set(keys) & want)} of the run's {len(want)} answers; "
+                             "merge all shards of one run, each after it has finished")
+    write_jsonl_atomic(out / "answers.jsonl", records)
+    return _write_outputs(out, records, config, first["player"], first["policy"], int(first["repeats"]))

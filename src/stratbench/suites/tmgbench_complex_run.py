@@ -21,10 +21,11 @@ from typing import Any
 
 from stratbench.errors import InputError
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
-from stratbench.runner.jsonl import resume_records, rewrite_sorted, write_json_atomic
+from stratbench.runner.jsonl import read_jsonl, resume_records, rewrite_sorted, write_json_atomic, write_jsonl_atomic
 from stratbench.runner.pool import stream_pool
+from stratbench.runner.shard import shard_tag
 from stratbench.seeding import derive_seed, fresh_seed
-from stratbench.suites.tmgbench import TmgbenchConfig, TmgbenchResult
+from stratbench.suites.tmgbench import TmgbenchConfig, TmgbenchResult, resumed_config, shard_units
 
 COMPLEX_SCRIPTED = ("oracle", "empty")
 
@@ -87,9 +88,42 @@ def _jsonable(x: Any) -> Any:
     return x
 
 
+def _write_summary(folder: Path, records: list[dict[str, Any]], config: TmgbenchConfig, k: int,
+                   spec: str) -> dict[str, Any]:
+    """summary.json of a complex-form run; shared by a run and by merging its shards."""
+    from stratbench.suites.tmgbench_complex import summarise_complex
+
+    scored = [r for r in records if r["status"] != "error"]
+    summary = summarise_complex(scored) if scored else {"n_tasks": 0}
+    n_errors = len(records) - len(scored)
+    summary.update(form=config.form, k=k, player=spec, error_rate=n_errors / len(records) if records else 0.0)
+    if not config.shard_spec.whole:
+        summary["shard"] = str(config.shard_spec)
+    write_json_atomic(folder / "summary.json", summary)
+    return summary
+
+
+def merge_complex_shards(folders: list[Path], out: Path) -> dict[str, Any]:
+    """Merge the shards of one complex-form run: every sampled task once, in task order, and the
+    summary recomputed from all of them."""
+    from stratbench.suites.tmgbench_complex import sample_tasks
+
+    saved = dict(json.loads((folders[0] / "run.json").read_text())["config"], shard=None)
+    config = TmgbenchConfig(**{k2: v for k2, v in saved.items() if k2 in TmgbenchConfig.__annotations__})
+    records = sorted((r for f in folders for r in read_jsonl(f / "tasks.jsonl")), key=lambda r: r["task_index"])
+    got = [r["task_index"] for r in records]
+    want = [t.index for t in sample_tasks(config.form, saved["k"], saved["num_tasks"], config.seed or 0)]
+    if got != want:
+        raise InputError(f"the shards hold {len(set(got) & set(want))} of the run's {len(want)} tasks"
+                         + (f" and {len(got) - len(set(got))} duplicates" if len(got) != len(set(got)) else "")
+                         + "; merge all shards of one run once, each after it has finished")
+    write_jsonl_atomic(out / "tasks.jsonl", records)
+    return _write_summary(out, records, config, saved["k"], saved["player"])
+
+
 def run_complex(config: TmgbenchConfig, k: int | None, n_tasks: int, progress: Any | None = None,
                 resume_dir: str | Path | None = None) -> TmgbenchResult:
-    from stratbench.suites.tmgbench_complex import PAPER_K, sample_tasks, summarise_complex
+    from stratbench.suites.tmgbench_complex import PAPER_K, sample_tasks
 
     if resume_dir is not None:
         folder = Path(resume_dir)
@@ -98,7 +132,7 @@ def run_complex(config: TmgbenchConfig, k: int | None, n_tasks: int, progress: A
         except (OSError, ValueError):
             raise InputError(f"--resume {folder}: not a result folder (no readable run.json)") from None
         saved = meta["config"]
-        config = TmgbenchConfig(**{k2: v for k2, v in saved.items() if k2 in TmgbenchConfig.__annotations__})
+        config = resumed_config(config, saved, folder)
         k, n_tasks = saved["k"], saved["num_tasks"]
     else:
         if config.form not in PAPER_K:
@@ -107,7 +141,10 @@ def run_complex(config: TmgbenchConfig, k: int | None, n_tasks: int, progress: A
         if n_tasks < 1:
             raise InputError(f"--num-tasks must be at least 1 (got {n_tasks})")
         if config.seed is None:
+            if not config.shard_spec.whole:
+                raise InputError(f"--shard {config.shard_spec} needs --seed: every shard must sample the same tasks")
             config.seed = fresh_seed()
+        config.shard = config.shard_spec.to_json()
     spec = config.player
     if config.policy == "logprob":
         raise InputError("complex forms need written answers: use --policy sample")
@@ -115,6 +152,7 @@ def run_complex(config: TmgbenchConfig, k: int | None, n_tasks: int, progress: A
         tasks = sample_tasks(config.form, k, n_tasks, config.seed or 0)
     except ValueError as e:
         raise InputError(f"--form {config.form} --k {k}: {e}") from None
+    tasks = shard_units(config.shard_spec, tasks, "tasks")  # each task keeps its unsharded index and seed
     model = None
     if spec not in COMPLEX_SCRIPTED:
         if spec == "uniform":
@@ -125,7 +163,7 @@ def run_complex(config: TmgbenchConfig, k: int | None, n_tasks: int, progress: A
         model = open_model(spec, ModelOptions(base_url=config.base_url, max_concurrency=config.max_concurrency,
                                               chat=config.chat or None), no_cache=config.no_cache)
     if resume_dir is None:
-        folder = create_run_folder(config.output_dir, f"tmgbench_{config.form}").path
+        folder = create_run_folder(config.output_dir, f"tmgbench_{config.form}", tag=shard_tag(config.shard_spec)).path
         meta = run_metadata("tmgbench", {**asdict(config), "player": spec, "k": k, "num_tasks": n_tasks})
         meta["agent"] = {"name": spec, "policy": "scripted" if model is None else "sample",
                          **({"model": model.describe()} if model is not None else {})}
@@ -156,11 +194,8 @@ def run_complex(config: TmgbenchConfig, k: int | None, n_tasks: int, progress: A
 
     asyncio.run(main())
     records = rewrite_sorted(path, key=lambda r: r["task_index"])
-    scored = [r for r in records if r["status"] != "error"]
-    summary = summarise_complex(scored) if scored else {"n_tasks": 0}
-    n_errors = len(records) - len(scored)
-    summary.update(form=config.form, k=k, player=spec, error_rate=n_errors / len(records) if records else 0.0)
-    write_json_atomic(folder / "summary.json", summary)
+    summary = _write_summary(folder, records, config, k, spec)
+    n_errors = len(records) - sum(r["status"] != "error" for r in records)
     usage = model.usage.as_dict() if model is not None else {"calls": 0}
     meta.update(end_time=now_iso(), status="finished",
                 totals={"records": len(records), "errors": n_errors, **{f"model_{k2}": v for k2, v in usage.items()}})

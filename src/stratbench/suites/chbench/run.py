@@ -56,7 +56,7 @@ class ChbenchConfig:
     restarts: int = 10
     bootstrap: int = 100
     corrections: str | None = None
-    keep_prompts: bool = False
+    keep_prompts: bool = True
     output_dir: str = "results"
     shard: dict[str, int] | None = None
 
@@ -291,7 +291,7 @@ def run_chbench(
         s: {"policy": p} | meta.get("players", {}).get(s, {}) for s, p in factory.policies.items()}}
     usage = factory.usage()
     meta.update(end_time=now_iso(), status="finished", totals={
-        "matches": len({r["match_id"] for r in records}), "rounds": len(records), "error_rounds": n_err,
+        "matches": len({r["match_id"] for r in records}), "records": len(records), "errors": n_err,
         **{f"model_{k}": v for k, v in usage.items()}})
     write_json_atomic(folder / "run.json", meta)
     return folder, summary, n_err

@@ -7,7 +7,11 @@ ToM as the per-step accuracy of predicting the partner's next action (ToM %).
 
 Modules: ``games`` (payoffs, action labels), ``partners`` (finite-state partner policies),
 ``regret`` (exact DP optimum, regret, ToM accuracy, CIs), ``tabular`` (the paper's R-max +
-count-predictor baseline).
+count-predictor baseline), ``prompts`` / ``episodes`` (LM prompting: log-probs with prefix reuse),
+``gen_prompts`` / ``strategies`` / ``gen_episodes`` (QA, CoT, Social, Plans+Insights, Reflexion,
+Oracle, Oracle+Max: generated answers, template parsing, bounded re-queries), ``results``
+(records → summary, shared by runs and merges), ``model_run`` / ``baseline_run`` (the commands'
+result folders) and ``shards`` (``stratbench merge`` of ``--shard i/n`` runs).
 """
 
 from stratbench.suites.tom.games import GAMES, RepeatedGame, get_game

@@ -1,72 +1,79 @@
-"""`stratbench tom baseline`: the tabular R-max baseline as a result folder (summary.json with the
-suite's keys and CIs, per-episode records, the regret-per-step curve as a PNG)."""
+"""`stratbench tom baseline`: the tabular R-max baseline as a result folder.
+
+Files: ``episodes.jsonl`` (one record per episode: its trajectory - actions, predictions, the
+partner's initial state - and its metrics), ``summary.json`` (``settings``: one row per game ×
+partner with the suite's keys and 95% CIs over episodes), ``curves.json`` and
+``regret_curve.png`` (per-step regret). The summary and curves are computed from the records
+(:func:`results.summarize_baseline`), which is what makes a merge of shards equal to the unsharded
+run. ``--shard i/n`` keeps every n-th episode of each setting (round-robin over the episode index);
+episode e always plays with its own seed ``derive_seed(seed, e)``.
+"""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 from stratbench.errors import InputError
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
 from stratbench.runner.jsonl import JsonlWriter, write_json_atomic
+from stratbench.runner.shard import as_shard, shard_tag
 
-SUMMARY_KEYS = ("regret_per_step", "regret_per_step_ci95", "tom_accuracy", "tom_accuracy_ci95",
-                "tom_regret_per_step", "tom_regret_per_step_ci95", "n_episodes", "game", "partner",
-                "T", "seed", "m", "seconds")
+
+def write_baseline_outputs(folder: Path, records: list[dict[str, Any]], config: dict[str, Any],
+                           shard: str | None = None) -> list[dict[str, Any]]:
+    """summary.json, curves.json and the plot, from the records (used by the run and the merge)."""
+    from stratbench.suites.tom.results import plot_curves, summarize_baseline
+
+    rows, curves = summarize_baseline(records, config)
+    summary: dict[str, Any] = {"settings": rows}
+    if shard:
+        summary["shard"] = shard
+    write_json_atomic(folder / "summary.json", summary)
+    write_json_atomic(folder / "curves.json", curves)
+    plot_curves(curves, folder / "regret_curve.png", "Tabular R-max baseline: regret per step")
+    return rows
 
 
 def run_tom_baseline(games: list[str], partners: list[str], episodes: int, rounds: int, seed: int,
-                     output_dir: str) -> tuple[Path, list[dict[str, Any]]]:
+                     output_dir: str, shard: str | None = None) -> tuple[Path, list[dict[str, Any]]]:
+    """Run the tabular agent on every game × partner; returns the folder and the summary rows."""
     from stratbench.suites.tom.games import GAMES
-    from stratbench.suites.tom.partners import PARTNERS
-    from stratbench.suites.tom.tabular import run_baseline
+    from stratbench.suites.tom.results import baseline_episode_records
+    from stratbench.suites.tom.tabular import simulate_rmax
 
     for g in games:
         if g not in GAMES:
             raise InputError(f"unknown --game {g!r}; known: {', '.join(GAMES)}")
+    from stratbench.suites.tom.partners import make_partner
+
     for p in partners:
-        if p not in PARTNERS and p not in ("tft", "single", "wsls"):
-            raise InputError(f"unknown --partner {p!r}; known: {', '.join(PARTNERS)}")
+        make_partner(p, games[0])  # raises InputError naming the known partners
     if episodes < 1 or rounds < 1:
         raise InputError("--episodes and --rounds must be at least 1")
-    folder = create_run_folder(output_dir, "tom_baseline").path
-    meta = run_metadata("tom", {"games": games, "partners": partners, "episodes": episodes,
-                                "rounds": rounds, "seed": seed, "agent": "tabular-rmax"})
+    sh = as_shard(shard)
+    ids = sh.select(list(range(episodes)))
+    if sh.count > episodes:
+        raise InputError(f"--shard {sh}: more shards than episodes ({episodes})")
+    folder = create_run_folder(output_dir, "tom_baseline", tag=shard_tag(sh)).path
+    config = {"games": games, "partners": partners, "episodes": episodes, "rounds": rounds,
+              "seed": seed, "agent": "tabular-rmax", "m": 1, "shard": sh.to_json(),
+              "output_dir": str(output_dir)}
+    meta = run_metadata("tom", config)
     write_json_atomic(folder / "run.json", meta)
-    rows = []
-    curves = {}
+    t0 = time.perf_counter()
+    records: list[dict[str, Any]] = []
     with JsonlWriter(folder / "episodes.jsonl") as writer:
         for g in games:
             for p in partners:
-                r = run_baseline(g, p, episodes=episodes, T=rounds, seed=seed)
-                for e in range(r["n_episodes"]):
-                    writer.write({"game": g, "partner": p, "episode": e, "status": "ok",
-                                  "regret_per_step": float(r["episode_regret_per_step"][e]),
-                                  "tom_accuracy": float(r["episode_tom_accuracy"][e]),
-                                  "tom_regret_per_step": float(r["episode_tom_regret_per_step"][e])})
-                rows.append({k: (list(r[k]) if k.endswith("_ci95") and r[k] is not None else r[k])
-                             for k in SUMMARY_KEYS})
-                curves[f"{g}/{p}"] = [float(x) for x in r["regret_curve"]]
-    write_json_atomic(folder / "summary.json", {"settings": rows})
-    write_json_atomic(folder / "curves.json", curves)
-    _plot_curves(curves, folder / "regret_curve.png")
-    meta.update(end_time=now_iso(), status="finished", totals={"settings": len(rows)})
+                sim = simulate_rmax(GAMES[g], make_partner(p, g), ids, rounds, seed, m=1)
+                for rec in baseline_episode_records(g, p, ids, sim):
+                    writer.write(rec)
+                    records.append(rec)
+    rows = write_baseline_outputs(folder, records, config, None if sh.whole else str(sh))
+    meta.update(end_time=now_iso(), status="finished",
+                totals={"settings": len(rows), "records": len(records), "errors": 0,
+                        "seconds": time.perf_counter() - t0})
     write_json_atomic(folder / "run.json", meta)
     return folder, rows
-
-
-def _plot_curves(curves: dict[str, list[float]], path: Path) -> None:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7, 4), dpi=110)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    for name, ys in curves.items():
-        ax.plot(range(1, len(ys) + 1), ys, label=name)
-    ax.set_xlabel("step")
-    ax.set_ylabel("regret (vs optimal T-step response)")
-    ax.set_title("Tabular R-max baseline: regret per step")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)

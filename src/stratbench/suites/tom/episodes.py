@@ -59,15 +59,18 @@ async def arun_lm_episode(
     predict: bool = True,
     tom_variant: str = "agent_first",
     keep_prompts: bool = False,
+    history: bool = True,
+    payoffs: bool = True,
 ) -> dict[str, Any]:
     """One episode; see :func:`run_lm_episode`."""
     g = get_game(game)
     partner = make_partner(partner_name, g)
-    act_tpl = LMPrompts(g, label_set, T, "agent_first")
+    act_tpl = LMPrompts(g, label_set, T, "agent_first", payoffs=payoffs, history=history)
     conts = act_tpl.continuations
     act_hist = PromptHistory(act_tpl)
     # Figure 2 shares Figure 1's history; Figure 3 needs its own partner-first history.
-    tom_hist = act_hist if tom_variant == "agent_first" else PromptHistory(LMPrompts(g, label_set, T, tom_variant))
+    tom_hist = act_hist if tom_variant == "agent_first" else PromptHistory(
+        LMPrompts(g, label_set, T, tom_variant, payoffs=payoffs, history=history))
 
     p_rng = np.random.default_rng(derive_seed(seed, *PARTNER_STREAM))
     s0 = partner.reset(p_rng)
@@ -80,7 +83,7 @@ async def arun_lm_episode(
     t0 = time.perf_counter()
     status_all = "complete"
     for t in range(T):
-        rec: dict[str, Any] = {"t": t, "status": "parsed", "tokens_in": 0}
+        rec: dict[str, Any] = {"t": t, "status": "parsed", "tokens_in": 0, "latency_s": 0.0}
         prompts: dict[str, str] = {}
 
         async def predict_partner(my_action: int | None) -> bool:
@@ -88,6 +91,7 @@ async def arun_lm_episode(
             prompts["tom"] = prompt
             r = await _score_one(model, prompt, conts)
             rec["tokens_in"] += r.tokens_in
+            rec["latency_s"] += r.latency_s
             if not r.ok:
                 rec.update(status="error", error=f"tom: {r.error}")
                 return False
@@ -103,6 +107,7 @@ async def arun_lm_episode(
             prompts["action"] = prompt
             r = await _score_one(model, prompt, conts)
             rec["tokens_in"] += r.tokens_in
+            rec["latency_s"] += r.latency_s
             if not r.ok:
                 rec.update(status="error", error=f"action: {r.error}")
                 ok = False
@@ -162,6 +167,8 @@ def run_lm_episode(
     predict: bool = True,
     tom_variant: str = "agent_first",
     keep_prompts: bool = False,
+    history: bool = True,
+    payoffs: bool = True,
 ) -> dict[str, Any]:
     """Play one LM-prompting episode (sync wrapper; use :func:`arun_lm_episode` inside a loop).
 
@@ -171,7 +178,7 @@ def run_lm_episode(
     (tokens the backend actually evaluated), seconds, status ("complete" / "error").
     """
     return asyncio.run(arun_lm_episode(model, game, partner_name, T, seed, label_set, predict,
-                                       tom_variant, keep_prompts))
+                                       tom_variant, keep_prompts, history, payoffs))
 
 
 async def arun_lm_episodes(

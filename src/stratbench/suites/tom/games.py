@@ -36,6 +36,8 @@ class RepeatedGame:
     payoff_partner: np.ndarray
     labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
     title: str = ""
+    score_wording: bool = False
+    """Appendix C.1: RPS prompts say "receive a score of +1/0/-1" instead of "win N points"."""
 
     def __post_init__(self) -> None:
         me = np.array(self.payoff_me, dtype=float)
@@ -98,6 +100,7 @@ RPS = RepeatedGame(
     name="rps",
     title="Rock, Paper, Scissors",
     actions=("J", "F", "B"),
+    score_wording=True,
     # a1 beats a0, a2 beats a1, a0 beats a2 (Paper beats Rock ...): win +1, tie 0, loss -1.
     payoff_me=np.array([[0, -1, 1], [1, 0, -1], [-1, 1, 0]]),
     payoff_partner=np.array([[0, 1, -1], [-1, 0, 1], [1, -1, 0]]),

@@ -103,15 +103,22 @@ class FiniteStatePartner:
         return self.update(state, my_action, self.action_of(state))
 
     # -- vectorised helpers -------------------------------------------------------------------
-    def reset_many(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        return rng.choice(self.n_states, size=n, p=self.init_dist).astype(np.int64)
+    def reset_many(self, rng: np.random.Generator | None, n: int, u: np.ndarray | None = None) -> np.ndarray:
+        """Initial states of n episodes; from the uniforms ``u`` (shape (n,)) when given, so each
+        episode's draw can come from its own seeded stream (inverse CDF of ``init_dist``)."""
+        if u is None:
+            return rng.choice(self.n_states, size=n, p=self.init_dist).astype(np.int64)
+        cum = np.cumsum(self.init_dist)
+        return np.minimum((np.asarray(u)[:, None] >= cum[None, :]).sum(axis=1), self.n_states - 1).astype(np.int64)
 
-    def act_many(self, states: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def act_many(self, states: np.ndarray, rng: np.random.Generator | None, u: np.ndarray | None = None) -> np.ndarray:
+        """Actions in ``states``; stochastic partners sample by inverse CDF from ``u`` (shape
+        (len(states),)) when given, else from ``rng``."""
         if self.is_deterministic:
             return np.argmax(self.action_probs[states], axis=1).astype(np.int64)
         cum = np.cumsum(self.action_probs[states], axis=1)
-        u = rng.random(states.shape[0])[:, None]
-        return np.minimum((u >= cum).sum(axis=1), cum.shape[1] - 1).astype(np.int64)
+        uu = (rng.random(states.shape[0]) if u is None else np.asarray(u))[:, None]
+        return np.minimum((uu >= cum).sum(axis=1), cum.shape[1] - 1).astype(np.int64)
 
     def update_many(self, states: np.ndarray, mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
         return self.next_state[states, mine, theirs]

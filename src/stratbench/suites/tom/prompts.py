@@ -39,8 +39,16 @@ continuations are ``" J"``, ``" F"``, ... - the same characters. This is deliber
 most SentencePiece/BPE) tokenizers encode ``" J"`` as one token (``▁J``), whereas a prompt ending in
 ``"A: Option "`` would put a lone space token before an unnatural space-less ``J``.
 
-Payoff wording for negative payoffs (RPS) follows the template literally ("you win -1 points");
-the paper does not print its RPS prompt.
+Payoff wording: Appendix C.1 says RPS prompts say that the players "receive a score of +1/0/-1"
+rather than "win N points" (RPS has negative payoffs). The paper prints no RPS prompt, so the RPS
+sentences here are our reconstruction: "then you receive a score of +1 and the other player
+receives a score of -1." and, in the history, "Thus, you received a score of +1 and the other
+player received a score of -1."
+
+Ablations (Table 3): ``payoffs=False`` drops the rules paragraphs (the payoff table) but keeps the
+points received in the history lines (the paper's "-Payoffs" removes the payoff table; without the
+received points nothing in the prompt would say what is good); ``history=False`` drops the round
+lines (the round number stays).
 """
 
 from __future__ import annotations
@@ -75,6 +83,16 @@ def _pts(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
+def _score(x: float) -> str:
+    """RPS score: "+1", "0", "-1"."""
+    return "0" if x == 0 else ("+" if x > 0 else "") + _pts(x)
+
+
+def answer_format(labels: tuple[str, ...]) -> str:
+    """The template's placeholder: '<J or F>' / '<J, F or B>'."""
+    return "<" + (labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " or " + labels[-1]) + ">"
+
+
 def continuations(labels: tuple[str, ...]) -> tuple[str, ...]:
     """The scored continuations: a space then the label (completing ``... Option``)."""
     return tuple(" " + lab for lab in labels)
@@ -85,13 +103,16 @@ class LMPrompts:
     """Templates for one game, label set, horizon and history order.
 
     ``order``: "agent_first" (Figures 1-2: "you chose X and the other player chose Y") or
-    "partner_first" (Figure 3: "the other player chose Y and you chose X").
+    "partner_first" (Figure 3: "the other player chose Y and you chose X"). ``payoffs`` /
+    ``history``: the Table 3 ablations (see the module doc).
     """
 
     game: RepeatedGame
     label_set: str = "neutral"
     T: int = T_DEFAULT
     order: str = "agent_first"
+    payoffs: bool = True
+    history: bool = True
 
     def __post_init__(self) -> None:
         if self.order not in TOM_VARIANTS:
@@ -107,36 +128,58 @@ class LMPrompts:
         return continuations(self.labels)
 
     # -- pieces -------------------------------------------------------------------------------
-    def header(self) -> str:
-        labs = self.labels
-        g = self.game
-        intro = (
+    def options_or(self) -> str:
+        return _options_or(self.labels)
+
+    def answer_format(self) -> str:
+        return answer_format(self.labels)
+
+    def intro(self) -> str:
+        return (
             "You are playing a game repeatedly with another player. In this game, you can choose "
-            f"between {_options_list(labs)}. You will play {self.T} rounds in total with the same player."
+            f"between {_options_list(self.labels)}. You will play {self.T} rounds in total with the same player."
         )
-        rules = ["The rules of the game are as follows:"]
+
+    def _outcome(self, a: int, b: int, past: bool) -> str:
+        g = self.game
+        me, other = g.payoff_me[a, b], g.payoff_partner[a, b]
+        if g.score_wording:
+            if past:
+                return f"you received a score of {_score(me)} and the other player received a score of {_score(other)}"
+            return f"you receive a score of {_score(me)} and the other player receives a score of {_score(other)}"
+        if past:
+            return f"you won {_pts(me)} points and the other player won {_pts(other)} points"
+        return f"you win {_pts(me)} points and the other player wins {_pts(other)} points"
+
+    def rules(self) -> list[str]:
+        """The payoff table as the paper's rule paragraphs (empty when ``payoffs`` is off)."""
+        if not self.payoffs:
+            return []
+        labs = self.labels
+        out = ["The rules of the game are as follows:"]
         for a, la in enumerate(labs):
             for b, lb in enumerate(labs):
-                rules.append(
-                    f"If you choose Option {la} and the other player chooses Option {lb}, then you win "
-                    f"{_pts(g.payoff_me[a, b])} points and the other player wins "
-                    f"{_pts(g.payoff_partner[a, b])} points."
-                )
-        return PARA.join([intro, *rules]) + PARA
+                out.append(f"If you choose Option {la} and the other player chooses Option {lb}, then "
+                           f"{self._outcome(a, b, past=False)}.")
+        return out
+
+    def header(self) -> str:
+        return PARA.join([self.intro(), *self.rules()]) + PARA
 
     def round_line(self, t: int, my_action: int, partner_action: int) -> str:
         """History line of round t (0-based; printed 1-based), ending with a paragraph break."""
         la, lb = self.labels[my_action], self.labels[partner_action]
-        g = self.game
         if self.order == "agent_first":
             chose = f"you chose Option {la} and the other player chose Option {lb}"
         else:
             chose = f"the other player chose Option {lb} and you chose Option {la}"
-        return (
-            f"In round {t + 1}, {chose}. Thus, you won {_pts(g.payoff_me[my_action, partner_action])} "
-            f"points and the other player won {_pts(g.payoff_partner[my_action, partner_action])} points."
-            + PARA
-        )
+        return f"In round {t + 1}, {chose}. Thus, {self._outcome(my_action, partner_action, past=True)}." + PARA
+
+    def history_text(self, rounds: list[tuple[int, int]]) -> str:
+        """All round lines ('' with ``history`` off)."""
+        if not self.history:
+            return ""
+        return "".join(self.round_line(t, a, b) for t, (a, b) in enumerate(rounds))
 
     def action_query(self, t: int) -> str:
         """Figure 1's query for round t (0-based); ends at ``A: Option``."""
@@ -167,7 +210,8 @@ class PromptHistory:
         self.t = 0  # rounds recorded so far
 
     def add_round(self, my_action: int, partner_action: int) -> None:
-        self.text += self.templates.round_line(self.t, my_action, partner_action)
+        if self.templates.history:
+            self.text += self.templates.round_line(self.t, my_action, partner_action)
         self.t += 1
 
     def action_prompt(self) -> str:

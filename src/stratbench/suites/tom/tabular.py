@@ -20,23 +20,29 @@ The paper gives no hyper-parameters. These settings reproduce its Tabular rows a
 acting on the prediction: at each step, ``max_a u(a, b_t) - u(BR(pred_t), b_t)`` where b_t is the
 partner's actual action and BR the myopic best response (lowest index on ties). It isolates the
 cost of wrong predictions, which is what a literal-ToM metric should measure. Measured (300
-episodes, seed 0) vs paper: RPS 0.045/0.039 (single) and 0.100/0.105 (tit-for-tat), IBS
-0.116/0.088 and 0.131/0.162 - close but not exact; it is 0 for IPD (defect is dominant, so BR
+episodes, seed 0) vs paper: RPS 0.038/0.039 (single) and 0.100/0.105 (tit-for-tat), IBS
+0.101/0.088 and 0.133/0.162 - close but not exact; it is 0 for IPD (defect is dominant, so BR
 ignores the prediction) where the paper reports ~0.07 - that gap is unexplained. A long-horizon variant,
 ``tom_regret_dp_per_step`` = V[t, s_t] - Q[t, s_t, BR(pred_t)] at the visited partner states, is
 also returned: it charges the myopic response for its future cost (large against IPD
 tit-for-tat), so it is not what the paper reports.
 
-Everything is vectorised over episodes: one numpy pass per step and per planning backup.
+Everything is vectorised over episodes: one numpy pass per step and per planning backup. Each
+episode's randomness (the partner's initial state, tie-breaking, a stochastic partner's draws) comes
+from its own generator seeded ``derive_seed(seed, e)`` for episode index e, drawn up front, so an
+episode plays the same whichever other episodes are simulated with it: that is what lets
+``tom baseline --shard i/n`` split the episodes and a merge reproduce the unsharded run exactly.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from stratbench.seeding import derive_seed
 from stratbench.suites.tom.games import T_DEFAULT, RepeatedGame, get_game
 from stratbench.suites.tom.partners import FiniteStatePartner, make_partner
 from stratbench.suites.tom.regret import mean_ci, optimal_values
@@ -54,17 +60,34 @@ PAPER_TABULAR: dict[tuple[str, str], dict[str, float]] = {
 _TIE_TOL = 1e-9
 
 
+def episode_streams(seed: int, episode_ids: Sequence[int], T: int, n_actions: int) -> dict[str, np.ndarray]:
+    """Per-episode uniforms, episode e from ``default_rng(derive_seed(seed, e))``: ``init`` (E,),
+    ``tie`` (E, T, A) for tie-breaking and ``act`` (E, T) for a stochastic partner's draws."""
+    init, tie, act = [], [], []
+    for e in episode_ids:
+        rng = np.random.default_rng(derive_seed(seed, int(e)))
+        init.append(rng.random())
+        tie.append(rng.random((T, n_actions)))
+        act.append(rng.random(T))
+    E = len(init)
+    return {"init": np.asarray(init, dtype=float).reshape(E),
+            "tie": np.asarray(tie, dtype=float).reshape(E, T, n_actions),
+            "act": np.asarray(act, dtype=float).reshape(E, T)}
+
+
 def simulate_rmax(
     game: RepeatedGame,
     partner: FiniteStatePartner,
-    episodes: int,
+    episode_ids: Sequence[int],
     T: int,
-    rng: np.random.Generator,
+    seed: int,
     m: int = 1,
 ) -> dict[str, np.ndarray]:
-    """Play ``episodes`` independent R-max agents against fresh partners; returns (E, T) arrays
-    ``mine``, ``theirs``, ``pred`` (predicted partner action), ``pstate`` (partner state) and
-    ``s0`` (E,)."""
+    """Play independent R-max agents, one per episode index in ``episode_ids`` (randomness from
+    :func:`episode_streams`), against fresh partners; returns (E, T) arrays ``mine``, ``theirs``,
+    ``pred`` (predicted partner action), ``pstate`` (partner state) and ``s0`` (E,)."""
+    u = episode_streams(seed, episode_ids, T, game.n_actions)
+    episodes = len(episode_ids)
     A = game.n_actions
     B = partner.action_probs.shape[1]
     S = 1 + A * B  # START + joint actions
@@ -75,7 +98,7 @@ def simulate_rmax(
     N = np.zeros((E, S, A, B))  # model counts: partner action after (state, my action)
     C = np.zeros((E, S, B), dtype=np.int64)  # predictor counts per state
     s = np.zeros(E, dtype=np.int64)
-    ps = partner.reset_many(rng, E)
+    ps = partner.reset_many(None, E, u=u["init"])
     s0 = ps.copy()
     out = {k: np.zeros((E, T), dtype=np.int64) for k in ("mine", "theirs", "pred", "pstate")}
     ar = np.arange(E)
@@ -93,9 +116,9 @@ def simulate_rmax(
             V = Q.max(axis=-1)
         q = Q[ar, s]  # (E, A) at the current state, horizon h
         ties = q >= q.max(axis=1, keepdims=True) - _TIE_TOL * max(1.0, abs(r_max) * h)
-        a = np.argmax(rng.random((E, A)) * ties, axis=1)
+        a = np.argmax(u["tie"][:, t] * ties, axis=1)
         pred = np.argmax(C[ar, s], axis=1)
-        b = partner.act_many(ps, rng)
+        b = partner.act_many(ps, None, u=u["act"][:, t])
         out["mine"][:, t], out["theirs"][:, t], out["pred"][:, t], out["pstate"][:, t] = a, b, pred, ps
         N[ar, s, a, b] += 1
         C[ar, s, b] += 1
@@ -112,9 +135,11 @@ def run_baseline(
     T: int = T_DEFAULT,
     seed: int = 0,
     m: int = 1,
+    episode_ids: Sequence[int] | None = None,
     **partner_kwargs: Any,
 ) -> dict[str, Any]:
-    """Run the Tabular baseline; reproducible for a given seed.
+    """Run the Tabular baseline; reproducible for a given seed (episode e seeded
+    ``derive_seed(seed, e)``; ``episode_ids`` picks a subset, e.g. a shard, default all).
 
     Returns means and 95% bootstrap CIs over episodes of ``regret_per_step`` (Δ_F/T),
     ``tom_accuracy`` (fraction) and ``tom_regret_per_step`` (Δ_ToM/T, see module doc), plus
@@ -122,9 +147,9 @@ def run_baseline(
     """
     g = get_game(game)
     p = make_partner(partner, g, **partner_kwargs)
-    rng = np.random.default_rng(seed)
+    ids = list(range(episodes)) if episode_ids is None else [int(e) for e in episode_ids]
     t0 = time.perf_counter()
-    sim = simulate_rmax(g, p, episodes, T, rng, m=m)
+    sim = simulate_rmax(g, p, ids, T, seed, m=m)
     vals = optimal_values(g, p, T)
     t_idx = np.arange(T)[None, :]
     st = sim["pstate"]
@@ -143,7 +168,8 @@ def run_baseline(
         "game": g.name,
         "partner": p.name,
         "T": T,
-        "n_episodes": episodes,
+        "n_episodes": len(ids),
+        "episode_ids": ids,
         "seed": seed,
         "m": m,
         "regret_per_step": ci_r["mean"],
@@ -160,5 +186,6 @@ def run_baseline(
         "episode_regret_per_step": ep_reg,
         "episode_tom_accuracy": ep_acc,
         "episode_tom_regret_per_step": ep_tom,
+        "simulation": sim,
         "seconds": time.perf_counter() - t0,
     }

@@ -1,0 +1,31 @@
+"""`stratbench merge DIR... [--output-dir D]`: a thin wrapper over :func:`stratbench.runner.merge.merge_runs`."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from stratbench.cli.display import console
+
+
+def merge(
+    folders: list[str] = typer.Argument(..., metavar="DIR", help="The shard folders of one run (from --shard i/n), in any order."),
+    output_dir: str = typer.Option("results", help="Where the merged result folder is created."),
+    quiet: bool = typer.Option(False, help="Print only the merged folder."),
+) -> int:
+    """Combine the shards of one run into one result folder, identical to an unsharded run's."""
+    from stratbench.runner.merge import merge_runs
+
+    out = merge_runs(folders, output_dir)
+    if quiet:
+        print(out)
+        return 0
+    suite_folder = (out / "suite_metadata.json").is_file()  # shards of a tiered suite
+    meta = json.loads((out / ("suite_metadata.json" if suite_folder else "run.json")).read_text())
+    t = meta.get("totals", {})
+    what = f"suite of {t.get('runs', 0)} runs" if suite_folder else "run"
+    console.print(f"{out}: {meta['suite']} {what} merged from {len(folders)} shards — "
+                  f"{t.get('records', 0)} records, {t.get('errors', 0)} errors, "
+                  f"{t.get('model_calls', 0)} model calls")
+    return 0

@@ -1,0 +1,288 @@
+"""`stratbench report DIR`: one static HTML page for a result folder or a folder of runs.
+
+The page is self-contained: figures are embedded as base64 PNG data URIs, there is no script and
+no external resource, and a Content-Security-Policy forbids both, so the file can be mailed,
+archived or opened offline. The figures the report draws itself are also written next to it as
+PNG files (the suites' own PNGs stay in their run folders). Every piece of text taken from the
+result files goes through the escaping builder in :mod:`stratbench.report.html`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import stratbench
+from stratbench.errors import InputError
+from stratbench.report.discover import SuiteDir, discover
+from stratbench.report.html import Html, el, fmt_num, join, kv_table, table
+from stratbench.report.sections import (
+    LEADERBOARD,
+    Ctx,
+    LeaderEntry,
+    RunView,
+    compact_csv_table,
+    csv_table,
+    metric_cell,
+    render_run,
+    slug,
+    text_file,
+)
+
+__all__ = ["MARKER", "ReportResult", "build_report"]
+
+MARKER = "stratbench-report"
+AUTO_RUN_FIGURES = 12
+MAX_OPEN_LEADERBOARDS = 6
+MAX_OPEN_OVERVIEW = 20
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1200px;
+padding:1rem 2rem;color:#222;line-height:1.4}
+h1{margin-bottom:.2rem}h2{border-bottom:2px solid #ddd;padding-bottom:.2rem;margin-top:2.2rem}
+h3{margin-top:1.6rem}h3 a{color:inherit;text-decoration:none}
+table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.88rem}
+th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:left;vertical-align:top}
+th{background:#f4f4f4}caption{text-align:left;font-size:.85rem;color:#555;padding:.2rem 0}
+table.kv td:first-child{font-family:monospace;white-space:nowrap}
+table.headline td:nth-child(2),table.headline td:nth-child(3){font-family:monospace;text-align:right}
+table.wide{display:block;overflow-x:auto;max-width:100%}table.wide td{white-space:nowrap}
+table.records pre{margin:0;max-width:48rem;max-height:14rem;overflow:auto;white-space:pre-wrap;
+word-break:break-word;font-size:.8rem}
+pre{background:#f7f7f7;padding:.5rem;overflow:auto;max-height:30rem;white-space:pre-wrap}
+section.run{border:1px solid #e2e2e2;border-radius:6px;padding:.2rem 1rem 1rem;margin:1rem 0}
+.pill{display:inline-block;font-size:.75rem;background:#eef;border-radius:9px;padding:0 .5rem;
+margin-right:.2rem;font-weight:normal}.pill.model{background:#efe}.pill.bad{background:#fdd}
+.warn{color:#a40000}.note{color:#555;font-size:.88rem}
+figure{display:inline-block;margin:.5rem 1rem .5rem 0;vertical-align:top}
+figure img{max-width:100%;border:1px solid #eee}figcaption{font-size:.8rem;color:#555}
+.figs figure img{max-width:560px}nav ul{columns:2;font-size:.9rem}
+details{margin:.4rem 0}summary{cursor:pointer;color:#225}summary h3{display:inline-block;margin:.6rem 0}
+"""
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    index: Path  # the HTML page
+    figures: list[Path]  # PNGs the report drew, next to the page
+    n_runs: int
+    n_suites: int
+
+
+def _default_output(root: Path) -> Path:
+    return root / "report"
+
+
+def _prepare_output(out: Path) -> None:
+    """Create the output folder; clear the PNGs of an earlier report there (only when the folder
+    holds our own index.html, so an unrelated folder is never emptied)."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--output {out}: exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    index = out / "index.html"
+    if index.exists():
+        try:
+            ours = MARKER in index.read_text(encoding="utf-8", errors="replace")[:2000]
+        except OSError:
+            ours = False
+        if ours:
+            for p in out.glob("*.png"):
+                p.unlink()
+
+
+def _rank_key(e: LeaderEntry, key: str, lower_better: bool) -> tuple[int, float]:
+    """Entries without the metric sort last; the rest best first."""
+    v = e.summary.get(key)
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return (1, 0.0)
+    return (0, float(v) if lower_better else -float(v))
+
+
+def _leaderboards(ctx: Ctx, views: list[RunView]) -> list[Html]:
+    """A ranked table (and bar chart) per group of comparable runs with two or more entries."""
+    groups: dict[str, list[LeaderEntry]] = {}
+    for v in views:
+        for e in v.entries:
+            groups.setdefault(e.group, []).append(e)
+    out: list[tuple[str, Html]] = []
+    for group, entries in sorted(groups.items()):
+        if len(entries) < 2:
+            continue
+        suite = entries[0].suite
+        cols, lower_better = LEADERBOARD[suite]
+        key = next((k for k, _ in cols if any(isinstance(e.summary.get(k), (int, float)) for e in entries)), None)
+        if key is None:
+            continue
+        ranked = sorted(entries, key=lambda e, k=key, lb=lower_better: _rank_key(e, k, lb))
+        shown_cols = [(k, lab) for k, lab in cols if any(k in e.summary for e in entries)]
+        rows = []
+        for i, e in enumerate(ranked, 1):
+            rows.append([i, e.name, el("a", e.rel, href=f"#{e.anchor}")]
+                        + [metric_cell(e.summary, k) for k, _ in shown_cols]
+                        + [fmt_num(e.tokens) if e.tokens is not None else "—",
+                           f"${e.cost:.4f}" if e.cost is not None else "—"])
+        label = dict(cols)[key]
+        anchor = slug("lb-" + group)
+        parts: list[Any] = [
+            el("p", f"Ranked by {label} ({'lower' if lower_better else 'higher'} is better); "
+               "values are means with 95% bootstrap CIs over units (games, grids or episodes).", class_="note"),
+            table(["#", "model", "run"] + [lab for _, lab in shown_cols] + ["tokens", "cost"], rows, class_="wide"),
+        ]
+        with_vals = [e for e in ranked if _rank_key(e, key, lower_better)[0] == 0]
+        if len(with_vals) >= 2:
+            names = [e.name for e in with_vals]
+            values = [float(e.summary[key]) for e in with_vals]
+            cis = [e.summary.get(f"{key}_ci95") for e in with_vals]
+            parts.append(ctx.figure(
+                f"{anchor}_leaderboard",
+                lambda n=names, v=values, c=cis, lab=label: _plots().leaderboard_plot(n, v, c, lab, f"{lab} (95% CI)"),
+                f"Leaderboard: {label}", f"{label} with 95% CI, per model", per_run=False))
+        out.append((group, el("div", join(parts), id=anchor)))
+    if len(out) > MAX_OPEN_LEADERBOARDS:  # e.g. a tiered suite: one group per bucket × seed × mode
+        return [el("details", el("summary", title), body) for title, body in out]
+    return [join([el("h3", title), body]) for title, body in out]
+
+
+def _plots() -> Any:
+    from stratbench.report import plots
+
+    return plots
+
+
+def _suite_section(s: SuiteDir) -> Html:
+    anchor = slug("suite-" + s.rel)
+    parts: list[Any] = [el("h3", el("a", s.rel, href=f"#{anchor}"), " ", el("span", "suite folder", class_="pill"))]
+    for p in s.problems:
+        parts.append(el("p", p, class_="warn"))
+    order = sorted(s.tables, key=lambda p: (0 if "aggregated" in p.name and p.suffix == ".csv" else 1, p.name))
+    for i, p in enumerate(order):
+        compact = compact_csv_table(p) if p.suffix == ".csv" else None
+        if compact is not None:
+            parts.append(el("details", el("summary", f"{p.name} (headline columns)"), compact, open=(i == 0)))
+        body = csv_table(p) if p.suffix == ".csv" else text_file(p)
+        parts.append(el("details", el("summary", p.name + (" (all columns)" if compact is not None else "")),
+                        body, open=(i == 0 and compact is None)))
+    if isinstance(s.metadata, dict):
+        parts.append(el("details", el("summary", "suite_metadata.json"), kv_table(s.metadata)))
+    elif s.metadata is not None:
+        parts.append(el("details", el("summary", "suite_metadata.json"), el("pre", str(s.metadata)[:20000])))
+    return el("section", join(parts), id=anchor, class_="run")
+
+
+def _short_time(iso: Any) -> str:
+    """'2026-11-22T14:21:23+00:00' -> '2026-11-22 14:21:23' (the full value is in the metadata)."""
+    if not isinstance(iso, str) or not iso:
+        return "—"
+    return iso.replace("T", " ")[:19]
+
+
+def _overview(views: list[RunView]) -> Html:
+    rows = []
+    tok_sum, cost_sum, any_tok, any_cost = 0, 0.0, False, False
+    for v in views:
+        o = v.overview
+        if o["tokens"] is not None:
+            tok_sum += o["tokens"]
+            any_tok = True
+        if o["cost"] is not None:
+            cost_sum += o["cost"]
+            any_cost = True
+        rows.append([el("a", o["rel"], href=f"#{o['anchor']}"), o["suite"], o["player"], o["status"],
+                     fmt_num(o["records"]), fmt_num(o["errors"]),
+                     fmt_num(o["tokens"]) if o["tokens"] is not None else "—",
+                     f"${o['cost']:.4f}" if o["cost"] is not None else "—", _short_time(o["start"])])
+    if len(views) > 1:
+        rows.append([el("b", "total"), "", "", "", "", "", fmt_num(tok_sum) if any_tok else "—",
+                     f"${cost_sum:.4f}" if any_cost else "—", ""])
+    return table(("run", "suite", "model / player", "status", "records", "errors", "tokens", "cost", "started"),
+                 rows, class_="wide")
+
+
+def build_report(path: str | Path, output: str | Path | None = None, max_records: int = 10,
+                 figures: str = "auto") -> ReportResult:
+    """Write ``<output>/index.html`` (default ``<path>/report/``) for the runs under ``path``.
+
+    Works on one result folder, a folder of runs (e.g. ``results/``) or a suite folder; partial or
+    unknown folders get a report of what they hold. ``figures``: "all", "none", or "auto" (the
+    per-run figures the report draws itself only when there are at most
+    :data:`AUTO_RUN_FIGURES` runs — a tiered suite has dozens, and each figure costs ~0.3 s; the
+    suites' own PNGs and the leaderboard charts are always shown). Raises InputError for a
+    missing folder or a bad option.
+    """
+    if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 0:
+        raise InputError(f"--max-records must be a non-negative integer, got {max_records!r}")
+    if figures not in ("auto", "all", "none"):
+        raise InputError(f"--figures must be auto, all or none, got {figures!r}")
+    root = Path(path)
+    if not root.exists():
+        raise InputError(f"{root}: no such folder")
+    if not root.is_dir():
+        raise InputError(f"{root}: not a folder (give a result folder or a folder of runs)")
+    out = Path(output) if output is not None else _default_output(root)
+    runs, suites = discover(root, exclude=out)
+    _prepare_output(out)
+    run_figs = figures == "all" or (figures == "auto" and len(runs) <= AUTO_RUN_FIGURES)
+    ctx = Ctx(out, max_records, run_figures=run_figs, summary_figures=figures != "none")
+    views = [render_run(ctx, r) for r in runs]
+
+    by_suite: dict[str, list[RunView]] = {}
+    for v in views:
+        by_suite.setdefault(v.run.suite, []).append(v)
+    leaderboards = _leaderboards(ctx, views)
+
+    nav_items = []
+    if suites:
+        nav_items.append(el("li", el("a", "Suite folders", href="#suites")))
+    if leaderboards:
+        nav_items.append(el("li", el("a", "Leaderboards", href="#leaderboards")))
+    nav_items.append(el("li", el("a", "Overview", href="#overview")))
+    for suite, vs in by_suite.items():
+        nav_items.append(el("li", el("a", f"{suite} ({len(vs)} run{'s' if len(vs) != 1 else ''})",
+                                     href=f"#{slug('suite-runs-' + suite)}")))
+
+    body: list[Any] = [
+        el("h1", "stratbench report"),
+        el("p", "Folder: ", el("code", str(root.resolve())), el("br"),
+           f"Generated {_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')} by stratbench "
+           f"{stratbench.__version__}; {len(runs)} run folder{'s' if len(runs) != 1 else ''}"
+           + (f", {len(suites)} suite folder{'s' if len(suites) != 1 else ''}" if suites else "")
+           + ". Means carry 95% bootstrap CIs over units (games, grids, episodes).", class_="note"),
+        None if run_figs or figures == "none" else el(
+            "p", f"Per-run figures are left out for folders with more than {AUTO_RUN_FIGURES} runs "
+            "(stratbench report --figures all draws them).", class_="note"),
+        el("nav", el("ul", nav_items)),
+    ]
+    if suites:
+        body += [el("h2", "Suite folders", id="suites"), *[_suite_section(s) for s in suites]]
+    if leaderboards:
+        body += [el("h2", "Leaderboards", id="leaderboards"),
+                 el("p", "Runs are ranked only against runs of the same suite on the same games and setting.",
+                    class_="note"), *leaderboards]
+    overview = _overview(views)
+    body += [el("h2", "Overview", id="overview"),
+             overview if len(views) <= MAX_OPEN_OVERVIEW else el(
+                 "details", el("summary", f"All {len(views)} run folders"), overview)]
+    for suite, vs in by_suite.items():
+        body += [el("h2", f"{suite} runs", id=slug("suite-runs-" + suite)), *[v.html(collapsed=len(views) > AUTO_RUN_FIGURES) for v in vs]]
+
+    page = Html("<!DOCTYPE html>\n") + el(
+        "html",
+        el("head",
+           el("meta", charset="utf-8"),
+           el("meta", http_equiv="Content-Security-Policy", content=CSP),
+           el("meta", name="viewport", content="width=device-width, initial-scale=1"),
+           el("meta", name="generator", content=MARKER),
+           el("title", f"stratbench report — {root.resolve().name}"),
+           el("style", Html(_CSS))),
+        el("body", join(body)),
+        lang="en",
+    )
+    index = out / "index.html"
+    tmp = out / ".index.html.tmp"
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, index)
+    return ReportResult(index, list(ctx.written), len(runs), len(suites))

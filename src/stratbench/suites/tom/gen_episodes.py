@@ -1,0 +1,312 @@
+"""Episodes with the paper's text-generation strategies (QA, CoT, Social, Plans+Insights,
+Reflexion, Oracle, Oracle+Max) against a finite-state partner.
+
+One round, in call order:
+
+1. Reflexion only, from round 2 on: the reflection prompt (Figure 10) over the history so far; its
+   ``Plan:`` joins the memory (the last ``memory`` plans are shown, the paper's best was 1).
+2. Social: the prediction of the partner's action (partner-first QA prompt; SocialLM: log-probs of
+   Figure 3's prompt); it is also the round's literal-ToM prediction. Other strategies with
+   ``tom_variant="partner_first"`` ask their ToM prompt here, before acting.
+3. The action prompt (Oracle: told the partner's actual action of this round, drawn before the
+   agent acts - the partner's action never depends on the agent's current action).
+4. With ``tom_variant="agent_first"`` (default, as the paper's Figures 5, 7, 9, 12): the ToM
+   prompt, told the agent's action of this round.
+
+Each generated answer is accepted when it matches the template (:mod:`strategies`); otherwise the
+same prompt is sampled again, at most ``max_tries`` times in all (the paper re-samples "until" it
+matches; a bound keeps a model that never follows the template from looping forever). Rules, so
+nothing is ever invented:
+
+* the action never parses → the round is recorded ``parse_failed`` (every attempt's raw text and
+  reason kept) and the **episode stops** there: without an action the game cannot go on, and no
+  action is substituted. The episode has no regret (Δ_F/T is defined for the full horizon only)
+  and is counted in ``n_parse_failed_episodes``;
+* Social's prediction never parses → the same (its action prompt needs the prediction);
+* a ToM prediction (other strategies) never parses → the round goes on with ``prediction`` None
+  and ``tom_status="parse_failed"``; ToM metrics are over parsed predictions, and the summary
+  reports ``tom_parse_failure_rate``;
+* a reflection never parses → the memory is left unchanged (``reflection_status``);
+* a model error (after the backend's own retries) → the round is ``error`` and the episode stops
+  (errored episodes are run again by ``--resume``).
+
+Sampling: every call is seeded by ``derive_seed(episode_seed, t, kind, attempt)`` and carries
+``sample_index=attempt``, so re-queries are distinct samples, runs are reproducible, and the
+response cache (which keys on prompt, seed and sample index) replays a finished run for free.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stratbench.errors import InputError
+from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
+from stratbench.seeding import derive_seed
+from stratbench.suites.tom.episodes import PARTNER_STREAM, _policy
+from stratbench.suites.tom.games import RepeatedGame, get_game
+from stratbench.suites.tom.gen_prompts import GenPrompts, Prompt, memory_lines
+from stratbench.suites.tom.partners import FiniteStatePartner, make_partner
+from stratbench.suites.tom.prompts import TOM_VARIANTS, LMPrompts
+from stratbench.suites.tom.strategies import (
+    GENERATION_PROMPTINGS,
+    extract_field,
+    parse_option,
+)
+
+KIND_CODES = {"action": 1, "tom": 2, "reflection": 3}
+"""Seed keys per call kind, so an action and a prediction of one round never share a sample."""
+
+REASONING_STOPS = ("\n\nYou are currently playing", "\n\nYou are playing a game", "\n\nIn round ")
+"""Completion-mode stops for reasoning answers: where a raw model starts writing a new prompt."""
+
+
+@dataclass(frozen=True)
+class GenSettings:
+    """How a generation strategy is run (everything but the model, game, partner and seed)."""
+
+    prompting: str = "QA"
+    label_set: str = "neutral"
+    predict: bool = True
+    tom_variant: str = "agent_first"
+    history: bool = True
+    payoffs: bool = True
+    chat: bool = False
+    temperature: float = 0.7
+    max_tries: int = 3
+    max_tokens: int = 384
+    qa_max_tokens: int = 32
+    memory: int = 1
+    keep_prompts: bool = False
+
+    def __post_init__(self) -> None:
+        if self.prompting not in GENERATION_PROMPTINGS:
+            raise InputError(f"{self.prompting!r} is not a generation strategy; known: {', '.join(GENERATION_PROMPTINGS)}")
+        if self.tom_variant not in TOM_VARIANTS:
+            raise InputError(f"--tom-variant must be one of {', '.join(TOM_VARIANTS)}")
+        if self.max_tries < 1 or self.max_tokens < 1 or self.qa_max_tokens < 1:
+            raise InputError("--max-tries and --max-tokens must be at least 1")
+        if not 1 <= self.memory <= 9:
+            raise InputError("--memory (Reflexion) must be between 1 and 9")
+        if self.temperature < 0:
+            raise InputError("--temperature must be >= 0")
+
+    @property
+    def social(self) -> bool:
+        return self.prompting in ("Social", "SocialLM")
+
+
+Parser = Callable[[str], tuple[Any, str | None]]
+"""Answer text (stem included) → (value or None, reason when None)."""
+
+
+class _Caller:
+    """Sends one prompt with bounded re-queries and records every attempt."""
+
+    def __init__(self, model: LanguageModel, s: GenSettings, ep_seed: int) -> None:
+        self.model, self.s, self.seed = model, s, ep_seed
+
+    async def ask(self, t: int, kind: str, prompt: Prompt, parse: Parser, reasoning: bool,
+                  calls: list[dict[str, Any]]) -> tuple[str, Any]:
+        s = self.s
+        text = prompt.render(s.chat)
+        stem = "" if s.chat else prompt.stem
+        if s.chat:
+            stop: tuple[str, ...] = ()
+        elif kind == "reflection":
+            stop = ("\n\n",)
+        else:
+            stop = REASONING_STOPS if reasoning else ("\n",)
+        for attempt in range(s.max_tries):
+            req = GenerateRequest(
+                prompt=text, max_tokens=s.max_tokens if reasoning else s.qa_max_tokens,
+                temperature=s.temperature, stop=stop, chat=s.chat,
+                seed=derive_seed(self.seed, t, KIND_CODES[kind], attempt) % (2**31), sample_index=attempt,
+            )
+            r = (await self.model.generate([req]))[0]
+            call: dict[str, Any] = {
+                "kind": kind, "attempt": attempt, "text": r.text, "tokens_in": r.tokens_in,
+                "tokens_out": r.tokens_out, "latency_s": r.latency_s, "cached": r.cached,
+                "finish_reason": r.finish_reason,
+            }
+            if s.keep_prompts and attempt == 0:
+                call["prompt"] = text
+            calls.append(call)
+            if not r.ok:
+                call.update(status="error", error=r.error)
+                return "error", None
+            value, reason = parse(stem + (r.text or ""))
+            if value is not None:
+                call["status"] = "parsed"
+                return "parsed", value
+            call.update(status="parse_failed", reason=reason)
+        return "parse_failed", None
+
+
+def _option_parser(labels: tuple[str, ...]) -> Parser:
+    def parse(text: str) -> tuple[Any, str | None]:
+        res = parse_option(text, labels)
+        return (res.action, res.error)
+    return parse
+
+
+def _plans_insights_parser(labels: tuple[str, ...]) -> Parser:
+    """The action, with the answer's plans and insights (empty when the model left them out)."""
+    def parse(text: str) -> tuple[Any, str | None]:
+        res = parse_option(text, labels)
+        if not res.ok:
+            return None, res.error
+        return (res.action, extract_field(text, "plans") or "", extract_field(text, "insights") or ""), None
+    return parse
+
+
+def _plan_parser(text: str) -> tuple[Any, str | None]:
+    plan = extract_field(text, "plan")
+    return (plan, None) if plan else (None, "no 'Plan:' field")
+
+
+async def arun_gen_episode(
+    model: LanguageModel,
+    game: RepeatedGame | str,
+    partner_name: str | FiniteStatePartner,
+    T: int,
+    seed: int,
+    settings: GenSettings,
+) -> dict[str, Any]:
+    """One episode of a generation strategy; same result shape as the LM-prompting episode
+    (``records`` per round, ``status`` complete / parse_failed / error, ``initial_state``)."""
+    s = settings
+    g = get_game(game)
+    partner = make_partner(partner_name, g)
+    P = GenPrompts(g, s.label_set, T, payoffs=s.payoffs, history=s.history)
+    labels = P.labels
+    option = _option_parser(labels)
+    caller = _Caller(model, s, seed)
+    reasoning_action = s.prompting in ("CoT", "PlansInsights", "Reflexion")
+    tom_style = "cot" if s.prompting == "CoT" else "qa"
+    lm_tom = LMPrompts(g, s.label_set, T, "partner_first", s.payoffs, s.history)
+
+    p_rng = np.random.default_rng(derive_seed(seed, *PARTNER_STREAM))
+    s0 = partner.reset(p_rng)
+    state = s0
+    rounds: list[tuple[int, int]] = []
+    records: list[dict[str, Any]] = []
+    memory: collections.deque[str] = collections.deque(maxlen=s.memory)
+    plans: str | None = None
+    insights: str | None = None
+    t0 = time.perf_counter()
+    status_all = "complete"
+
+    async def ask_tom(t: int, my_action: int | None, plans: str | None, insights: str | None,
+                      calls: list[dict[str, Any]]) -> tuple[str, int | None]:
+        """The strategy's literal-ToM prompt; agent-first when ``my_action`` is given."""
+        if s.prompting == "PlansInsights":
+            extra = P.plans_insights_extra(plans, insights, current=my_action is not None)
+        elif s.prompting == "Reflexion":
+            extra = memory_lines(list(memory))
+        else:
+            extra = []
+        return await caller.ask(t, "tom", P.tom(rounds, my_action, tom_style, extra), option,
+                                tom_style == "cot", calls)
+
+    for t in range(T):
+        b = partner.act(state, p_rng)
+        calls: list[dict[str, Any]] = []
+        rec: dict[str, Any] = {"t": t, "status": "parsed", "partner_state": state}
+        prediction: int | None = None
+        stop: str | None = None
+
+        if s.prompting == "Reflexion" and t > 0:
+            st, plan = await caller.ask(t, "reflection", P.reflection(rounds), _plan_parser, True, calls)
+            rec["reflection_status"] = st
+            if st == "error":
+                stop = "error"
+            elif st == "parsed":
+                memory.append(plan)
+                rec["plan"] = plan
+
+        if stop is None and s.prompting == "SocialLM":
+            prompt = lm_tom.header() + lm_tom.history_text(rounds) + lm_tom.tom_query(t)
+            r = (await model.score([ScoreRequest(prompt=prompt, continuations=lm_tom.continuations)]))[0]
+            call: dict[str, Any] = {"kind": "tom", "attempt": 0, "tokens_in": r.tokens_in, "tokens_out": 0,
+                                    "latency_s": r.latency_s, "cached": r.cached}
+            if s.keep_prompts:
+                call["prompt"] = prompt
+            calls.append(call)
+            if r.ok:
+                prediction = int(np.argmax(r.logprobs))
+                call.update(status="parsed", logprobs=list(r.logprobs), tom_policy=_policy(r.logprobs).tolist())
+                rec["tom_status"] = "parsed"
+            else:
+                call.update(status="error", error=r.error)
+                rec["tom_status"] = stop = "error"
+        elif stop is None and (s.prompting == "Social" or (s.predict and s.tom_variant == "partner_first")):
+            st, prediction = await ask_tom(t, None, plans, insights, calls)
+            rec["tom_status"] = st
+            if st == "error" or (st == "parse_failed" and s.prompting == "Social"):
+                stop = st  # Social's action prompt needs the prediction
+
+        a: int | None = None
+        if stop is None:
+            if s.prompting == "QA":
+                prompt_obj = P.qa(rounds)
+            elif s.prompting == "CoT":
+                prompt_obj = P.cot(rounds)
+            elif s.prompting == "PlansInsights":
+                prompt_obj = P.plans_insights(rounds, plans, insights)
+            elif s.prompting == "Reflexion":
+                prompt_obj = P.reflexion(rounds, list(memory))
+            elif s.prompting in ("Oracle", "OracleMax"):
+                prompt_obj = P.oracle(rounds, b, maximize=s.prompting == "OracleMax")
+            else:  # Social, SocialLM
+                assert prediction is not None
+                prompt_obj = P.social(rounds, prediction)
+            parser = _plans_insights_parser(labels) if s.prompting == "PlansInsights" else option
+            st, value = await caller.ask(t, "action", prompt_obj, parser, reasoning_action, calls)
+            if st != "parsed":
+                stop = st
+            elif s.prompting == "PlansInsights":
+                a, plans, insights = value
+                rec.update(plans=plans, insights=insights)
+            else:
+                a = value
+
+        if stop is None and s.predict and not s.social and s.tom_variant == "agent_first":
+            st, prediction = await ask_tom(t, a, plans, insights, calls)
+            rec["tom_status"] = st
+            if st == "error":
+                stop = "error"
+
+        rec["calls"] = calls
+        rec["tokens_in"] = int(sum(c.get("tokens_in", 0) or 0 for c in calls))
+        rec["tokens_out"] = int(sum(c.get("tokens_out", 0) or 0 for c in calls))
+        rec["latency_s"] = float(sum(c.get("latency_s", 0.0) or 0.0 for c in calls))
+        if s.predict or s.social:
+            rec["prediction"] = prediction
+        if stop is not None:
+            rec["status"] = stop
+            bad = [c for c in calls if c.get("status") == stop]
+            if bad:
+                rec["failed_call"] = bad[-1]["kind"]
+            records.append(rec)
+            status_all = stop
+            break
+        assert a is not None
+        rec.update(my_action=a, partner_action=b, payoff_me=float(g.payoff_me[a, b]),
+                   payoff_partner=float(g.payoff_partner[a, b]))
+        state = partner.update(state, a, b)
+        rounds.append((a, b))
+        records.append(rec)
+
+    return {
+        "game": g.name, "partner": partner.name, "prompting": s.prompting, "label_set": s.label_set,
+        "T": T, "seed": seed, "initial_state": s0, "status": status_all, "rounds": len(rounds),
+        "tokens_in": int(sum(r["tokens_in"] for r in records)),
+        "tokens_out": int(sum(r["tokens_out"] for r in records)),
+        "seconds": time.perf_counter() - t0, "records": records,
+    }

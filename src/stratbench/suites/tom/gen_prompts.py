@@ -1,0 +1,214 @@
+"""The paper's text-generation prompts (Appendix C.1, Figures 4-15 and 18), built from the same
+pieces as LM prompting (:class:`~stratbench.suites.tom.prompts.LMPrompts`).
+
+Every prompt is self-contained: the game's rules and the whole interaction history are written out
+again each round, and the strategy's extra state (plans and insights, Reflexion memories, the
+oracle's action, the Social prediction) is inserted as paragraphs just before the question, as in
+the figures. So every call is one prompt string - the same text for a raw model (completion) and
+for a chat model (sent as one user message).
+
+Wording, with ``{opts}`` = "Option J or Option F" and ``{fmt}`` = "<J or F>" (paragraphs separated
+by a blank line):
+
+* QA (Figure 4): "You are currently playing round 5." / "Which Option do you choose, {opts}?" /
+  "Your answer MUST be formatted like:" / "Option: {fmt}"
+* CoT (Figure 6): the QA question, then "Choose the best action by thinking step by step. Your
+  answer MUST be formatted as:" / "Thoughts: <paragraph explaining your reasoning>" / "Option: {fmt}"
+* Plans+Insights (Figure 8): "Your plans from the last round were: ..." / "Your insights from the
+  last round were: ..." (omitted in round 1, where there are none), then CoT's instruction with
+  "Plans: <paragraph explaining your plan moving forward>" / "Insights: <paragraph detailing any
+  useful insights you can conclude>" / "Option: {fmt}"
+* Reflexion (Figures 10-11): a reflection prompt ("Given the history of past experiences above,
+  ..." / "Plan: <concise explanation of your plan moving forward>") after every round; the action
+  prompt lists the last ``memory`` plans ("Your plan from two rounds ago was: ...", "Your plan from
+  the previous round was: ...") and asks in CoT format.
+* Oracle / Oracle+Max (Figures 14-15): "The other player will choose Option J. Which Option do you
+  choose[ in response to maximize your points received], {opts}?" (RPS: "your score")
+* Social (Figure 18): "Given that you predict the other player will choose Option J in round 5,
+  which Option do you think is best to choose for you in this round, {opts}?" (no "You are
+  currently playing" line, as in the figure).
+
+Literal-ToM prompts: *agent-first* (Figures 5, 7, 9, 12: asked after the agent acted) end the
+history with "In round 5, you chose Option J." and ask "Which Option did you think the other player
+chose?" (CoT: "Which Option do you think the other player chose? Choose the best action by thinking
+step by step. ..."). *Partner-first* (asked before the agent acts; the paper prints no generation
+version, only LM's Figure 3): our construction by analogy with Figure 3 - history lines written
+partner first, then "You are currently playing round 5." and "Which Option do you think the other
+player will choose in this round?". Social's own prediction uses the partner-first QA prompt.
+
+Raw (base) models get *completion-style* prompts: the paper's prompt, a blank line, and the
+template's first field name as an answer stem (``Option:`` for QA, ``Thoughts:`` for CoT,
+``Plans:`` for Plans+Insights, ``Plan:`` for the reflection), so the model's continuation is the
+answer. The stem is put back in front of the generated text before parsing. Chat models get the
+paper's prompt unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from stratbench.suites.tom.games import RepeatedGame
+from stratbench.suites.tom.prompts import PARA, LMPrompts
+
+QA_FORMAT = "Your answer MUST be formatted like:"
+COT_INSTRUCTION = "Choose the best action by thinking step by step. Your answer MUST be formatted as:"
+THOUGHTS_FIELD = "Thoughts: <paragraph explaining your reasoning>"
+PLANS_FIELD = "Plans: <paragraph explaining your plan moving forward>"
+INSIGHTS_FIELD = "Insights: <paragraph detailing any useful insights you can conclude>"
+REFLECTION_INSTRUCTION = (
+    "Given the history of past experiences above, think about the strategy you implemented and devise "
+    "a concise new plan of action that accounts for any mistakes with reference to specific actions "
+    "that you should have taken. For example, if you tried X and Y but forgot Z, then devise a plan to "
+    "achieve Z with environment-specific actions. You will need this later when you are solving the "
+    "same task. Your answer MUST be formatted as:"
+)
+REFLECTION_FIELD = "Plan: <concise explanation of your plan moving forward>"
+
+_AGO = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One prompt: ``text`` is the paper's wording; ``stem`` the answer stem for raw models."""
+
+    text: str
+    stem: str
+
+    def render(self, chat: bool) -> str:
+        """What is sent: the text (chat), or the text, a blank line and the stem (completion)."""
+        return self.text if chat else self.text + PARA + self.stem
+
+
+def memory_lines(plans: Sequence[str]) -> list[str]:
+    """Reflexion memories, oldest first ("Your plan from two rounds ago was: ...")."""
+    n = len(plans)
+    out = []
+    for i, plan in enumerate(plans):
+        ago = n - i
+        when = "the previous round" if ago == 1 else f"{_AGO.get(ago, str(ago))} rounds ago"
+        out.append(f"Your plan from {when} was: {plan}")
+    return out
+
+
+class GenPrompts:
+    """The generation prompts for one game, label set, horizon and ablation setting.
+
+    ``rounds`` arguments are the finished rounds as (my_action, partner_action) pairs; the round
+    being played is ``len(rounds)`` (0-based).
+    """
+
+    def __init__(self, game: RepeatedGame, label_set: str = "neutral", T: int = 100,
+                 payoffs: bool = True, history: bool = True) -> None:
+        self.agent_first = LMPrompts(game, label_set, T, "agent_first", payoffs, history)
+        self.partner_first = LMPrompts(game, label_set, T, "partner_first", payoffs, history)
+        self.game = game
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.agent_first.labels
+
+    # -- pieces -------------------------------------------------------------------------------
+    def _context(self, rounds: Sequence[tuple[int, int]], order: str = "agent_first") -> str:
+        tpl = self.agent_first if order == "agent_first" else self.partner_first
+        return tpl.header() + tpl.history_text(list(rounds))
+
+    def _choose(self, rounds: Sequence[tuple[int, int]]) -> str:
+        return f"Which Option do you choose, {self.agent_first.options_or()}?"
+
+    def _option_field(self) -> str:
+        return f"Option: {self.agent_first.answer_format()}"
+
+    def _current(self, rounds: Sequence[tuple[int, int]]) -> str:
+        return f"You are currently playing round {len(rounds) + 1}."
+
+    def _qa(self, ctx: str, paragraphs: list[str]) -> Prompt:
+        return Prompt(ctx + PARA.join([*paragraphs, QA_FORMAT, self._option_field()]), "Option:")
+
+    def _cot(self, ctx: str, paragraphs: list[str], fields: list[str], stem: str) -> Prompt:
+        return Prompt(ctx + PARA.join([*paragraphs, COT_INSTRUCTION, *fields, self._option_field()]), stem)
+
+    # -- action prompts -----------------------------------------------------------------------
+    def qa(self, rounds: Sequence[tuple[int, int]]) -> Prompt:
+        """Figure 4."""
+        return self._qa(self._context(rounds), [self._current(rounds), self._choose(rounds)])
+
+    def cot(self, rounds: Sequence[tuple[int, int]]) -> Prompt:
+        """Figure 6."""
+        return self._cot(self._context(rounds), [self._current(rounds), self._choose(rounds)],
+                         [THOUGHTS_FIELD], "Thoughts:")
+
+    def plans_insights(self, rounds: Sequence[tuple[int, int]], plans: str | None,
+                       insights: str | None) -> Prompt:
+        """Figure 8; ``plans``/``insights`` from the previous round (None in round 1)."""
+        extra = []
+        if plans is not None:
+            extra.append(f"Your plans from the last round were: {plans}")
+        if insights is not None:
+            extra.append(f"Your insights from the last round were: {insights}")
+        return self._cot(self._context(rounds), [*extra, self._current(rounds), self._choose(rounds)],
+                         [PLANS_FIELD, INSIGHTS_FIELD], "Plans:")
+
+    def reflection(self, rounds: Sequence[tuple[int, int]]) -> Prompt:
+        """Figure 10: the reflection module, asked after a round's feedback."""
+        return Prompt(self._context(rounds) + PARA.join([REFLECTION_INSTRUCTION, REFLECTION_FIELD]), "Plan:")
+
+    def reflexion(self, rounds: Sequence[tuple[int, int]], memory: Sequence[str]) -> Prompt:
+        """Figure 11 with the last ``len(memory)`` plans."""
+        return self._cot(self._context(rounds),
+                         [*memory_lines(memory), self._current(rounds), self._choose(rounds)],
+                         [THOUGHTS_FIELD], "Thoughts:")
+
+    def oracle(self, rounds: Sequence[tuple[int, int]], partner_action: int, maximize: bool) -> Prompt:
+        """Figures 14 (Oracle) and 15 (Oracle+Max): told the partner's actual next action."""
+        lab = self.labels[partner_action]
+        opts = self.agent_first.options_or()
+        if maximize:
+            what = "your score" if self.game.score_wording else "your points received"
+            q = f"The other player will choose Option {lab}. Which Option do you choose in response to maximize {what}, {opts}?"
+        else:
+            q = f"The other player will choose Option {lab}. Which Option do you choose, {opts}?"
+        return self._qa(self._context(rounds), [self._current(rounds), q])
+
+    def social(self, rounds: Sequence[tuple[int, int]], predicted: int) -> Prompt:
+        """Figure 18: act given the model's own prediction of the partner's action."""
+        t = len(rounds) + 1
+        q = (f"Given that you predict the other player will choose Option {self.labels[predicted]} in "
+             f"round {t}, which Option do you think is best to choose for you in this round, "
+             f"{self.agent_first.options_or()}?")
+        return self._qa(self._context(rounds), [q])
+
+    # -- literal-ToM prompts ------------------------------------------------------------------
+    def tom(self, rounds: Sequence[tuple[int, int]], my_action: int | None, style: str = "qa",
+            extra: Sequence[str] = ()) -> Prompt:
+        """Predict the partner's action of the current round.
+
+        ``my_action`` given: agent-first (Figures 5, 7, 9, 12); None: partner-first (asked before
+        acting; history lines partner first as in Figure 3). ``style`` "qa" or "cot" (Figure 7);
+        ``extra`` paragraphs (plans/insights, Reflexion memories) go before the question.
+        """
+        t = len(rounds) + 1
+        if my_action is not None:
+            ctx = self._context(rounds, "agent_first")
+            lead = [*extra, f"In round {t}, you chose Option {self.labels[my_action]}."]
+            q_qa = "Which Option did you think the other player chose?"
+            q_cot = "Which Option do you think the other player chose?"
+        else:
+            ctx = self._context(rounds, "partner_first")
+            lead = [*extra, f"You are currently playing round {t}."]
+            q_qa = q_cot = "Which Option do you think the other player will choose in this round?"
+        if style == "cot":
+            body = PARA.join([*lead, f"{q_cot} {COT_INSTRUCTION}", THOUGHTS_FIELD, self._option_field()])
+            return Prompt(ctx + body, "Thoughts:")
+        return self._qa(ctx, [*lead, q_qa])
+
+    def plans_insights_extra(self, plans: str | None, insights: str | None, current: bool) -> list[str]:
+        """Figure 9's "Your plans from this round were: ..." paragraphs (``current``), or the
+        previous round's (partner-first ToM, asked before this round's plans exist)."""
+        when = "this round" if current else "the last round"
+        out = []
+        if plans is not None:
+            out.append(f"Your plans from {when} were: {plans}")
+        if insights is not None:
+            out.append(f"Your insights from {when} were: {insights}")
+        return out

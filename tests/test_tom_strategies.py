@@ -1,0 +1,352 @@
+"""The paper's text-generation prompting strategies (QA, CoT, Social, Plans+Insights, Reflexion,
+Oracle, Oracle+Max): prompt text against the appendix figures, template parsing, the bounded
+re-query, parse-failure and error recording, and each strategy's use of its extra state - with a
+small deterministic in-test model (no HTTP, no weights)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from stratbench.errors import InputError
+from stratbench.models.base import GenerateResult, LanguageModel, ScoreResult
+from stratbench.suites.tom.games import IBS, IPD, RPS
+from stratbench.suites.tom.gen_episodes import GenSettings, arun_gen_episode
+from stratbench.suites.tom.gen_prompts import GenPrompts
+from stratbench.suites.tom.partners import make_partner
+from stratbench.suites.tom.regret import regret_per_step
+from stratbench.suites.tom.results import summarize_rounds
+from stratbench.suites.tom.strategies import (
+    extract_field,
+    normalize_prompting,
+    parse_option,
+)
+
+IBS_HISTORY = [(0, 0), (1, 0), (0, 0), (0, 0)]  # the appendix's example: IBS, round 5 of 100
+
+
+class ScriptedLM(LanguageModel):
+    """Answers each generation request with ``answer(prompt, request)``; records every request."""
+
+    def __init__(self, answer: Callable[[str, object], str | None], logprobs: list[float] | None = None) -> None:
+        super().__init__()
+        self.answer = answer
+        self.logprobs = logprobs
+        self.requests: list = []
+        self.scored: list[str] = []
+
+    async def score(self, requests):
+        self.scored.extend(r.prompt for r in requests)
+        return [ScoreResult(list(self.logprobs[: len(r.continuations)]), tokens_in=3) for r in requests]
+
+    async def generate(self, requests):
+        out = []
+        for r in requests:
+            self.requests.append(r)
+            text = self.answer(r.prompt, r)
+            if text is None:
+                out.append(GenerateResult(None, error="HTTP 500 after retries"))
+            else:
+                out.append(GenerateResult(text, tokens_in=len(r.prompt) // 4, tokens_out=len(text) // 4 + 1))
+        return out
+
+
+def play(model, game, partner, T, settings, seed=1):
+    return asyncio.run(arun_gen_episode(model, game, partner, T, seed, settings))
+
+
+def labels_in_question(prompt: str) -> list[str]:
+    return re.findall(r"Option: <([^>]*)>", prompt)
+
+
+# ------------------------------------------------------------------------------- prompt text
+def test_qa_cot_and_tom_prompts_match_the_appendix_figures():
+    P = GenPrompts(IBS, T=100)
+    qa = P.qa(IBS_HISTORY).text
+    assert qa.startswith("You are playing a game repeatedly with another player. In this game, you can choose "
+                         "between Option J and Option F. You will play 100 rounds in total with the same player."
+                         "\n\nThe rules of the game are as follows:\n\nIf you choose Option J and the other "
+                         "player chooses Option J, then you win 10 points and the other player wins 7 points.")
+    assert ("In round 2, you chose Option F and the other player chose Option J. Thus, you won 0 points and "
+            "the other player won 0 points.\n\n") in qa
+    assert qa.endswith("In round 4, you chose Option J and the other player chose Option J. Thus, you won 10 "
+                       "points and the other player won 7 points.\n\nYou are currently playing round 5.\n\n"
+                       "Which Option do you choose, Option J or Option F?\n\nYour answer MUST be formatted like:"
+                       "\n\nOption: <J or F>")  # Figure 4
+    assert P.cot(IBS_HISTORY).text.endswith(
+        "You are currently playing round 5.\n\nWhich Option do you choose, Option J or Option F?\n\nChoose the "
+        "best action by thinking step by step. Your answer MUST be formatted as:\n\nThoughts: <paragraph "
+        "explaining your reasoning>\n\nOption: <J or F>")  # Figure 6
+    assert P.tom(IBS_HISTORY, 0).text.endswith(
+        "won 7 points.\n\nIn round 5, you chose Option J.\n\nWhich Option did you think the other player chose?"
+        "\n\nYour answer MUST be formatted like:\n\nOption: <J or F>")  # Figure 5
+    assert P.tom(IBS_HISTORY, 0, "cot").text.endswith(
+        "In round 5, you chose Option J.\n\nWhich Option do you think the other player chose? Choose the best "
+        "action by thinking step by step. Your answer MUST be formatted as:\n\nThoughts: <paragraph explaining "
+        "your reasoning>\n\nOption: <J or F>")  # Figure 7
+    pf = P.tom(IBS_HISTORY, None).text  # partner-first: history partner first, asked before acting
+    assert "In round 2, the other player chose Option J and you chose Option F." in pf
+    assert pf.endswith("You are currently playing round 5.\n\nWhich Option do you think the other player will "
+                       "choose in this round?\n\nYour answer MUST be formatted like:\n\nOption: <J or F>")
+
+
+def test_strategy_prompts_match_the_appendix_figures():
+    P = GenPrompts(IBS, T=100)
+    pi = P.plans_insights(IBS_HISTORY, "keep J", "they like J").text
+    assert ("won 7 points.\n\nYour plans from the last round were: keep J\n\nYour insights from the last round "
+            "were: they like J\n\nYou are currently playing round 5.") in pi
+    assert pi.endswith("Your answer MUST be formatted as:\n\nPlans: <paragraph explaining your plan moving forward>"
+                       "\n\nInsights: <paragraph detailing any useful insights you can conclude>\n\nOption: <J or F>")
+    assert "Your plans from" not in P.plans_insights([], None, None).text  # round 1: nothing to recall
+    refl = P.reflection(IBS_HISTORY).text
+    assert refl.endswith("won 7 points.\n\nGiven the history of past experiences above, think about the strategy "
+                         "you implemented and devise a concise new plan of action that accounts for any mistakes "
+                         "with reference to specific actions that you should have taken. For example, if you tried "
+                         "X and Y but forgot Z, then devise a plan to achieve Z with environment-specific actions. "
+                         "You will need this later when you are solving the same task. Your answer MUST be "
+                         "formatted as:\n\nPlan: <concise explanation of your plan moving forward>")  # Figure 10
+    rx = P.reflexion(IBS_HISTORY, ["a", "b", "c"]).text  # Figure 11, three memories
+    assert ("Your plan from three rounds ago was: a\n\nYour plan from two rounds ago was: b\n\nYour plan from "
+            "the previous round was: c\n\nYou are currently playing round 5.") in rx
+    assert P.oracle(IBS_HISTORY, 0, maximize=False).text.endswith(
+        "You are currently playing round 5.\n\nThe other player will choose Option J. Which Option do you choose, "
+        "Option J or Option F?\n\nYour answer MUST be formatted like:\n\nOption: <J or F>")  # Figure 14
+    assert "Which Option do you choose in response to maximize your points received, Option J or Option F?" in \
+        P.oracle(IBS_HISTORY, 0, maximize=True).text  # Figure 15
+    soc = P.social(IBS_HISTORY, 1).text  # Figure 18 (no "You are currently playing" line)
+    assert soc.endswith("won 7 points.\n\nGiven that you predict the other player will choose Option F in round 5, "
+                        "which Option do you think is best to choose for you in this round, Option J or Option F?"
+                        "\n\nYour answer MUST be formatted like:\n\nOption: <J or F>")
+    ptom = P.tom(IBS_HISTORY, 0, extra=P.plans_insights_extra("p", "i", current=True)).text  # Figure 9
+    assert "Your plans from this round were: p\n\nYour insights from this round were: i\n\nIn round 5, you chose Option J." in ptom
+
+
+def test_ablations_labels_rps_wording_and_completion_stems():
+    nopay = GenPrompts(IBS, payoffs=False).qa(IBS_HISTORY).text
+    assert "rules of the game" not in nopay and "If you choose" not in nopay
+    assert "Thus, you won 0 points" in nopay  # the received points stay in the history
+    nohist = GenPrompts(IBS, history=False).qa(IBS_HISTORY).text
+    assert "In round" not in nohist and "rules of the game" in nohist and "playing round 5." in nohist
+    canon = GenPrompts(IPD, label_set="canonical").qa([(1, 0)]).text
+    assert "choose between Option Cooperate and Option Defect" in canon and canon.endswith("Option: <Cooperate or Defect>")
+    rps = GenPrompts(RPS).qa([(1, 0)])
+    assert "then you receive a score of -1 and the other player receives a score of +1." in rps.text
+    assert "Thus, you received a score of +1 and the other player received a score of -1." in rps.text
+    assert rps.text.endswith("Option: <J, F or B>")
+    assert rps.render(chat=True) == rps.text
+    assert rps.render(chat=False) == rps.text + "\n\nOption:"
+    assert GenPrompts(RPS).cot([]).render(False).endswith("\n\nThoughts:")
+    assert GenPrompts(RPS).plans_insights([], None, None).render(False).endswith("\n\nPlans:")
+    assert GenPrompts(RPS).reflection([]).render(False).endswith("\n\nPlan:")
+
+
+def test_template_parsing():
+    L = ("J", "F")
+    assert parse_option("Option: F", L).action == 1
+    assert parse_option("Thoughts: they always play J, so J.\n\n**Option:** J", L).action == 0
+    assert parse_option("Option: F\n\nYou are playing a game... Option: J", L).action == 1  # first answer line
+    assert parse_option("Option:\n\nF", L).action == 1
+    for bad in ("Option: <J or F>", "I choose J", "", "Option: Q", "Option:", "Option:\nThoughts: J"):
+        r = parse_option(bad, L)
+        assert r.action is None and r.error
+    assert "template" in parse_option("I choose J", L).error
+    text = "Plans: stay on J\nfor now\n\nInsights: copies me\n\nOption: J"
+    assert extract_field(text, "plans") == "stay on J\nfor now"
+    assert extract_field(text, "insights") == "copies me" and extract_field(text, "plan") is None
+    assert extract_field("Plan: play F next", "plan") == "play F next"
+    assert normalize_prompting("plans+insights") == "PlansInsights" and normalize_prompting("Oracle+Max") == "OracleMax"
+    with pytest.raises(InputError, match="known"):
+        normalize_prompting("Telepathy")
+
+
+# ------------------------------------------------------------------------------- episodes
+def test_qa_episode_records_parses_and_scores_regret():
+    # Completion mode: the prompt ends with the "Option:" stem; the model answers F (Paper) to
+    # actions and predicts J (Rock) in ToM prompts.
+    def answer(prompt, req):
+        assert prompt.endswith("\n\nOption:") and not req.chat and req.stop == ("\n",)
+        return " J\n" if "think the other player" in prompt else " F\n"
+
+    m = ScriptedLM(answer)
+    ep = play(m, RPS, "single_action", 6, GenSettings(prompting="QA", keep_prompts=True), seed=3)
+    recs = ep["records"]
+    assert ep["status"] == "complete" and [r["t"] for r in recs] == list(range(6))
+    for r in recs:
+        assert r["status"] == "parsed" and r["my_action"] == 1 and r["prediction"] == 0
+        assert [c["kind"] for c in r["calls"]] == ["action", "tom"]
+        assert all(c["status"] == "parsed" and c["text"] and c["tokens_in"] > 0 for c in r["calls"])
+        assert "prompt" in r["calls"][0] and r["tokens_in"] == sum(c["tokens_in"] for c in r["calls"])
+    # the agent-first ToM prompt is told this round's action
+    assert recs[2]["calls"][1]["prompt"].split("\n\n")[-5] == "In round 3, you chose Option F."
+    partner = make_partner("single_action", RPS)
+    theirs = [r["partner_action"] for r in recs]
+    want = regret_per_step(RPS, partner, [1] * 6, theirs, initial_state=ep["initial_state"]).mean()
+    rows = [{"episode": 0, "initial_state": ep["initial_state"], **r} for r in recs]
+    s, curve = summarize_rounds(rows, {"game": "rps", "partner": "single_action", "rounds": 6, "seed": 0,
+                                       "prompting": "QA"})
+    assert s["regret_per_step"] == pytest.approx(want) and len(curve) == 6
+    assert s["tom_accuracy"] == np.mean([b == 0 for b in theirs])
+    assert s["parse_failure_rate"] == 0 and s["n_episodes"] == 1
+    # reproducible seeds, one per call; sample_index = attempt
+    seeds = [r.seed for r in m.requests]
+    assert len(set(seeds)) == len(seeds) and all(r.sample_index == 0 for r in m.requests)
+    ep2 = play(ScriptedLM(answer), RPS, "single_action", 6, GenSettings(prompting="QA"), seed=3)
+    assert [r["partner_action"] for r in ep2["records"]] == theirs
+
+
+def test_cot_requery_is_bounded_and_failures_are_recorded():
+    calls = {"n": 0}
+
+    def twice_bad(prompt, req):  # the action parses only on the third sample of round 1
+        if "think the other player" in prompt:
+            return " ...\n\nOption: J"
+        calls["n"] += 1
+        return " I'm not sure." if calls["n"] <= 2 else " They play J.\n\nOption: F"
+
+    m = ScriptedLM(twice_bad)
+    ep = play(m, IBS, "single_action", 2, GenSettings(prompting="CoT", max_tries=3))
+    r0 = ep["records"][0]
+    acts = [c for c in r0["calls"] if c["kind"] == "action"]
+    assert [c["attempt"] for c in acts] == [0, 1, 2]
+    assert [c["status"] for c in acts] == ["parse_failed", "parse_failed", "parsed"]
+    assert "template" in acts[0]["reason"] and r0["my_action"] == 1
+    assert [r.sample_index for r in m.requests[:3]] == [0, 1, 2] and len({r.seed for r in m.requests[:3]}) == 3
+    assert m.requests[0].prompt.endswith("Option: <J or F>\n\nThoughts:") and m.requests[0].max_tokens == 384
+
+    never = ScriptedLM(lambda p, r: "Thoughts: hmm, maybe <J or F>?\n\nOption: <J or F>")
+    ep = play(never, IBS, "single_action", 5, GenSettings(prompting="CoT", max_tries=3))
+    assert ep["status"] == "parse_failed" and ep["rounds"] == 0 and len(ep["records"]) == 1
+    rec = ep["records"][0]
+    assert rec["status"] == "parse_failed" and rec["failed_call"] == "action"
+    assert "my_action" not in rec and "partner_action" not in rec  # nothing substituted
+    assert len(never.requests) == 3 and all(c["status"] == "parse_failed" for c in rec["calls"])
+    rows = [{"episode": 0, "initial_state": ep["initial_state"], **rec}]
+    s, curve = summarize_rounds(rows, {"game": "ibs", "partner": "single_action", "rounds": 5, "seed": 0})
+    assert s["n_episodes"] == 0 and s["n_parse_failed_episodes"] == 1 and s["regret_per_step"] is None
+    assert s["parse_failure_rate"] == 1.0 and curve is None
+
+
+def test_tom_parse_failure_keeps_playing_and_model_errors_stop():
+    m = ScriptedLM(lambda p, r: " maybe" if "think the other player" in p else " J")
+    ep = play(m, IPD, "tit_for_tat", 4, GenSettings(prompting="QA", max_tries=2))
+    assert ep["status"] == "complete"
+    assert all(r["tom_status"] == "parse_failed" and r["prediction"] is None for r in ep["records"])
+    rows = [{"episode": 0, "initial_state": ep["initial_state"], **r} for r in ep["records"]]
+    s, _ = summarize_rounds(rows, {"game": "ipd", "partner": "tit_for_tat", "rounds": 4, "seed": 0})
+    assert s["n_episodes"] == 1 and s["tom_accuracy"] is None and s["tom_parse_failure_rate"] == 1.0
+
+    n = {"k": 0}
+
+    def dies(prompt, req):
+        n["k"] += 1
+        return None if n["k"] == 5 else " J"  # round 3's action call fails (2 calls per round)
+
+    ep = play(ScriptedLM(dies), IPD, "single_action", 6, GenSettings(prompting="QA"))
+    assert ep["status"] == "error" and ep["rounds"] == 2
+    last = ep["records"][-1]
+    assert last["status"] == "error" and last["calls"][-1]["error"].startswith("HTTP 500")
+    assert len(ep["records"][-1]["calls"]) == 1  # an error is not re-sampled as a parse failure would be
+
+
+def test_oracle_is_told_the_partners_actual_action():
+    labels = RPS.action_labels("neutral")
+
+    def best_response(prompt, req):  # a perfect reasoner given the oracle's information
+        b = labels.index(re.search(r"The other player will choose Option (\w+)\.", prompt).group(1))
+        return " " + labels[RPS.best_response(b)]
+
+    for prompting in ("Oracle", "OracleMax"):
+        m = ScriptedLM(best_response)
+        ep = play(m, RPS, "fixed_cycle", 9, GenSettings(prompting=prompting, predict=False))
+        recs = ep["records"]
+        assert [r["partner_action"] for r in recs] == [0, 1, 2] * 3  # the cycle, so the told action varies
+        for r, req in zip(recs, m.requests):
+            assert f"The other player will choose Option {labels[r['partner_action']]}." in req.prompt
+        assert ("maximize your score" in m.requests[0].prompt) == (prompting == "OracleMax")
+        partner = make_partner("fixed_cycle", RPS)
+        mine = [r["my_action"] for r in recs]
+        assert regret_per_step(RPS, partner, mine, [r["partner_action"] for r in recs], initial_state=0).sum() == 0
+
+
+def test_social_acts_on_its_own_partner_first_prediction():
+    def answer(prompt, req):
+        if prompt.endswith("will choose in this round?\n\nYour answer MUST be formatted like:\n\nOption: <J or F>\n\nOption:"):
+            return " F"  # the prediction, asked before acting
+        m = re.search(r"predict the other player will choose Option (\w)", prompt)
+        assert m, "the action prompt must carry the prediction"
+        return " " + m.group(1)
+
+    model = ScriptedLM(answer)
+    ep = play(model, IBS, "single_action", 3, GenSettings(prompting="Social", tom_variant="agent_first"))
+    assert ep["status"] == "complete"
+    for r in ep["records"]:
+        assert r["prediction"] == 1 and r["my_action"] == 1 and [c["kind"] for c in r["calls"]] == ["tom", "action"]
+    # SocialLM: the prediction is the argmax of Figure 3's log-probs
+    lm = ScriptedLM(answer, logprobs=[-2.0, -0.1])
+    ep = play(lm, IBS, "single_action", 2, GenSettings(prompting="SocialLM"))
+    assert ep["status"] == "complete" and all(r["prediction"] == 1 and r["my_action"] == 1 for r in ep["records"])
+    b0 = IBS.action_labels()[ep["records"][0]["partner_action"]]
+    assert f"In round 1, the other player chose Option {b0} and you chose Option F. Thus, you won" in lm.scored[1]
+    assert lm.scored[1].endswith("\n\nIn round 2, the other player chose Option")
+    # an unparseable prediction stops the episode: the action prompt would need it
+    bad = ScriptedLM(lambda p, r: " dunno")
+    ep = play(bad, IBS, "single_action", 3, GenSettings(prompting="Social", max_tries=2))
+    assert ep["status"] == "parse_failed" and ep["records"][0]["failed_call"] == "tom" and len(bad.requests) == 2
+
+
+def test_plans_insights_and_reflexion_carry_their_memory():
+    def pi_answer(prompt, req):
+        if "think the other player" in prompt:
+            return " J"
+        t = len(re.findall(r"^In round \d+, you chose", prompt, re.MULTILINE)) + 1
+        return f" plan-{t}\n\nInsights: insight-{t}\n\nOption: J"
+
+    m = ScriptedLM(pi_answer)
+    ep = play(m, IPD, "tit_for_tat", 3, GenSettings(prompting="PlansInsights", keep_prompts=True))
+    recs = ep["records"]
+    assert [r["plans"] for r in recs] == ["plan-1", "plan-2", "plan-3"]
+    assert [r["insights"] for r in recs] == ["insight-1", "insight-2", "insight-3"]
+    act1 = recs[1]["calls"][0]["prompt"]
+    assert "Your plans from the last round were: plan-1\n\nYour insights from the last round were: insight-1" in act1
+    tom1 = recs[1]["calls"][1]["prompt"]
+    assert "Your plans from this round were: plan-2\n\nYour insights from this round were: insight-2" in tom1
+
+    def rx_answer(prompt, req):
+        if prompt.endswith("Plan:"):
+            return f" plan after {len(re.findall(r'^In round', prompt, re.MULTILINE))} rounds"
+        if "think the other player" in prompt:
+            return " F"
+        return " hmm\n\nOption: F"
+
+    m = ScriptedLM(rx_answer)
+    ep = play(m, IPD, "single_action", 4, GenSettings(prompting="Reflexion", memory=2, keep_prompts=True))
+    recs = ep["records"]
+    assert [c["kind"] for c in recs[0]["calls"]] == ["action", "tom"]  # nothing to reflect on yet
+    assert [c["kind"] for c in recs[1]["calls"]] == ["reflection", "action", "tom"]
+    assert [r.get("plan") for r in recs] == [None, "plan after 1 rounds", "plan after 2 rounds", "plan after 3 rounds"]
+    act3 = recs[3]["calls"][1]["prompt"]
+    assert ("Your plan from two rounds ago was: plan after 2 rounds\n\nYour plan from the previous round was: "
+            "plan after 3 rounds\n\nYou are currently playing round 4.") in act3
+    assert "plan after 1 rounds" not in act3  # memory size 2
+    assert "Your plan from the previous round was: plan after 3 rounds" in recs[3]["calls"][2]["prompt"]  # Figure 12
+
+
+def test_partner_first_tom_and_chat_mode():
+    def answer(prompt, req):
+        assert req.chat and req.stop == () and prompt.endswith("Option: <J or F>")  # the paper's text, no stem
+        return "Thoughts: copy.\n\nOption: J" if "Thoughts:" in prompt else "Option: J"
+
+    m = ScriptedLM(answer)
+    ep = play(m, IBS, "tit_for_tat", 3, GenSettings(prompting="CoT", tom_variant="partner_first", chat=True))
+    assert ep["status"] == "complete"
+    for r in ep["records"]:
+        assert [c["kind"] for c in r["calls"]] == ["tom", "action"]  # predicted before acting
+    assert "In round 1, the other player chose Option J and you chose Option J." in m.requests[2].prompt
+    with pytest.raises(InputError):
+        GenSettings(prompting="LM")
+    with pytest.raises(InputError):
+        GenSettings(prompting="QA", tom_variant="sideways")
