@@ -467,3 +467,39 @@ def test_topk_rejected_falls_back_to_echo(server):
     (res,) = run(model, "score", [ScoreRequest("x", ("y", "z"))])
     assert res.ok, res.error
     assert res.logprobs == pytest.approx([expected_text_logprob("x", "y"), expected_text_logprob("x", "z")], abs=1e-9)
+
+
+def test_cache_shares_a_computation_already_in_flight(tmp_path):
+    """Two concurrent identical requests (both seats of a symmetric game) cost one call."""
+    import asyncio
+
+    from stratbench.models.base import LanguageModel, ScoreRequest, ScoreResult
+    from stratbench.models.cache import CachedModel, ResponseCache
+
+    class Slow(LanguageModel):
+        spec = "slow"
+
+        def __init__(self):
+            super().__init__()
+            self.calls = 0
+
+        async def score(self, requests):
+            self.calls += len(requests)
+            await asyncio.sleep(0.05)
+            return [ScoreResult([-1.0, -2.0], [1, 1], tokens_in=7) for _ in requests]
+
+        async def generate(self, requests):  # pragma: no cover - unused
+            raise NotImplementedError
+
+    inner = Slow()
+    m = CachedModel(inner, ResponseCache(tmp_path / "c.sqlite"))
+    req = ScoreRequest("p", (" 1", " 2"))
+
+    async def main():
+        return await asyncio.gather(m.score([req]), m.score([req]), m.score([req, req]))
+
+    a, b, c = asyncio.run(main())
+    assert inner.calls == 1
+    assert a[0].logprobs == b[0].logprobs == c[0].logprobs == c[1].logprobs == [-1.0, -2.0]
+    assert [r.cached for r in (a[0], b[0], c[0], c[1])].count(False) == 1
+    assert m.usage.calls == 1 and m.usage.cache_hits == 3

@@ -8,6 +8,7 @@ retried on the next run rather than replayed.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import json
@@ -104,26 +105,45 @@ class CachedModel(LanguageModel):
         self.spec = inner.spec
         self.supports_logprobs = inner.supports_logprobs
         self._identity = inner.describe()
+        self._inflight: dict[str, asyncio.Future[Any]] = {}
 
     async def _through(self, kind: str, requests: Sequence[Any], call: Any, fields: tuple[str, ...],
                        make: Any) -> list[Any]:
         keys = [request_key(kind, self._identity, r) for r in requests]
         hits = self.cache.get_many(keys)
         results: list[Any] = [None] * len(requests)
-        missing = []
+        missing: list[int] = []
+        waiting: list[tuple[int, asyncio.Future[Any]]] = []
+        loop = asyncio.get_running_loop()
         for i, k in enumerate(keys):
             if k in hits:
                 results[i] = make(**hits[k], cached=True)
+            elif k in self._inflight:
+                # the same request is being computed right now (e.g. both seats of a symmetric
+                # game): share that one computation instead of paying for it twice
+                waiting.append((i, self._inflight[k]))
             else:
                 missing.append(i)
+                self._inflight[k] = loop.create_future()
         if missing:
-            fresh = await call([requests[i] for i in missing])
+            try:
+                fresh = await call([requests[i] for i in missing])
+            except BaseException as e:
+                for i in missing:
+                    fut = self._inflight.pop(keys[i])
+                    fut.set_exception(e)
+                    fut.exception()  # mark retrieved: nobody may be waiting
+                raise
             store = {}
             for i, r in zip(missing, fresh):
                 results[i] = r
+                self._inflight.pop(keys[i]).set_result(r)
                 if r.ok:
                     store[keys[i]] = {f: getattr(r, f) for f in fields}
             self.cache.put_many(store)
+        for i, fut in waiting:
+            r = await fut
+            results[i] = dataclasses.replace(r, cached=True, tokens_in=0, latency_s=0.0) if r.ok else r
         return results
 
     async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:

@@ -36,6 +36,19 @@ from stratbench.suites.chbench.hierarchy import (
 K_HAT = 4
 RESTARTS = 10
 EPS_MAX = 1.0 - 1e-6
+
+
+def epsilon_cap(observations: "PlayerObservations") -> float:
+    """Largest error rate that is still an *error*: with n actions, ε = (n−1)/n makes a level
+    play uniformly, and anything above it plays its best response *less* often than each other
+    action — an anti-best-response that the Level-K reading cannot mean. Unbounded ε lets a fit
+    explain a model that always picks one label as "level 3 with ε ≈ 1" in 2×2 games (seen with the
+    embedded model), so ε is capped at the smallest (n−1)/n over the games played (1/2 with any
+    2×2 game)."""
+    n = observations.batch.n_actions[observations.counts.sum(axis=2) > 0]
+    if n.size == 0:
+        return EPS_MAX
+    return float(min(EPS_MAX, (n.min() - 1) / n.min()))
 LAMBDA_MAX = 20.0
 PROB_FLOOR = 1e-12  # log(0) guard: a zero-probability observed action costs −log(1e-12) ≈ 27.6
 CSV_COLUMNS = ("game_id", "round", "row_player", "col_player", "row_action", "col_action")
@@ -285,10 +298,12 @@ def fit_level_k(
     restarts: int = RESTARTS,
     seed: int = 0,
 ) -> LevelKFit:
-    """MLE of α (on the simplex) and ε_1..ε_{k̂−1} ∈ [0, 1) by SLSQP from seeded random starts."""
+    """MLE of α (on the simplex) and ε_1..ε_{k̂−1} ∈ [0, cap] (see `epsilon_cap`) by SLSQP from
+    seeded random starts."""
     _check(observations, k_hat, restarts)
     rng = np.random.default_rng(seed)
-    bounds = [(0.0, 1.0)] * k_hat + [(0.0, EPS_MAX)] * (k_hat - 1)
+    cap = epsilon_cap(observations)
+    bounds = [(0.0, 1.0)] * k_hat + [(0.0, cap)] * (k_hat - 1)
     cons = [
         {
             "type": "eq",
@@ -298,7 +313,7 @@ def fit_level_k(
     ]
     best: tuple[float, np.ndarray] | None = None
     for _ in range(restarts):
-        x0 = np.concatenate([rng.dirichlet(np.ones(k_hat)), rng.uniform(0.0, 0.5, k_hat - 1)])
+        x0 = np.concatenate([rng.dirichlet(np.ones(k_hat)), rng.uniform(0.0, min(0.5, cap), k_hat - 1)])
         res = minimize(
             _level_k_objective,
             x0,
