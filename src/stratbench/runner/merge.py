@@ -115,7 +115,7 @@ def merge_runs(folders: Sequence[str | Path], output_dir: str | Path = "results"
     if any((p / "suite_metadata.json").is_file() for p in paths):
         # Shards of a tiered suite (a folder of Nash-gap runs): the suite merges each cell's runs
         # with merge_runs and rebuilds its tables; it refuses a mix with plain run folders.
-        from stratbench.suites.tiered import merge_suite_shards
+        from stratbench.suites.tiered_merge import merge_suite_shards
 
         return merge_suite_shards(paths, output_dir)
     metas = [_read_meta(p) for p in paths]
