@@ -125,10 +125,14 @@ class ModelPlayer:
             raise InputError(f"unknown mechanism {self.mechanism!r}; known: {', '.join(MECHANISMS)}")
 
     async def _generate(self, prompt: str, seed: int, max_tokens: int, idx: int) -> tuple[str | None, Any]:
+        # No stop sequence: raw models often open with a blank line, which a "\n\n" stop would turn
+        # into an empty answer. The message is the text up to its first blank line instead.
         req = GenerateRequest(prompt=prompt, max_tokens=max_tokens, temperature=self.temperature,
-                              seed=seed, sample_index=idx, chat=self.chat, stop=("\n\n",))
+                              seed=seed, sample_index=idx, chat=self.chat)
         r = (await self.model.generate([req]))[0]
-        return (r.text.strip() if r.ok and r.text is not None else None), r
+        if not r.ok or r.text is None:
+            return None, r
+        return r.text.strip().split("\n\n")[0].strip(), r
 
     async def _session(self, view: RoundView, review: bool) -> tuple[list[dict[str, Any]], str | None, dict[str, int]]:
         """Two question-and-answer exchanges with the advisor; returns the turns and any error."""
@@ -193,7 +197,7 @@ class ModelPlayer:
         if not g.ok:
             return Move(None, "error", prompt=prompt, error=g.error, extra=extra, tokens_in=tokens_in,
                         tokens_out=tokens_out, latency_s=time.perf_counter() - t0)
-        parsed = parse_action(g.text, labels)
+        parsed = parse_action(text, labels)
         return Move(parsed.action, "parsed" if parsed.ok else "parse_failed", raw=g.text, prompt=prompt,
                     error=parsed.error, extra=extra, tokens_in=tokens_in, tokens_out=tokens_out,
                     latency_s=time.perf_counter() - t0)
