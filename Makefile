@@ -18,10 +18,12 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 # Main job, offline: the Nash-gap suite (pure + mixed on the same 100 games) for the embedded raw
-# model scored by exact log-probabilities (3 row-order rotations), next to the reference players.
+# model scored by exact log-probabilities (3 row-order rotations), next to the reference players,
+# then the HTML report of everything under results/ (results/report/index.html).
 demo: $(STAMP)
 	$(BIN)/stratbench nashgap --combined --num-games 100 --seed 42 --policy logprob --order-rotations 3 \
 		--model embedded --model random --model nash
+	$(BIN)/stratbench report results
 
 # Headless Chromium for tests/test_report.py (the HTML report must render without errors). Best effort:
 # where apt-get is missing or not allowed, nothing is installed and that test says it was skipped.

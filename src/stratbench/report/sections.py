@@ -54,8 +54,10 @@ HEADLINE: dict[str, tuple[str, ...]] = {
 #: Leaderboard columns per suite: (key, label); the first is the sort key.
 LEADERBOARD: dict[str, tuple[tuple[tuple[str, str], ...], bool]] = {
     # (columns, lower_is_better)
-    "nashgap": ((("mean_nash_gap", "Nash gap"), ("mean_exploitability", "exploitability"),
-                 ("mean_mixture_exploitability", "debiased expl."), ("position_bias", "position bias"),
+    # ranked by the debiased exploitability (of the policy averaged over row orders): the Nash gap
+    # alone is blind to play inside a mixed equilibrium's support
+    "nashgap": ((("mean_mixture_exploitability", "debiased expl."), ("mean_exploitability", "exploitability"),
+                 ("mean_nash_gap", "Nash gap"), ("position_bias", "position bias"),
                  ("mean_label_mass", "label mass"), ("parse_failure_rate", "parse failures"),
                  ("error_rate", "errors"), ("n_games", "games"), ("policy", "policy"),
                  ("order_rotations", "rotations")), True),
