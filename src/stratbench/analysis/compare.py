@@ -49,6 +49,66 @@ def _tmgbench_units(folder: Path) -> dict[str, dict[Any, dict[str, float]]]:
     return {"atomic": {g["id"]: {"par": 100.0 * g["par"], "id_term": 100.0 * g["id_term"]} for g in grids}}
 
 
+TOM_METRICS = ("regret_per_step", "tom_accuracy", "tom_regret_per_step")
+CHBENCH_METRICS = ("utility",)
+
+
+def _tom_units(folder: Path) -> dict[str, dict[Any, dict[str, float]]]:
+    """setting → episode → its metrics: `tom run` (complete episodes) and `tom baseline`. Episode
+    e has the same seed in every run with the same --seed, so episodes pair across checkpoints."""
+    import math
+
+    from stratbench.suites.tom.games import get_game
+    from stratbench.suites.tom.partners import make_partner
+    from stratbench.suites.tom.results import episode_groups, episode_status, trajectory_metrics
+
+    config = _meta(folder)["config"]
+    out: dict[str, dict[Any, dict[str, float]]] = {}
+    if (folder / "episodes.jsonl").exists():  # tom baseline: one record per episode
+        for r in read_jsonl(folder / "episodes.jsonl"):
+            out.setdefault(f"{r['game']}/{r['partner']}/tabular", {})[int(r["episode"])] = {
+                m: float(r[m]) for m in TOM_METRICS}
+    else:
+        groups = episode_groups(read_jsonl(folder / "rounds.jsonl"))
+        done = [e for e, rs in groups.items() if episode_status(rs, int(config["rounds"])) == "complete"]
+        if done:
+            g = get_game(config["game"])
+            p = make_partner(config["partner"], g)
+            m = trajectory_metrics(
+                g, p, np.array([[r["my_action"] for r in groups[e]] for e in done]),
+                np.array([[r["partner_action"] for r in groups[e]] for e in done]),
+                np.array([[-1 if r.get("prediction") is None else r["prediction"] for r in groups[e]] for e in done]),
+                np.array([groups[e][0]["initial_state"] for e in done]))
+            part = f"{config['game']}/{config['partner']}/{config.get('prompting', 'LM')}"
+            out[part] = {e: {k: float(m[k][i]) for k in TOM_METRICS} for i, e in enumerate(done)}
+    for units in out.values():  # a metric missing (NaN) in any episode is left out of the comparison
+        for k in TOM_METRICS:
+            if any(math.isnan(v[k]) for v in units.values()):
+                for v in units.values():
+                    v.pop(k, None)
+    return out
+
+
+def _chbench_units(folder: Path) -> dict[str, dict[Any, dict[str, float]]]:
+    """mechanism/player → game → the player's mean utility per round in that game. The run's
+    `--models` are keyed by position ("model 1", ...) so two checkpoints' runs pair up; scripted
+    opponents by name. CH levels are fitted over all games at once, so they are compared through
+    each run's own CIs, not here."""
+    models = list(_meta(folder)["config"].get("models", []))
+
+    def role(player: str) -> str:  # checkpoints differ in name: pair --models by position
+        return f"model {models.index(player) + 1}" if player in models else player
+
+    acc: dict[str, dict[Any, list[float]]] = {}
+    for r in read_jsonl(folder / "rounds.jsonl"):
+        if r["status"] != "complete":
+            continue
+        for me in ("row", "col"):
+            acc.setdefault(f"{r['mechanism']}/{role(r[f'{me}_player'])}", {}).setdefault(
+                r["game_id"], []).append(float(r[f"{me}_payoff"]))
+    return {part: {g: {"utility": float(np.mean(v))} for g, v in by.items()} for part, by in acc.items()}
+
+
 def _diff(a: dict[Any, dict[str, float]], b: dict[Any, dict[str, float]], metric: str,
           rng: np.random.Generator) -> dict[str, Any]:
     common = sorted(set(a) & set(b), key=str)
@@ -79,16 +139,20 @@ def compare_runs(run_a: str | Path, run_b: str | Path, seed: int = 0) -> dict[st
     if ma.get("suite") != mb.get("suite"):
         raise InputError(f"cannot compare a {ma.get('suite')} run with a {mb.get('suite')} run")
     suite = ma.get("suite")
-    units = {"nashgap": _nashgap_units, "tmgbench": _tmgbench_units}.get(suite)
+    units = {"nashgap": _nashgap_units, "tmgbench": _tmgbench_units, "tom": _tom_units,
+             "chbench": _chbench_units}.get(suite)
     if units is None:
         raise InputError(f"compare does not support {suite!r} runs yet")
     ua, ub = units(fa), units(fb)
-    metrics = NASHGAP_METRICS if suite == "nashgap" else ("par", "id_term")
+    metrics = {"nashgap": NASHGAP_METRICS, "tmgbench": ("par", "id_term"), "tom": TOM_METRICS,
+               "chbench": CHBENCH_METRICS}[suite]
     rng = np.random.default_rng(seed)
     rows = []
     for part in sorted(set(ua) & set(ub)):
         for m in metrics:
-            rows.append({"part": part, **_diff(ua[part], ub[part], m, rng)})
+            if ua[part] and ub[part] and all(m in v for v in ua[part].values()) and all(
+                    m in v for v in ub[part].values()):
+                rows.append({"part": part, **_diff(ua[part], ub[part], m, rng)})
     if not rows:
         raise InputError("the two runs have no mode/setting in common")
     return {"suite": suite, "run_a": str(fa), "run_b": str(fb), "rows": rows}
