@@ -176,3 +176,35 @@ def _print_table(agg: list[dict], dummy: bool) -> None:  # type: ignore[type-arg
                   f"{r['parse_failure_rate_mean']:.0%} / {r['error_rate_mean']:.0%}",
                   str(r["n_games_scored"]))
     console.print(t)
+
+
+@suite_app.command("run")
+def run_file(
+    file: Optional[str] = typer.Argument(None, help="Suite file (.toml, .yaml): models, seeds, and one section per suite."),
+    output_dir: Optional[str] = typer.Option(None, help="Where the suite folder is created (default: the file's output_dir or results)."),
+    resume: Optional[str] = typer.Option(None, help="Finish an interrupted suite in this folder."),
+    report: bool = typer.Option(True, help="Write the HTML report of the suite folder at the end."),
+    quiet: bool = typer.Option(False, help="Print only the suite folder."),
+) -> int:
+    """Run every suite × model × seed of a suite file (nashgap, tmgbench, chbench, tom sections)."""
+    from stratbench.suites.multi import run_suite_file
+
+    if file is None and resume is None:
+        raise InputError("give a suite file (or --resume SUITE_DIR)")
+
+    def show(entry: dict) -> None:
+        if not quiet:
+            err_console.print(f"  {entry['suite']:<9} {entry['model']:<28} seed {entry['seed']:<6} "
+                              f"{entry['setting']:<24} -> {entry['folder']} ({entry['errors']} errors)")
+
+    res = run_suite_file(file, output_dir=output_dir, resume_dir=resume, on_run=show)
+    if report:
+        from stratbench.report.build import build_report
+
+        build_report(res.folder)
+    if quiet:
+        print(res.folder)
+    else:
+        console.print(f"suite — {res.folder}: {len(res.runs)} runs, {res.n_errors} errored records; "
+                      f"runs.csv, suite_metadata.json" + (", report/index.html" if report else ""))
+    return 1 if res.n_errors else 0

@@ -39,33 +39,34 @@ def _typed(where: str, value: Any, types: tuple[type, ...]) -> Any:
     return value
 
 
-def _read(path: Path) -> dict[str, Any]:
+def read_suite_data(path: Path, label: str = "--config ") -> dict[str, Any]:
+    """The mapping in a TOML or YAML file; every problem is one InputError line."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"--config {path}: cannot read ({e})") from None
+        raise InputError(f"{label}{path}: cannot read ({e})") from None
     suffix = path.suffix.lower()
     if suffix == ".toml":
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
-            raise InputError(f"--config {path}: invalid TOML ({e})") from None
+            raise InputError(f"{label}{path}: invalid TOML ({e})") from None
     elif suffix in (".yaml", ".yml"):
         try:
             import yaml
         except ImportError:  # pragma: no cover - pyyaml is a dependency
-            raise InputError(f"--config {path}: YAML suite files need PyYAML (pip install pyyaml)") from None
+            raise InputError(f"{label}{path}: YAML suite files need PyYAML (pip install pyyaml)") from None
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as e:
             msg = " ".join(str(e).split())
-            raise InputError(f"--config {path}: invalid YAML ({msg})") from None
+            raise InputError(f"{label}{path}: invalid YAML ({msg})") from None
     else:
-        raise InputError(f"--config {path}: use a .toml, .yaml or .yml file")
+        raise InputError(f"{label}{path}: use a .toml, .yaml or .yml file")
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise InputError(f"--config {path}: the file must hold a table/mapping of settings")
+        raise InputError(f"{label}{path}: the file must hold a table/mapping of settings")
     return data
 
 
@@ -95,7 +96,7 @@ def _model(path: Path, k: int, item: Any) -> ModelEntry:
 def load_suite_file(path: str | Path) -> TieredConfig:
     """A TieredConfig from a TOML or YAML suite file; every problem is one InputError line."""
     p = Path(path)
-    data = _read(p)
+    data = read_suite_data(p)
     known = set(_SCALARS) | set(_LISTS) | set(_TIERS) | {"models"}
     unknown = sorted(set(data) - known)
     if unknown:

@@ -1,0 +1,334 @@
+"""Suite files: several benchmarks × several models × several seeds, described in one TOML or YAML
+file and run with one command (`stratbench suite run FILE`).
+
+A file::
+
+    name = "checkpoint-sweep"
+    seeds = [42, 43]
+    models = ["embedded", "hf:/ckpt/step-2000",
+              {spec = "openai-compatible:my-base", base_url = "http://gpu1:8000/v1", label = "served"}]
+
+    [nashgap]            # any NashgapConfig field: num_games, combined, order_rotations, bucket, ...
+    num_games = 50
+    combined = true
+
+    [tmgbench]           # TmgbenchConfig fields: prompting, setting, form, repeats, games, ...
+    prompting = "DA"
+
+    [chbench]            # ChbenchConfig fields; all models play each other in one run per seed
+    opponents = ["level-k:1", "poisson:1.5"]
+    mechanisms = ["baseline", "memory"]
+
+    [tom]                # TomRunConfig fields; `games` / `partners` lists expand into one run each
+    games = ["rps", "ipd"]
+    partners = ["single_action", "tit_for_tat"]
+    episodes = 5
+
+Every section and key is checked before anything runs (an unknown key or a bad value is one
+error line naming the section). Runs land in ``<output_dir>/suite_<timestamp>/<suite>/<model>/``;
+``suite_metadata.json`` lists every run (suite, model, seed, folder, status) and is rewritten after
+each one, so ``--resume SUITE_DIR`` skips finished runs and finishes interrupted ones; ``runs.csv``
+holds each run's headline numbers. Each run is an ordinary result folder, so `stratbench report`,
+`compare` and `merge` work on them.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from stratbench.errors import InputError
+from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
+from stratbench.runner.jsonl import write_json_atomic
+
+SUITES = ("nashgap", "tmgbench", "chbench", "tom")
+TOP_KEYS = {"name", "seeds", "models", "output_dir", *SUITES}
+MODEL_KEYS = {"spec", "label", "policy", "base_url", "chat"}
+# keys a section may not set: the suite file owns them
+OWNED = {"model", "models", "seed", "output_dir", "shard", "llm_type", "llm_model", "folder_tag"}
+
+
+@dataclass(frozen=True)
+class SuiteModel:
+    spec: str
+    label: str
+    policy: str | None = None
+    base_url: str | None = None
+    chat: bool | None = None
+
+
+@dataclass
+class Job:
+    suite: str
+    label: str  # model label ("" for a chbench run, which holds every model)
+    seed: int
+    config: Any
+    key: str = ""
+    folder: str | None = None
+    status: str = "pending"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60] or "model"
+
+
+def _models(path: Path, items: Any) -> list[SuiteModel]:
+    if not isinstance(items, list) or not items:
+        raise InputError(f"{path}: models must be a non-empty list")
+    out = []
+    for k, item in enumerate(items):
+        where = f"{path}: models[{k}]"
+        if isinstance(item, str):
+            item = {"spec": item}
+        if not isinstance(item, dict) or not isinstance(item.get("spec"), str):
+            raise InputError(f"{where}: expected a model spec or a table with a 'spec'")
+        unknown = sorted(set(item) - MODEL_KEYS)
+        if unknown:
+            raise InputError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(MODEL_KEYS))}")
+        out.append(SuiteModel(item["spec"].strip(), str(item.get("label") or item["spec"]).strip(),
+                              item.get("policy"), item.get("base_url"), item.get("chat")))
+    labels = [m.label for m in out]
+    dup = sorted({x for x in labels if labels.count(x) > 1})
+    if dup:
+        raise InputError(f"{path}: models {dup} appear twice (give them distinct labels)")
+    return out
+
+
+def _build(cls: Any, path: Path, section: str, params: dict[str, Any], **owned: Any) -> Any:
+    names = {f.name for f in fields(cls)}
+    bad = sorted(set(params) & OWNED)
+    if bad:
+        raise InputError(f"{path}: [{section}] sets {', '.join(bad)}; the suite file sets models, seeds and "
+                         "output_dir at its top level")
+    unknown = sorted(set(params) - names)
+    if unknown:
+        raise InputError(f"{path}: [{section}] unknown key(s) {', '.join(unknown)}")
+    return cls(**{**params, **{k: v for k, v in owned.items() if k in names}})
+
+
+def _model_kw(m: SuiteModel) -> dict[str, Any]:
+    kw: dict[str, Any] = {}
+    if m.policy is not None:
+        kw["policy"] = m.policy
+    if m.base_url is not None:
+        kw["base_url"] = m.base_url
+    if m.chat is not None:
+        kw["chat"] = m.chat
+    return kw
+
+
+def plan_suite_file(path: str | Path) -> tuple[dict[str, Any], list[Job]]:
+    """The parsed file and every run it describes, all configs checked; nothing is written."""
+    from stratbench.suites.tiered_config import read_suite_data
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: suite file not found")
+    data = read_suite_data(p, label="")
+    unknown = sorted(set(data) - TOP_KEYS)
+    if unknown:
+        raise InputError(f"{p}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(TOP_KEYS))}")
+    sections = [s for s in SUITES if s in data]
+    if not sections:
+        raise InputError(f"{p}: no suite section; add at least one of [{'], ['.join(SUITES)}]")
+    seeds = data.get("seeds", [0])
+    seeds = [seeds] if isinstance(seeds, int) else seeds
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise InputError(f"{p}: seeds must be a list of integers")
+    models = _models(p, data.get("models"))
+    jobs: list[Job] = []
+    for suite in sections:
+        params = data[suite] if data[suite] is not None else {}
+        if not isinstance(params, dict):
+            raise InputError(f"{p}: [{suite}] must be a table of settings")
+        try:
+            jobs += _jobs_for(p, suite, dict(params), models, seeds)
+        except TypeError as e:
+            raise InputError(f"{p}: [{suite}] {e}") from None
+    for j in jobs:
+        j.key = f"{j.suite}|{j.label}|{j.seed}|{j.extra.get('setting', '')}"
+    return data, jobs
+
+
+def _jobs_for(p: Path, suite: str, params: dict[str, Any], models: list[SuiteModel], seeds: list[int]) -> list[Job]:
+    from stratbench.agents.registry import SCRIPTED_AGENTS
+    from stratbench.models.registry import split_spec
+
+    jobs: list[Job] = []
+    from stratbench.suites.tmgbench import SCRIPTED as TMG_SCRIPTED
+
+    scripted = {"nashgap": set(SCRIPTED_AGENTS), "tmgbench": set(TMG_SCRIPTED)}.get(suite)
+    for m in models:  # model specs are checked before any folder exists (chbench/tom check their own)
+        if scripted is not None and m.spec.lower() not in scripted:
+            split_spec(m.spec)
+    if suite == "nashgap":
+        from stratbench.suites.nashgap import NashgapConfig
+
+        for m in models:
+            for s in seeds:
+                cfg = _build(NashgapConfig, p, suite, {**_model_kw(m), **params}, model=m.spec, seed=s)
+                cfg.validate()
+                jobs.append(Job(suite, m.label, s, cfg))
+    elif suite == "tmgbench":
+        from stratbench.suites.tmgbench import TmgbenchConfig
+
+        for m in models:
+            for s in seeds:
+                cfg = _build(TmgbenchConfig, p, suite, {**_model_kw(m), **params}, model=m.spec, seed=s)
+                cfg.validate()
+                jobs.append(Job(suite, m.label, s, cfg))
+    elif suite == "chbench":
+        from stratbench.suites.chbench.run import ChbenchConfig
+
+        # one run holds every model: base_url, policy and chat come from the [chbench] section
+        for s in seeds:
+            cfg = _build(ChbenchConfig, p, suite, params, models=[m.spec for m in models], seed=s)
+            cfg.validate()
+            jobs.append(Job(suite, "", s, cfg))
+    elif suite == "tom":
+        from stratbench.suites.tom.model_run import TomRunConfig
+
+        games = params.pop("games", [params.pop("game", "rps")])
+        partners = params.pop("partners", [params.pop("partner", "single_action")])
+        games = [games] if isinstance(games, str) else games
+        partners = [partners] if isinstance(partners, str) else partners
+        for m in models:
+            if m.spec.lower() in SCRIPTED_AGENTS:
+                raise InputError(f"{p}: [tom] model {m.spec!r} is a scripted Nash-gap player; tom runs need a "
+                                 "language model (use `stratbench tom baseline` for the tabular agent)")
+            split_spec(m.spec)
+            for g in games:
+                for partner in partners:
+                    for s in seeds:
+                        kw = _model_kw(m)
+                        kw.pop("policy", None)  # tom's policy follows its prompting strategy
+                        cfg = _build(TomRunConfig, p, suite, {**kw, **params}, model=m.spec, seed=s,
+                                     game=g, partner=partner)
+                        cfg = cfg.resolve()
+                        jobs.append(Job(suite, m.label, s, cfg, extra={"setting": f"{g}/{partner}"}))
+    return jobs
+
+
+def _headline(suite: str, folder: Path) -> list[dict[str, Any]]:
+    """One row per headline unit of a finished run (its summary's key numbers)."""
+    rows: list[dict[str, Any]] = []
+
+    def load(name: str) -> dict[str, Any] | None:
+        f = folder / name
+        return json.loads(f.read_text()) if f.is_file() else None
+
+    if suite == "nashgap":
+        for f in sorted(folder.glob("summary*.json")):
+            s = json.loads(f.read_text())
+            mode = "mixed" if "mixed" in f.name else ("pure" if "pure" in f.name else s.get("mode", ""))
+            rows.append({"part": mode, "metric": "mean_exploitability", "value": s.get("mean_exploitability"),
+                         "ci95": s.get("mean_exploitability_ci95")})
+            rows.append({"part": mode, "metric": "mean_nash_gap", "value": s.get("mean_nash_gap"),
+                         "ci95": s.get("mean_nash_gap_ci95")})
+    elif suite == "tmgbench":
+        s = load("summary.json") or {}
+        for k in ("par_pct", "id_pct", "bd_pct"):
+            rows.append({"part": "", "metric": k, "value": s.get(k), "ci95": s.get(f"{k}_ci95")})
+    elif suite == "chbench":
+        s = load("summary.json") or {}
+        for mech, players in s.get("mechanisms", {}).items():
+            for pl, v in players.items():
+                rows.append({"part": f"{mech}/{pl}", "metric": "poisson_mean_level",
+                             "value": v.get("poisson_mean_level"), "ci95": v.get("poisson_mean_level_ci95")})
+    elif suite == "tom":
+        s = load("summary.json") or {}
+        for k in ("regret_per_step", "tom_accuracy"):
+            rows.append({"part": f"{s.get('game')}/{s.get('partner')}/{s.get('prompting')}", "metric": k,
+                         "value": s.get(k), "ci95": s.get(f"{k}_ci95")})
+    return rows
+
+
+def _run_job(job: Job, out: Path, resume_folder: str | None) -> tuple[Path, int]:
+    """Run (or finish) one job; returns its folder and number of errored records/rounds."""
+    sub = out / job.suite / (_slug(job.label) if job.label else "all-models")
+    if job.suite == "nashgap":
+        from stratbench.suites.nashgap import run_nashgap
+
+        r = run_nashgap(replace(job.config, output_dir=str(sub)), resume_dir=resume_folder)
+        return Path(r.folder), int(r.n_errors)
+    if job.suite == "tmgbench":
+        from stratbench.suites.tmgbench import run_tmgbench
+
+        r = run_tmgbench(replace(job.config, output_dir=str(sub)), resume_dir=resume_folder)
+        return Path(r.folder), int(r.n_errors)
+    if job.suite == "chbench":
+        from stratbench.suites.chbench.run import run_chbench
+
+        folder, _, n_err = run_chbench(replace(job.config, output_dir=str(sub)), resume_dir=resume_folder)
+        return folder, n_err
+    from stratbench.suites.tom.model_run import run_tom_model
+
+    folder, s = run_tom_model(replace(job.config, output_dir=str(sub)), resume=resume_folder)
+    return folder, int(s.get("n_error_episodes", 0) or 0)
+
+
+@dataclass
+class SuiteRunResult:
+    folder: Path
+    runs: list[dict[str, Any]]
+    n_errors: int
+
+
+def run_suite_file(path: str | Path | None = None, output_dir: str | None = None, resume_dir: str | None = None,
+                   on_run: Callable[[dict[str, Any]], None] | None = None) -> SuiteRunResult:
+    """Run every job of a suite file (or finish the suite in `resume_dir`)."""
+    if resume_dir:
+        out = Path(resume_dir)
+        try:
+            meta = json.loads((out / "suite_metadata.json").read_text())
+            path = meta["file"]
+            if meta.get("suite") != "suite-file":
+                raise KeyError
+        except (OSError, ValueError, KeyError):
+            raise InputError(f"--resume {out}: not a suite-file folder") from None
+    if path is None:
+        raise InputError("give a suite file")
+    data, jobs = plan_suite_file(path)
+    if not resume_dir:
+        base = output_dir or data.get("output_dir") or "results"
+        out = create_run_folder(base, "suite").path
+        meta = run_metadata("suite-file", data)
+        meta.update(file=str(path), name=data.get("name"), runs=[])
+    done = {r["key"]: r for r in meta.get("runs", [])}
+    runs: list[dict[str, Any]] = []
+    n_errors = 0
+    for job in jobs:
+        prev = done.get(job.key)
+        if prev and prev.get("status") == "finished":
+            runs.append(prev)
+            continue
+        entry = {"key": job.key, "suite": job.suite, "model": job.label or "(all models)", "seed": job.seed,
+                 "setting": job.extra.get("setting", ""), "folder": prev.get("folder") if prev else None,
+                 "status": "running"}
+        meta["runs"] = runs + [entry]
+        write_json_atomic(out / "suite_metadata.json", meta)
+        folder, n_err = _run_job(job, out, str(out / prev["folder"]) if prev and prev.get("folder") else None)
+        entry.update(folder=str(folder.relative_to(out)), status="finished", errors=n_err,
+                     headline=_headline(job.suite, folder))
+        n_errors += n_err
+        runs.append(entry)
+        meta["runs"] = runs
+        write_json_atomic(out / "suite_metadata.json", meta)
+        if on_run:
+            on_run(entry)
+    meta.update(runs=runs, end_time=now_iso(), status="finished")
+    write_json_atomic(out / "suite_metadata.json", meta)
+    with (out / "runs.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["suite", "model", "seed", "setting", "part", "metric", "value", "ci95_low", "ci95_high", "folder"])
+        for r in runs:
+            for h in r.get("headline", []):
+                ci = h.get("ci95") or [None, None]
+                w.writerow([r["suite"], r["model"], r["seed"], r["setting"], h["part"], h["metric"],
+                            h["value"], ci[0], ci[1], r["folder"]])
+    return SuiteRunResult(out, runs, n_errors)

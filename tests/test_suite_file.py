@@ -1,0 +1,91 @@
+"""`stratbench suite run FILE`: several suites × models × seeds from one TOML/YAML file."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from stratbench.suites.multi import plan_suite_file, run_suite_file
+
+TOML = """
+name = "smoke"
+seeds = [1, 2]
+models = ["random", {spec = "first-action", label = "first"}]
+
+[nashgap]
+num_games = 4
+num_trials = 2
+
+
+[chbench]
+opponents = ["level-k:1"]
+games = "1,2"
+rounds = 5
+bootstrap = 0
+restarts = 2
+"""
+
+
+def test_suite_file_runs_every_suite_model_and_seed_and_resumes(tmp_path, cli):
+    f = tmp_path / "suite.toml"
+    f.write_text(TOML)
+    res = run_suite_file(f, output_dir=str(tmp_path / "out"))
+    assert res.n_errors == 0
+    got = sorted((r["suite"], r["model"], r["seed"]) for r in res.runs)
+    assert got == sorted([("nashgap", m, s) for m in ("random", "first") for s in (1, 2)]
+                         + [("chbench", "(all models)", s) for s in (1, 2)])
+    meta = json.loads((res.folder / "suite_metadata.json").read_text())
+    assert meta["status"] == "finished" and meta["name"] == "smoke"
+    for r in res.runs:
+        assert (res.folder / r["folder"] / "run.json").is_file()
+    rows = list(csv.DictReader((res.folder / "runs.csv").open()))
+    expl = [r for r in rows if r["suite"] == "nashgap" and r["metric"] == "mean_exploitability"]
+    assert len(expl) == 4 and all(float(r["value"]) > 0 for r in expl)
+    levels = {r["part"] for r in rows if r["suite"] == "chbench"}
+    assert levels == {"baseline/random", "baseline/first-action", "baseline/level-k:1"}
+    # an interrupted suite: forget the last run; --resume runs only it, through the CLI
+    meta["runs"] = meta["runs"][:-1]
+    meta["status"] = "running"
+    (res.folder / "suite_metadata.json").write_text(json.dumps(meta))
+    r = cli("suite", "run", "--resume", str(res.folder), "--no-report", "--quiet")
+    assert r.returncode == 0, r.stderr
+    again = json.loads((res.folder / "suite_metadata.json").read_text())
+    assert again["status"] == "finished" and len(again["runs"]) == len(res.runs)
+
+
+def test_suite_file_with_tmgbench_from_the_cli_writes_a_report(tmp_path, cli):
+    f = tmp_path / "suite.yaml"
+    # scripted players differ per suite (TMGBench's are oracle/empty/uniform)
+    f.write_text("seeds: [3]\nmodels: [uniform, oracle]\ntmgbench:\n  games: '421,426,425'\n  repeats: 1\n")
+    r = cli("suite", "run", str(f), "--output-dir", str(tmp_path / "o"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    folder = r.stdout.strip().splitlines()[-1]
+    assert (tmp_path / "o").exists() and json.loads(open(f"{folder}/suite_metadata.json").read())["status"] == "finished"
+    assert "tmgbench" in open(f"{folder}/report/index.html").read()
+
+
+def test_suite_file_errors_are_one_line_and_write_nothing(tmp_path, cli):
+    cases = {
+        "a.toml": ('seeds = [1]\nmodels = ["random"]\n[nashgap]\nnum_gamez = 3\n', "[nashgap] unknown key(s) num_gamez"),
+        "b.toml": ('models = ["random"]\n', "no suite section"),
+        "c.toml": ('models = ["random"]\n[nashgap]\nseed = 4\n', "sets seed"),
+        "d.toml": ('models = ["random"]\n[chess]\n', "unknown key(s) chess"),
+        "e.toml": ('models = ["random", "random"]\n[nashgap]\n', "appear twice"),
+        "f.toml": ('models = ["nosuchbackend:x"]\n[nashgap]\n', ""),
+        "g.toml": ("models = [\n", "invalid TOML"),
+    }
+    for name, (text, msg) in cases.items():
+        p = tmp_path / name
+        p.write_text(text)
+        r = cli("suite", "run", str(p), "--output-dir", str(tmp_path / "out"))
+        assert r.returncode == 2, (name, r.stderr)
+        assert msg in r.stderr and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "out").exists()
+    _, jobs = plan_suite_file(_write(tmp_path, "ok.toml", TOML))
+    assert len(jobs) == 2 * 2 + 2  # nashgap per model and seed, chbench per seed
+
+
+def _write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
