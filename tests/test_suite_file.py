@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 from stratbench.suites.multi import plan_suite_file, run_suite_file
 
@@ -89,3 +90,34 @@ def _write(tmp_path, name, text):
     p = tmp_path / name
     p.write_text(text)
     return p
+
+
+def test_suite_file_shards_merge_into_the_unsharded_suite(tmp_path, cli):
+    import filecmp
+
+    f = _write(tmp_path, "s.toml", TOML)
+    whole = run_suite_file(f, output_dir=str(tmp_path / "whole")).folder
+    shards = [run_suite_file(f, output_dir=str(tmp_path / f"s{i}"), shard=f"{i}/2").folder for i in (2, 1)]
+    r = cli("merge", *map(str, shards), "--output-dir", str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    merged = Path(r.stdout.strip().splitlines()[-1])
+    a = json.loads((whole / "suite_metadata.json").read_text())["runs"]
+    b = json.loads((merged / "suite_metadata.json").read_text())["runs"]
+    assert [x["key"] for x in a] == [x["key"] for x in b]
+    strip = lambda rows: [{k: v for k, v in x.items() if k != "folder"} for x in rows]  # noqa: E731
+    assert strip(a) == strip(b)
+    from stratbench.runner.jsonl import read_jsonl
+
+    def recs(path):
+        return [{k: v for k, v in r.items() if "latency" not in k} for r in read_jsonl(path)]
+
+    compared = 0
+    for x, y in zip(a, b):  # each run's records and summary equal (folder names carry timestamps)
+        for fa in sorted((whole / x["folder"]).glob("*.jsonl")):
+            assert recs(fa) == recs(merged / y["folder"] / fa.name), fa.name
+            compared += 1
+        assert filecmp.cmp(whole / x["folder"] / "summary.json", merged / y["folder"] / "summary.json",
+                           shallow=False)
+    assert compared >= len(a)
+    r = cli("merge", str(shards[0]), "--output-dir", str(tmp_path / "m2"))
+    assert r.returncode == 2 and "missing" in r.stderr and not (tmp_path / "m2").exists()

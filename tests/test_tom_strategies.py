@@ -1,5 +1,5 @@
-"""The paper's text-generation prompting strategies (QA, CoT, Social, Plans+Insights, Reflexion,
-Oracle, Oracle+Max): prompt text against the appendix figures, template parsing, the bounded
+"""The paper's text-generation prompting strategies (QA, CoT, CoT 3-Shot, Social, Plans+Insights,
+Reflexion, Oracle, Oracle+Max, S2A, S2A + CoT): prompt text against the appendix figures, template parsing, the bounded
 re-query, parse-failure and error recording, and each strategy's use of its extra state - with a
 small deterministic in-test model (no HTTP, no weights)."""
 
@@ -15,7 +15,11 @@ import pytest
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateResult, LanguageModel, ScoreResult
 from stratbench.suites.tom.games import IBS, IPD, RPS
-from stratbench.suites.tom.gen_episodes import GenSettings, arun_gen_episode
+from stratbench.suites.tom.gen_episodes import (
+    REASONING_STOPS,
+    GenSettings,
+    arun_gen_episode,
+)
 from stratbench.suites.tom.gen_prompts import GenPrompts
 from stratbench.suites.tom.partners import make_partner
 from stratbench.suites.tom.regret import regret_per_step
@@ -350,3 +354,208 @@ def test_partner_first_tom_and_chat_mode():
         GenSettings(prompting="LM")
     with pytest.raises(InputError):
         GenSettings(prompting="QA", tom_variant="sideways")
+
+
+# ------------------------------------------------------------------------------- CoT 3-Shot and S2A
+FIGURE_13_EXAMPLES = (
+    "you win 10 points and the other player wins 7 points.\n\nIf you choose Option J and the other player chooses "
+    "Option F, then you win 0 points and the other player wins 0 points.\n\nIf you choose Option F and the other "
+    "player chooses Option J, then you win 0 points and the other player wins 0 points.\n\nIf you choose Option F "
+    "and the other player chooses Option F, then you win 7 points and the other player wins 10 points.\n\n"
+    "Some example thought processes for superior play in this game include:\n\n"
+    "Thoughts: The other player has picked Option J in every round so far, so it is logical to assume that they "
+    "will do so again. If they choose Option J, my best response is Option J. In that case, I will win 10 points."
+    "\n\nThoughts: I chose Option F in the last round, so the other player is likely to choose Option F in "
+    "response in order to maximize their reward. If they choose Option F, my best response is Option F. In that "
+    "case, I will win 7 points.\n\nThoughts: The other player has picked Option J four times in a row, so they "
+    "are most likely to choose Option J again. If they choose Option J, my best response is Option J. In that "
+    "case, I will win 10 points.\n\nIn round 1, you chose Option J and the other player chose Option J."
+)
+FIGURE_16 = ("Given the game rules and limited interaction history while playing with the other player described "
+             "above, extract a concise, unbiased, and self-contained summary that would be useful for deciding "
+             "which Option you should choose in the next round.")
+FIGURE_17 = ("Given the game rules and limited interaction history while playing with the other player described "
+             "above, extract a concise, unbiased, and self-contained summary that would be useful for guessing "
+             "which Option the other player will choose in the next round.")
+INTRO_IBS = ("You are playing a game repeatedly with another player. In this game, you can choose between Option J "
+             "and Option F. You will play 100 rounds in total with the same player.")
+
+
+def test_cot3_prompts_match_figure_13():
+    P = GenPrompts(IBS, T=100)
+    tom = P.tom(IBS_HISTORY, 0, "cot", shots=True).text  # Figure 13 as printed: Figure 7 + examples
+    assert FIGURE_13_EXAMPLES in tom
+    block = "\n\n".join(["Some example thought processes for superior play in this game include:",
+                          *P.shot_examples()]) + "\n\n"
+    assert tom == P.tom(IBS_HISTORY, 0, "cot").text.replace("In round 1,", block + "In round 1,", 1)
+    act = P.cot3(IBS_HISTORY)  # the action prompt: Figure 6 with the same paragraphs at the same place
+    assert FIGURE_13_EXAMPLES in act.text and act.stem == "Thoughts:"
+    assert act.text == P.cot(IBS_HISTORY).text.replace("In round 1,", block + "In round 1,", 1)
+    # examples for the other games: the game's own labels and (myopic) best responses and payoffs
+    for game, label_set in ((RPS, "canonical"), (IPD, "canonical"), (RPS, "neutral")):
+        ex = GenPrompts(game, label_set).shot_examples()
+        labels = game.action_labels(label_set)
+        assert len(ex) == 3 and all(e.startswith("Thoughts: ") for e in ex)
+        for e in ex:
+            b, mine = re.search(r"If they choose Option (\w+), my best response is Option (\w+)\.", e).groups()
+            assert labels.index(mine) == game.best_response(labels.index(b))
+    rps = GenPrompts(RPS, "canonical").shot_examples()
+    assert "the other player is likely to choose Option Scissors in response" in rps[1]  # beats my Paper
+    assert rps[0].endswith("my best response is Option Paper. In that case, I will receive a score of +1.")
+    ipd = GenPrompts(IPD, "canonical").shot_examples()
+    assert ipd[0].endswith("If they choose Option Cooperate, my best response is Option Defect. In that case, I will win 10 points.")
+    pf = P.tom(IBS_HISTORY, None, "cot", shots=True).text  # partner-first ToM: examples there too
+    assert "include:\n\nThoughts: The other player" in pf and "In round 1, the other player chose Option J" in pf
+    assert normalize_prompting("CoT 3-shot") == normalize_prompting("cot+3shot") == "CoT3"
+    with pytest.raises(InputError, match="no-payoffs"):
+        GenSettings(prompting="CoT3", payoffs=False)
+
+
+def test_s2a_prompts_match_figures_16_and_17():
+    P = GenPrompts(IBS, T=100)
+    rw = P.s2a_rewrite(IBS_HISTORY)
+    assert rw.text == P.qa(IBS_HISTORY).text.split("You are currently playing")[0] + FIGURE_16  # Figure 16
+    assert rw.render(chat=True) == rw.text and rw.render(chat=False) == rw.text + "\n\nSummary:"
+    assert P.s2a_rewrite(IBS_HISTORY, "tom").text.endswith("other player won 7 points.\n\n" + FIGURE_17)
+    pf = P.s2a_rewrite(IBS_HISTORY, "tom", "partner_first").text
+    assert "In round 2, the other player chose Option J and you chose Option F." in pf and pf.endswith(FIGURE_17)
+    # the rewrite replaces the rules and history in the QA (S2A) or CoT (S2A + CoT) prompt
+    qa = P.s2a_action(IBS_HISTORY, "They always play J.")
+    assert qa.text == (INTRO_IBS + "\n\nThey always play J.\n\nYou are currently playing round 5.\n\nWhich Option "
+                       "do you choose, Option J or Option F?\n\nYour answer MUST be formatted like:\n\nOption: <J or F>")
+    assert qa.stem == "Option:"
+    cot = P.s2a_action(IBS_HISTORY, "They always play J.", "cot")
+    assert cot.stem == "Thoughts:" and cot.text.endswith(P.cot(IBS_HISTORY).text.split("won 7 points.\n\n")[-1])
+    assert "rules of the game" not in cot.text and "In round" not in cot.text
+    tom = P.tom(IBS_HISTORY, 0, summary="J, always.").text  # Figure 5's question after the rewrite
+    assert tom == (INTRO_IBS + "\n\nJ, always.\n\nIn round 5, you chose Option J.\n\nWhich Option did you think "
+                   "the other player chose?\n\nYour answer MUST be formatted like:\n\nOption: <J or F>")
+    assert P.tom(IBS_HISTORY, None, "cot", summary="x").text.startswith(INTRO_IBS + "\n\nx\n\nYou are currently playing round 5.")
+    empty = P.s2a_action(IBS_HISTORY, "  ").text  # an empty rewrite leaves its paragraph out
+    assert empty.startswith(INTRO_IBS + "\n\nYou are currently playing round 5.") and "\n\n\n" not in empty
+    assert normalize_prompting("S2A") == "S2A" and normalize_prompting("S2A+CoT") == "S2ACoT"
+    assert normalize_prompting("system-2-attention") == "S2A"
+
+
+def _n_rounds(prompt: str) -> int:
+    return len(re.findall(r"^In round \d+, (?:you|the other player) chose Option \w+ and", prompt, re.MULTILINE))
+
+
+def test_cot3_episode_sends_the_examples_and_bounds_requeries():
+    def answer(prompt, req):
+        assert "Some example thought processes for superior play in this game include:" in prompt
+        assert prompt.endswith("\n\nThoughts:") and req.stop == REASONING_STOPS and req.max_tokens == 384
+        return " They copy me.\n\nOption: J"
+
+    m = ScriptedLM(answer)
+    ep = play(m, IPD, "tit_for_tat", 3, GenSettings(prompting="CoT3", keep_prompts=True))
+    assert ep["status"] == "complete" and ep["prompting"] == "CoT3"
+    for r in ep["records"]:
+        assert [c["kind"] for c in r["calls"]] == ["action", "tom"] and r["my_action"] == 0 and r["prediction"] == 0
+    P = GenPrompts(IPD, T=3)
+    rounds = [(r["my_action"], r["partner_action"]) for r in ep["records"]]
+    assert ep["records"][2]["calls"][0]["prompt"] == P.cot3(rounds[:2]).render(False)
+    assert ep["records"][2]["calls"][1]["prompt"] == P.tom(rounds[:2], 0, "cot", shots=True).render(False)
+
+    never = ScriptedLM(lambda p, r: " I'd pick one.\n\nOption: <J or F>")
+    ep = play(never, IPD, "tit_for_tat", 3, GenSettings(prompting="CoT3", max_tries=2))
+    rec = ep["records"][0]
+    assert ep["status"] == "parse_failed" and rec["failed_call"] == "action" and len(never.requests) == 2
+    assert [c["status"] for c in rec["calls"]] == ["parse_failed", "parse_failed"] and "my_action" not in rec
+
+
+def test_s2a_episode_call_order_records_and_seeds():
+    def answer(prompt, req):
+        if prompt.endswith("\n\nSummary:"):  # the rewrite: a raw model goes on past its summary
+            assert req.stop == REASONING_STOPS and req.max_tokens == 384
+            who = "you" if FIGURE_16 in prompt else "them"
+            return f" {who}: {_n_rounds(prompt)} rounds seen.\n\nWhich Option do you choose?\n\nOption: F"
+        assert "rules of the game" not in prompt and _n_rounds(prompt) == 0  # answered from the rewrite only
+        assert req.stop == ("\n",) and req.max_tokens == 32
+        return " J"
+
+    m = ScriptedLM(answer)
+    ep = play(m, IBS, "single_action", 3, GenSettings(prompting="S2A", keep_prompts=True), seed=5)
+    assert ep["status"] == "complete"
+    for t, r in enumerate(ep["records"]):
+        assert [c["kind"] for c in r["calls"]] == ["s2a_context", "action", "s2a_tom_context", "tom"]
+        assert r["s2a_context"] == f"you: {t} rounds seen." and r["s2a_tom_context"] == f"them: {t} rounds seen."
+        assert f"\n\nyou: {t} rounds seen.\n\nYou are currently playing round {t + 1}." in r["calls"][1]["prompt"]
+        assert f"\n\nthem: {t} rounds seen.\n\nIn round {t + 1}, you chose Option J." in r["calls"][3]["prompt"]
+        assert r["calls"][2]["prompt"].endswith(FIGURE_17 + "\n\nSummary:")
+        assert all(c["status"] == "parsed" for c in r["calls"]) and r["my_action"] == 0 and r["prediction"] == 0
+    seeds = [q.seed for q in m.requests]
+    assert len(m.requests) == 12 and len(set(seeds)) == 12
+    again = ScriptedLM(answer)
+    play(again, IBS, "single_action", 3, GenSettings(prompting="S2A"), seed=5)
+    assert [q.seed for q in again.requests] == seeds  # reproducible, so the cache replays it
+    rows = [{"episode": 0, "initial_state": ep["initial_state"], **r} for r in ep["records"]]
+    s, _ = summarize_rounds(rows, {"game": "ibs", "partner": "single_action", "rounds": 3, "seed": 0})
+    assert s["parse_failure_rate"] == 0 and s["n_episodes"] == 1  # rewrites are not action attempts
+
+    # partner-first ToM: the ToM rewrite (history partner first) and prediction come before acting;
+    # S2A + CoT answers in CoT format; a chat model's rewrite is its whole reply
+    def chat_answer(prompt, req):
+        assert req.chat and req.stop == ()
+        if prompt.endswith(FIGURE_17):
+            assert _n_rounds(prompt) == 0 or "the other player chose Option" in prompt.split("rules")[1]
+            return "They play J.\n\nAlways."
+        if prompt.endswith(FIGURE_16):
+            return "Play J."
+        assert prompt.endswith("Thoughts: <paragraph explaining your reasoning>\n\nOption: <J or F>")
+        return "Thoughts: ok.\n\nOption: J"
+
+    m = ScriptedLM(chat_answer)
+    ep = play(m, IBS, "single_action", 2, GenSettings(prompting="S2ACoT", tom_variant="partner_first", chat=True,
+                                                      keep_prompts=True))
+    assert ep["status"] == "complete"
+    r1 = ep["records"][1]
+    assert [c["kind"] for c in r1["calls"]] == ["s2a_tom_context", "tom", "s2a_context", "action"]
+    assert r1["s2a_tom_context"] == "They play J.\n\nAlways." and r1["s2a_context"] == "Play J."
+    assert "In round 1, the other player chose Option" in r1["calls"][0]["prompt"]
+    assert INTRO_IBS.replace("100", "2") + "\n\nThey play J.\n\nAlways.\n\nYou are currently playing round 2." \
+        in r1["calls"][1]["prompt"]
+
+
+def test_s2a_empty_rewrites_errors_and_parse_failures():
+    # an empty rewrite is accepted once (never re-sampled), flagged, and the answer is asked without it
+    m = ScriptedLM(lambda p, r: " \n" if p.endswith("Summary:") else " F")
+    ep = play(m, IPD, "single_action", 2, GenSettings(prompting="S2A", predict=False, keep_prompts=True))
+    assert ep["status"] == "complete"
+    for r in ep["records"]:
+        rw, act = r["calls"]
+        assert rw["kind"] == "s2a_context" and rw["empty"] is True and rw["status"] == "parsed"
+        assert r["s2a_context"] == "" and "prediction" not in r
+        assert act["prompt"].startswith(INTRO_IBS.replace("100", "2") + "\n\nYou are currently playing round")
+    # a raw model that opens with a blank line still has its first paragraph taken
+    m = ScriptedLM(lambda p, r: "\n\nThey play J.\nAlways.\n\nOption: F" if p.endswith("Summary:") else " F")
+    ep = play(m, IPD, "single_action", 1, GenSettings(prompting="S2A", predict=False))
+    assert ep["records"][0]["s2a_context"] == "They play J.\nAlways." and "empty" not in ep["records"][0]["calls"][0]
+
+    # a failed rewrite (model error) ends the episode as error before the answer is asked
+    def dies(prompt, req):
+        return None if prompt.endswith("Summary:") and _n_rounds(prompt) == 1 else (" J" if not prompt.endswith("Summary:") else " s")
+
+    m = ScriptedLM(dies)
+    ep = play(m, IPD, "single_action", 4, GenSettings(prompting="S2A"))
+    assert ep["status"] == "error" and ep["rounds"] == 1
+    last = ep["records"][-1]
+    assert last["status"] == "error" and last["failed_call"] == "s2a_context"
+    assert [c["kind"] for c in last["calls"]] == ["s2a_context"] and "my_action" not in last
+    # the ToM rewrite failing ends it too (after the action was chosen, nothing is recorded as played)
+    m = ScriptedLM(lambda p, r: None if p.endswith(FIGURE_17 + "\n\nSummary:") else (" s" if p.endswith("Summary:") else " J"))
+    ep = play(m, IPD, "single_action", 3, GenSettings(prompting="S2A"))
+    assert ep["status"] == "error" and ep["records"][0]["failed_call"] == "s2a_tom_context"
+
+    # an answer that never parses: re-sampled max_tries times on the same rewrite, then parse_failed
+    m = ScriptedLM(lambda p, r: " summary" if p.endswith("Summary:") else " maybe")
+    ep = play(m, IPD, "single_action", 3, GenSettings(prompting="S2A", max_tries=3))
+    rec = ep["records"][0]
+    assert ep["status"] == "parse_failed" and rec["failed_call"] == "action"
+    assert [(c["kind"], c["attempt"], c["status"]) for c in rec["calls"]] == [
+        ("s2a_context", 0, "parsed"), ("action", 0, "parse_failed"), ("action", 1, "parse_failed"),
+        ("action", 2, "parse_failed")]
+    # a ToM answer that never parses keeps playing (as for every non-Social strategy)
+    m = ScriptedLM(lambda p, r: " s" if p.endswith("Summary:") else (" ?" if "think the other" in p else " J"))
+    ep = play(m, IPD, "single_action", 2, GenSettings(prompting="S2A", max_tries=2))
+    assert ep["status"] == "complete" and all(r["tom_status"] == "parse_failed" for r in ep["records"])

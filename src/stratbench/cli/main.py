@@ -326,8 +326,9 @@ def tom_run(
     model: Optional[str] = typer.Option(None, help="Model spec (default: embedded)."),
     game: str = typer.Option("rps", help="rps, ibs or ipd."),
     partner: str = typer.Option("single_action", help="Partner policy."),
-    prompting: str = typer.Option("LM", help="LM (log-probs after 'A: Option'), QA, CoT, Social, SocialLM, "
-                                  "PlansInsights, Reflexion, Oracle or OracleMax."),
+    prompting: str = typer.Option("LM", help="LM (log-probs after 'A: Option'), QA, CoT, CoT3 (CoT 3-shot), "
+                                  "Social, SocialLM, PlansInsights, Reflexion, Oracle, OracleMax, S2A (System 2 "
+                                  "Attention rewrite, then QA) or S2ACoT (rewrite, then CoT)."),
     rounds: int = typer.Option(100, help="Rounds per episode (T)."),
     episodes: int = typer.Option(1, help="Episodes."),
     seed: int = typer.Option(0, help="Seed (episode e plays with derive_seed(seed, e))."),
@@ -341,7 +342,8 @@ def tom_run(
     chat: Optional[bool] = typer.Option(None, "--chat/--no-chat", help="Send prompts as chat messages "
                                         "(default: only for openai: models); raw models get completion-style prompts."),
     temperature: float = typer.Option(0.7, help="Sampling temperature of generated answers."),
-    max_tokens: int = typer.Option(384, help="Token budget of reasoning answers (CoT, Plans+Insights, Reflexion)."),
+    max_tokens: int = typer.Option(384, help="Token budget of reasoning answers (CoT, CoT3, Plans+Insights, "
+                                   "Reflexion, S2ACoT) and of S2A rewrites."),
     max_tries: int = typer.Option(3, help="Samples per answer before it is recorded parse_failed."),
     memory: int = typer.Option(1, help="Reflexion: plans kept in memory (the paper used 1-3)."),
     keep_prompts: bool = typer.Option(False, help="Store every prompt in the records."),

@@ -24,7 +24,7 @@ def merge(
     suite_folder = (out / "suite_metadata.json").is_file()  # shards of a tiered suite
     meta = json.loads((out / ("suite_metadata.json" if suite_folder else "run.json")).read_text())
     t = meta.get("totals", {})
-    what = f"suite of {t.get('runs', 0)} runs" if suite_folder else "run"
+    what = f"suite of {t.get('runs', len(meta.get('runs', [])))} runs" if suite_folder else "run"
     console.print(f"{out}: {meta['suite']} {what} merged from {len(folders)} shards — "
                   f"{t.get('records', 0)} records, {t.get('errors', 0)} errors, "
                   f"{t.get('model_calls', 0)} model calls")

@@ -183,6 +183,8 @@ def run_file(
     file: Optional[str] = typer.Argument(None, help="Suite file (.toml, .yaml): models, seeds, and one section per suite."),
     output_dir: Optional[str] = typer.Option(None, help="Where the suite folder is created (default: the file's output_dir or results)."),
     resume: Optional[str] = typer.Option(None, help="Finish an interrupted suite in this folder."),
+    shard: Optional[str] = typer.Option(None, help="Run only shard i/n of the file's runs (whole runs, round-robin); "
+                                        "combine with stratbench merge."),
     report: bool = typer.Option(True, help="Write the HTML report of the suite folder at the end."),
     quiet: bool = typer.Option(False, help="Print only the suite folder."),
 ) -> int:
@@ -197,7 +199,7 @@ def run_file(
             err_console.print(f"  {entry['suite']:<9} {entry['model']:<28} seed {entry['seed']:<6} "
                               f"{entry['setting']:<24} -> {entry['folder']} ({entry['errors']} errors)")
 
-    res = run_suite_file(file, output_dir=output_dir, resume_dir=resume, on_run=show)
+    res = run_suite_file(file, output_dir=output_dir, resume_dir=resume, on_run=show, shard=shard)
     if report:
         from stratbench.report.build import build_report
 

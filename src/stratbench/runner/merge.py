@@ -101,6 +101,13 @@ def _sum_totals(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _suite_kind(folder: Path) -> str | None:
+    try:
+        return json.loads((folder / "suite_metadata.json").read_text()).get("suite")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def merge_runs(folders: Sequence[str | Path], output_dir: str | Path = "results") -> Path:
     """Merge the finished shards of one run into a new folder under `output_dir`; returns it.
 
@@ -112,6 +119,11 @@ def merge_runs(folders: Sequence[str | Path], output_dir: str | Path = "results"
         raise InputError("merge needs the shard folders of one run")
     if len({p.resolve() for p in paths}) != len(paths):
         raise InputError("the same folder is given twice")
+    if any(_suite_kind(p) == "suite-file" for p in paths):
+        # Shards of `stratbench suite run FILE --shard i/n`: whole runs, copied together
+        from stratbench.suites.multi import merge_suite_file_shards
+
+        return merge_suite_file_shards(paths, output_dir)
     if any((p / "suite_metadata.json").is_file() for p in paths):
         # Shards of a tiered suite (a folder of Nash-gap runs): the suite merges each cell's runs
         # with merge_runs and rebuilds its tables; it refuses a mix with plain run folders.

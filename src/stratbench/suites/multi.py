@@ -280,8 +280,15 @@ class SuiteRunResult:
 
 
 def run_suite_file(path: str | Path | None = None, output_dir: str | None = None, resume_dir: str | None = None,
-                   on_run: Callable[[dict[str, Any]], None] | None = None) -> SuiteRunResult:
-    """Run every job of a suite file (or finish the suite in `resume_dir`)."""
+                   on_run: Callable[[dict[str, Any]], None] | None = None,
+                   shard: str | None = None) -> SuiteRunResult:
+    """Run every job of a suite file (or finish the suite in `resume_dir`).
+
+    ``shard="i/n"`` runs every n-th *run* (round-robin over the file's runs in order), so each
+    machine runs whole runs; `stratbench merge` puts the shards' folders back together.
+    """
+    from stratbench.runner.shard import parse_shard, shard_from_json
+
     if resume_dir:
         out = Path(resume_dir)
         try:
@@ -294,11 +301,18 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
     if path is None:
         raise InputError("give a suite file")
     data, jobs = plan_suite_file(path)
-    if not resume_dir:
+    plan = [j.key for j in jobs]
+    if resume_dir:
+        sh = shard_from_json(meta.get("shard"))
+    else:
+        sh = parse_shard(shard)
+        if sh.count > len(jobs):
+            raise InputError(f"--shard {sh}: the suite has only {len(jobs)} runs")
         base = output_dir or data.get("output_dir") or "results"
         out = create_run_folder(base, "suite").path
         meta = run_metadata("suite-file", data)
-        meta.update(file=str(path), name=data.get("name"), runs=[])
+        meta.update(file=str(path), name=data.get("name"), runs=[], plan=plan, shard=sh.to_json())
+    jobs = sh.select(jobs)
     done = {r["key"]: r for r in meta.get("runs", [])}
     runs: list[dict[str, Any]] = []
     n_errors = 0
@@ -323,6 +337,12 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
             on_run(entry)
     meta.update(runs=runs, end_time=now_iso(), status="finished")
     write_json_atomic(out / "suite_metadata.json", meta)
+    write_runs_csv(out, runs)
+    return SuiteRunResult(out, runs, n_errors)
+
+
+def write_runs_csv(out: Path, runs: list[dict[str, Any]]) -> None:
+    """runs.csv: one row per headline number of every run."""
     with (out / "runs.csv").open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["suite", "model", "seed", "setting", "part", "metric", "value", "ci95_low", "ci95_high", "folder"])
@@ -331,4 +351,53 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
                 ci = h.get("ci95") or [None, None]
                 w.writerow([r["suite"], r["model"], r["seed"], r["setting"], h["part"], h["metric"],
                             h["value"], ci[0], ci[1], r["folder"]])
-    return SuiteRunResult(out, runs, n_errors)
+
+
+def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path:
+    """Merge the finished shards 1..n of one suite-file run: every run folder is copied into a new
+    suite folder at the same relative path, and the metadata and runs.csv list all runs in the
+    file's order — what an unsharded `suite run` writes. The shards are only read; a merge that
+    fails midway removes its folder."""
+    import shutil
+
+    from stratbench.runner.shard import check_complete, shard_from_json
+
+    metas = []
+    for f in folders:
+        try:
+            metas.append(json.loads((f / "suite_metadata.json").read_text()))
+        except (OSError, ValueError):
+            raise InputError(f"{f}: no readable suite_metadata.json") from None
+    if any(m.get("suite") != "suite-file" for m in metas):
+        raise InputError("cannot merge suite-file shards with other folders")
+    if any(json.dumps(m["config"], sort_keys=True) != json.dumps(metas[0]["config"], sort_keys=True) for m in metas):
+        raise InputError("the shards come from different suite files")
+    for f, m in zip(folders, metas):
+        if m.get("status") != "finished":
+            raise InputError(f"{f}: shard not finished (finish it with stratbench suite run --resume {f})")
+    check_complete([shard_from_json(m.get("shard")) for m in metas])
+    plan = metas[0]["plan"]
+    runs = sorted(((f, r) for f, m in zip(folders, metas) for r in m["runs"]), key=lambda fr: plan.index(fr[1]["key"]))
+    if [r["key"] for _, r in runs] != plan:
+        raise InputError("the shards do not hold every run of the suite exactly once")
+    out = create_run_folder(output_dir, "suite_merged").path
+    try:
+        merged_runs = []
+        for f, r in runs:
+            dest = out / r["folder"]
+            k = 2
+            while dest.exists():  # two shards may have started a run in the same second
+                dest = out / f"{r['folder']}_{k}"
+                k += 1
+            shutil.copytree(f / r["folder"], dest)
+            merged_runs.append({**r, "folder": str(dest.relative_to(out))})
+        meta = dict(metas[0])
+        meta.update(shard=None, runs=merged_runs, merged_from=[str(f) for f in folders],
+                    start_time=min(m["start_time"] for m in metas), end_time=max(m.get("end_time") or "" for m in metas),
+                    merged_at=now_iso())
+        write_json_atomic(out / "suite_metadata.json", meta)
+        write_runs_csv(out, meta["runs"])
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    return out

@@ -1,5 +1,5 @@
-"""Episodes with the paper's text-generation strategies (QA, CoT, Social, Plans+Insights,
-Reflexion, Oracle, Oracle+Max) against a finite-state partner.
+"""Episodes with the paper's text-generation strategies (QA, CoT, CoT 3-Shot, Social,
+Plans+Insights, Reflexion, Oracle, Oracle+Max, S2A, S2A + CoT) against a finite-state partner.
 
 One round, in call order:
 
@@ -12,6 +12,13 @@ One round, in call order:
    agent acts - the partner's action never depends on the agent's current action).
 4. With ``tom_variant="agent_first"`` (default, as the paper's Figures 5, 7, 9, 12): the ToM
    prompt, told the agent's action of this round.
+
+S2A / S2A + CoT make two calls for each answer: the rewrite of the rules and history (Figure 16,
+kind ``s2a_context``, before the action; Figure 17, kind ``s2a_tom_context``, before a ToM
+prediction), then the answer prompt built on that rewrite (kind ``action`` / ``tom``). So an
+agent-first round is ``s2a_context, action, s2a_tom_context, tom``. The rewrites are kept in the
+round record (``s2a_context``, ``s2a_tom_context``). CoT 3-Shot is CoT with Figure 13's worked
+examples in its action and ToM prompts (same calls as CoT).
 
 Each generated answer is accepted when it matches the template (:mod:`strategies`); otherwise the
 same prompt is sampled again, at most ``max_tries`` times in all (the paper re-samples "until" it
@@ -27,6 +34,11 @@ nothing is ever invented:
   and ``tom_status="parse_failed"``; ToM metrics are over parsed predictions, and the summary
   reports ``tom_parse_failure_rate``;
 * a reflection never parses → the memory is left unchanged (``reflection_status``);
+* an S2A rewrite is accepted whatever it says ("We accept the LLM's output for this prompt in all
+  cases", Figures 16-17), so it is never re-sampled; an empty one is recorded (``"empty": true``
+  on its call) and the answer prompt is built on it as is - with no summary paragraph - rather
+  than asking again, which would depart from the paper. A rewrite that fails with a model error
+  ends the episode as ``error`` like any other call;
 * a model error (after the backend's own retries) → the round is ``error`` and the episode stops
   (errored episodes are run again by ``--resume``).
 
@@ -50,7 +62,7 @@ from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
 from stratbench.seeding import derive_seed
 from stratbench.suites.tom.episodes import PARTNER_STREAM, _policy
 from stratbench.suites.tom.games import RepeatedGame, get_game
-from stratbench.suites.tom.gen_prompts import GenPrompts, Prompt, memory_lines
+from stratbench.suites.tom.gen_prompts import S2A_STEM, GenPrompts, Prompt, memory_lines
 from stratbench.suites.tom.partners import FiniteStatePartner, make_partner
 from stratbench.suites.tom.prompts import TOM_VARIANTS, LMPrompts
 from stratbench.suites.tom.strategies import (
@@ -59,7 +71,7 @@ from stratbench.suites.tom.strategies import (
     parse_option,
 )
 
-KIND_CODES = {"action": 1, "tom": 2, "reflection": 3}
+KIND_CODES = {"action": 1, "tom": 2, "reflection": 3, "s2a_context": 4, "s2a_tom_context": 5}
 """Seed keys per call kind, so an action and a prediction of one round never share a sample."""
 
 REASONING_STOPS = ("\n\nYou are currently playing", "\n\nYou are playing a game", "\n\nIn round ")
@@ -95,10 +107,17 @@ class GenSettings:
             raise InputError("--memory (Reflexion) must be between 1 and 9")
         if self.temperature < 0:
             raise InputError("--temperature must be >= 0")
+        if self.prompting == "CoT3" and not self.payoffs:
+            raise InputError("--prompting CoT3 with --no-payoffs: its worked examples (Figure 13) state the "
+                             "payoffs and best responses, which would put the payoff table back")
 
     @property
     def social(self) -> bool:
         return self.prompting in ("Social", "SocialLM")
+
+    @property
+    def s2a(self) -> bool:
+        return self.prompting in ("S2A", "S2ACoT")
 
 
 Parser = Callable[[str], tuple[Any, str | None]]
@@ -165,6 +184,17 @@ def _plans_insights_parser(labels: tuple[str, ...]) -> Parser:
     return parse
 
 
+def _s2a_parser(chat: bool) -> Parser:
+    """S2A's rewrite, accepted as it is (an empty one too). Completion mode: the text after our
+    ``Summary:`` stem, up to its first blank line (a raw model goes on to write the next question
+    and answer it); chat: the whole reply."""
+    def parse(text: str) -> tuple[Any, str | None]:
+        if chat:
+            return text.strip(), None
+        return text.removeprefix(S2A_STEM).strip().split("\n\n")[0].strip(), None
+    return parse
+
+
 def _plan_parser(text: str) -> tuple[Any, str | None]:
     plan = extract_field(text, "plan")
     return (plan, None) if plan else (None, "no 'Plan:' field")
@@ -187,8 +217,10 @@ async def arun_gen_episode(
     labels = P.labels
     option = _option_parser(labels)
     caller = _Caller(model, s, seed)
-    reasoning_action = s.prompting in ("CoT", "PlansInsights", "Reflexion")
-    tom_style = "cot" if s.prompting == "CoT" else "qa"
+    reasoning_action = s.prompting in ("CoT", "CoT3", "PlansInsights", "Reflexion", "S2ACoT")
+    tom_style = "cot" if s.prompting in ("CoT", "CoT3", "S2ACoT") else "qa"
+    shots = s.prompting == "CoT3"
+    s2a_parse = _s2a_parser(s.chat)
     lm_tom = LMPrompts(g, s.label_set, T, "partner_first", s.payoffs, s.history)
 
     p_rng = np.random.default_rng(derive_seed(seed, *PARTNER_STREAM))
@@ -202,8 +234,19 @@ async def arun_gen_episode(
     t0 = time.perf_counter()
     status_all = "complete"
 
+    async def rewrite(t: int, kind: str, prompt: Prompt, rec: dict[str, Any],
+                      calls: list[dict[str, Any]]) -> str | None:
+        """S2A's rewrite (never re-sampled: always accepted); None on a model error."""
+        st, summary = await caller.ask(t, kind, prompt, s2a_parse, True, calls)
+        if st != "parsed":
+            return None
+        if not summary:
+            calls[-1]["empty"] = True
+        rec[kind] = summary
+        return summary
+
     async def ask_tom(t: int, my_action: int | None, plans: str | None, insights: str | None,
-                      calls: list[dict[str, Any]]) -> tuple[str, int | None]:
+                      rec: dict[str, Any], calls: list[dict[str, Any]]) -> tuple[str, int | None]:
         """The strategy's literal-ToM prompt; agent-first when ``my_action`` is given."""
         if s.prompting == "PlansInsights":
             extra = P.plans_insights_extra(plans, insights, current=my_action is not None)
@@ -211,7 +254,13 @@ async def arun_gen_episode(
             extra = memory_lines(list(memory))
         else:
             extra = []
-        return await caller.ask(t, "tom", P.tom(rounds, my_action, tom_style, extra), option,
+        summary = None
+        if s.s2a:
+            order = "agent_first" if my_action is not None else "partner_first"
+            summary = await rewrite(t, "s2a_tom_context", P.s2a_rewrite(rounds, "tom", order), rec, calls)
+            if summary is None:
+                return "error", None
+        return await caller.ask(t, "tom", P.tom(rounds, my_action, tom_style, extra, shots, summary), option,
                                 tom_style == "cot", calls)
 
     for t in range(T):
@@ -246,17 +295,27 @@ async def arun_gen_episode(
                 call.update(status="error", error=r.error)
                 rec["tom_status"] = stop = "error"
         elif stop is None and (s.prompting == "Social" or (s.predict and s.tom_variant == "partner_first")):
-            st, prediction = await ask_tom(t, None, plans, insights, calls)
+            st, prediction = await ask_tom(t, None, plans, insights, rec, calls)
             rec["tom_status"] = st
             if st == "error" or (st == "parse_failed" and s.prompting == "Social"):
                 stop = st  # Social's action prompt needs the prediction
 
         a: int | None = None
+        summary: str | None = None
+        if stop is None and s.s2a:
+            summary = await rewrite(t, "s2a_context", P.s2a_rewrite(rounds, "action"), rec, calls)
+            if summary is None:
+                stop = "error"
         if stop is None:
             if s.prompting == "QA":
                 prompt_obj = P.qa(rounds)
             elif s.prompting == "CoT":
                 prompt_obj = P.cot(rounds)
+            elif s.prompting == "CoT3":
+                prompt_obj = P.cot3(rounds)
+            elif s.s2a:
+                assert summary is not None
+                prompt_obj = P.s2a_action(rounds, summary, tom_style)
             elif s.prompting == "PlansInsights":
                 prompt_obj = P.plans_insights(rounds, plans, insights)
             elif s.prompting == "Reflexion":
@@ -277,7 +336,7 @@ async def arun_gen_episode(
                 a = value
 
         if stop is None and s.predict and not s.social and s.tom_variant == "agent_first":
-            st, prediction = await ask_tom(t, a, plans, insights, calls)
+            st, prediction = await ask_tom(t, a, plans, insights, rec, calls)
             rec["tom_status"] = st
             if st == "error":
                 stop = "error"

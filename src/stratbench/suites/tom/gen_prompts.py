@@ -1,4 +1,4 @@
-"""The paper's text-generation prompts (Appendix C.1, Figures 4-15 and 18), built from the same
+"""The paper's text-generation prompts (Appendix C.1, Figures 4-18), built from the same
 pieces as LM prompting (:class:`~stratbench.suites.tom.prompts.LMPrompts`).
 
 Every prompt is self-contained: the game's rules and the whole interaction history are written out
@@ -36,6 +36,34 @@ version, only LM's Figure 3): our construction by analogy with Figure 3 - histor
 partner first, then "You are currently playing round 5." and "Which Option do you think the other
 player will choose in this round?". Social's own prediction uses the partner-first QA prompt.
 
+CoT 3-Shot (Figure 13) and S2A (Figures 16-17), with what the appendix leaves out reconstructed
+minimally (each point is ours, not the paper's):
+
+* CoT 3-Shot: the paragraph "Some example thought processes for superior play in this game
+  include:" and three ``Thoughts: ...`` examples go between the rules and the history. Figure 13
+  prints only the *literal-ToM* prompt (Figure 7 with the examples), and only for IBS with labels
+  J/F; the action prompt here is Figure 6 with the same paragraphs at the same place. The paper
+  says the examples "were customized to the actions space and payoff structure of each of the three
+  games" without printing RPS's or IPD's, so every game's examples are generated from the three
+  reasoning patterns of Figure 13 and the game's payoff matrix: (1) "The other player has picked
+  Option a in every round so far ..." -> my myopic best response to a and its payoff; (2) "I chose
+  Option m in the last round, so the other player is likely to choose Option q in response in order
+  to maximize their reward" with q the partner's myopic best response to m, then my best response
+  to q; (3) "... picked Option a four times in a row ...". a is the first label, m the second. For
+  IBS this reproduces Figure 13 word for word; RPS says "I will receive a score of +1" (Appendix
+  C.1's score wording).
+* S2A: the rewrite prompt is the rules and history followed by Figure 16's instruction (action:
+  "... useful for deciding which Option you should choose in the next round.") or Figure 17's
+  (literal ToM: "... useful for guessing which Option the other player will choose in the next
+  round."). "This output replaces the rules and history in the subsequent QA or CoT prompt": the
+  answer prompt keeps the game's first paragraph ("You are playing a game repeatedly ... 100 rounds
+  in total with the same player.", which is neither rules nor history), then the rewrite as one
+  paragraph, then the QA (S2A) or CoT (S2A + CoT) question exactly as in Figures 4-7. A
+  partner-first ToM rewrite sees the history written partner first. An empty rewrite leaves its
+  paragraph out. Raw models get the answer stem ``Summary:`` after the rewrite prompt (the figure
+  has no template); a raw model's rewrite is its continuation's first paragraph (they go on to
+  write the next question and an answer), a chat model's the whole reply.
+
 Raw (base) models get *completion-style* prompts: the paper's prompt, a blank line, and the
 template's first field name as an answer stem (``Option:`` for QA, ``Thoughts:`` for CoT,
 ``Plans:`` for Plans+Insights, ``Plan:`` for the reflection), so the model's continuation is the
@@ -48,8 +76,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from stratbench.suites.tom.games import RepeatedGame
-from stratbench.suites.tom.prompts import PARA, LMPrompts
+from stratbench.suites.tom.prompts import PARA, LMPrompts, _pts, _score
 
 QA_FORMAT = "Your answer MUST be formatted like:"
 COT_INSTRUCTION = "Choose the best action by thinking step by step. Your answer MUST be formatted as:"
@@ -64,6 +94,15 @@ REFLECTION_INSTRUCTION = (
     "same task. Your answer MUST be formatted as:"
 )
 REFLECTION_FIELD = "Plan: <concise explanation of your plan moving forward>"
+SHOTS_INTRO = "Some example thought processes for superior play in this game include:"
+S2A_INSTRUCTION = (
+    "Given the game rules and limited interaction history while playing with the other player described "
+    "above, extract a concise, unbiased, and self-contained summary that would be useful for "
+)
+S2A_ACTION_GOAL = "deciding which Option you should choose in the next round."
+S2A_TOM_GOAL = "guessing which Option the other player will choose in the next round."
+S2A_STEM = "Summary:"
+"""Answer stem of the S2A rewrite for raw models (our addition: Figures 16-17 have no template)."""
 
 _AGO = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
 
@@ -109,9 +148,36 @@ class GenPrompts:
         return self.agent_first.labels
 
     # -- pieces -------------------------------------------------------------------------------
-    def _context(self, rounds: Sequence[tuple[int, int]], order: str = "agent_first") -> str:
+    def _context(self, rounds: Sequence[tuple[int, int]], order: str = "agent_first", shots: bool = False,
+                 summary: str | None = None) -> str:
+        """Rules and history; with ``shots`` Figure 13's examples between them; with ``summary``
+        (S2A) the first paragraph and the rewrite instead of rules and history."""
         tpl = self.agent_first if order == "agent_first" else self.partner_first
-        return tpl.header() + tpl.history_text(list(rounds))
+        if summary is not None:
+            return PARA.join([tpl.intro(), *([summary] if summary.strip() else [])]) + PARA
+        examples = PARA.join([SHOTS_INTRO, *self.shot_examples()]) + PARA if shots else ""
+        return tpl.header() + examples + tpl.history_text(list(rounds))
+
+    def shot_examples(self) -> list[str]:
+        """CoT 3-Shot's three worked examples (Figure 13 for IBS; other games: see the module doc)."""
+        g, L = self.game, self.labels
+        a, m = 0, 1
+
+        def respond(b: int) -> str:
+            mine = g.best_response(b)
+            x = g.payoff_me[mine, b]
+            gain = (f"I will receive a score of {_score(x)}" if g.score_wording else f"I will win {_pts(x)} points")
+            return f"If they choose Option {L[b]}, my best response is Option {L[mine]}. In that case, {gain}."
+
+        q = int(np.argmax(g.payoff_partner[m, :]))  # the partner's myopic best response to my m
+        return [
+            (f"Thoughts: The other player has picked Option {L[a]} in every round so far, so it is logical "
+             f"to assume that they will do so again. {respond(a)}"),
+            (f"Thoughts: I chose Option {L[m]} in the last round, so the other player is likely to choose "
+             f"Option {L[q]} in response in order to maximize their reward. {respond(q)}"),
+            (f"Thoughts: The other player has picked Option {L[a]} four times in a row, so they are most "
+             f"likely to choose Option {L[a]} again. {respond(a)}"),
+        ]
 
     def _choose(self, rounds: Sequence[tuple[int, int]]) -> str:
         return f"Which Option do you choose, {self.agent_first.options_or()}?"
@@ -137,6 +203,26 @@ class GenPrompts:
         """Figure 6."""
         return self._cot(self._context(rounds), [self._current(rounds), self._choose(rounds)],
                          [THOUGHTS_FIELD], "Thoughts:")
+
+    def cot3(self, rounds: Sequence[tuple[int, int]]) -> Prompt:
+        """CoT 3-Shot: Figure 6 with Figure 13's examples after the rules."""
+        return self._cot(self._context(rounds, shots=True), [self._current(rounds), self._choose(rounds)],
+                         [THOUGHTS_FIELD], "Thoughts:")
+
+    def s2a_rewrite(self, rounds: Sequence[tuple[int, int]], target: str = "action",
+                    order: str = "agent_first") -> Prompt:
+        """S2A's rewrite of the rules and history: Figure 16 (``target="action"``) or 17 ("tom")."""
+        goal = S2A_ACTION_GOAL if target == "action" else S2A_TOM_GOAL
+        return Prompt(self._context(rounds, order) + S2A_INSTRUCTION + goal, S2A_STEM)
+
+    def s2a_action(self, rounds: Sequence[tuple[int, int]], summary: str, style: str = "qa") -> Prompt:
+        """S2A's answer prompt: Figure 4 (``style="qa"``) or 6 ("cot") with the rewrite in place of
+        the rules and history."""
+        ctx = self._context(rounds, summary=summary)
+        lead = [self._current(rounds), self._choose(rounds)]
+        if style == "cot":
+            return self._cot(ctx, lead, [THOUGHTS_FIELD], "Thoughts:")
+        return self._qa(ctx, lead)
 
     def plans_insights(self, rounds: Sequence[tuple[int, int]], plans: str | None,
                        insights: str | None) -> Prompt:
@@ -180,21 +266,23 @@ class GenPrompts:
 
     # -- literal-ToM prompts ------------------------------------------------------------------
     def tom(self, rounds: Sequence[tuple[int, int]], my_action: int | None, style: str = "qa",
-            extra: Sequence[str] = ()) -> Prompt:
+            extra: Sequence[str] = (), shots: bool = False, summary: str | None = None) -> Prompt:
         """Predict the partner's action of the current round.
 
         ``my_action`` given: agent-first (Figures 5, 7, 9, 12); None: partner-first (asked before
         acting; history lines partner first as in Figure 3). ``style`` "qa" or "cot" (Figure 7);
-        ``extra`` paragraphs (plans/insights, Reflexion memories) go before the question.
+        ``extra`` paragraphs (plans/insights, Reflexion memories) go before the question;
+        ``shots``: CoT 3-Shot's examples after the rules (Figure 13); ``summary``: S2A's rewrite
+        (Figure 17) in place of the rules and history.
         """
         t = len(rounds) + 1
         if my_action is not None:
-            ctx = self._context(rounds, "agent_first")
+            ctx = self._context(rounds, "agent_first", shots, summary)
             lead = [*extra, f"In round {t}, you chose Option {self.labels[my_action]}."]
             q_qa = "Which Option did you think the other player chose?"
             q_cot = "Which Option do you think the other player chose?"
         else:
-            ctx = self._context(rounds, "partner_first")
+            ctx = self._context(rounds, "partner_first", shots, summary)
             lead = [*extra, f"You are currently playing round {t}."]
             q_qa = q_cot = "Which Option do you think the other player will choose in this round?"
         if style == "cot":

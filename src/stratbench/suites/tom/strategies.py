@@ -20,10 +20,12 @@ from collections.abc import Sequence
 from stratbench.errors import InputError
 from stratbench.parsing.actions import ActionParse, parse_action
 
-PROMPTINGS = ("LM", "QA", "CoT", "Social", "SocialLM", "PlansInsights", "Reflexion", "Oracle", "OracleMax")
+PROMPTINGS = ("LM", "QA", "CoT", "CoT3", "Social", "SocialLM", "PlansInsights", "Reflexion", "Oracle",
+              "OracleMax", "S2A", "S2ACoT")
 """Every ``--prompting`` value. ``Social`` = the paper's Social QA (the prediction is generated with
 the partner-first QA prompt); ``SocialLM`` = Social LM (the prediction is read from log-probs with
-Figure 3's prompt)."""
+Figure 3's prompt); ``CoT3`` = CoT 3-Shot (Figure 13); ``S2A`` / ``S2ACoT`` = System 2 Attention
+(Figures 16-17) followed by QA / CoT prompting (the paper's "S2A" and "S2A + CoT" rows)."""
 
 GENERATION_PROMPTINGS = tuple(p for p in PROMPTINGS if p != "LM")
 
@@ -31,6 +33,8 @@ _ALIASES = {
     "lm": "LM", "qa": "QA", "cot": "CoT", "social": "Social", "socialqa": "Social",
     "sociallm": "SocialLM", "plansinsights": "PlansInsights", "plans+insights": "PlansInsights",
     "reflexion": "Reflexion", "oracle": "Oracle", "oraclemax": "OracleMax", "oracle+max": "OracleMax",
+    "cot3": "CoT3", "cot3shot": "CoT3", "cot+3shot": "CoT3", "s2a": "S2A", "s2aqa": "S2A",
+    "s2a+qa": "S2A", "system2attention": "S2A", "s2acot": "S2ACoT", "s2a+cot": "S2ACoT",
 }
 
 FIELDS = ("thoughts", "plans", "plan", "insights", "option")
