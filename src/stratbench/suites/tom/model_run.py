@@ -1,8 +1,8 @@
 """`stratbench tom run`: a language model plays repeated games against a scripted partner.
 
 Strategies (``--prompting``): LM (log-probabilities of the action tokens after "A: Option", with
-prefix reuse) and the paper's text-generation strategies (QA, CoT, Social, SocialLM,
-PlansInsights, Reflexion, Oracle, OracleMax; :mod:`gen_episodes`), each with the ablations
+prefix reuse) and the paper's text-generation strategies (QA, CoT, CoT3, Social, SocialLM,
+PlansInsights, Reflexion, Oracle, OracleMax, S2A, S2ACoT; :mod:`gen_episodes`), each with the ablations
 ``--no-history`` / ``--no-payoffs``, a label set (``--labels``) and literal-ToM prompts asked after
 (``--tom-variant agent_first``) or before (``partner_first``) the agent acts.
 
