@@ -9,7 +9,7 @@ Modules: ``games`` (payoffs, action labels), ``partners`` (finite-state partner 
 ``regret`` (exact DP optimum, regret, ToM accuracy, CIs), ``tabular`` (the paper's R-max +
 count-predictor baseline), ``prompts`` / ``episodes`` (LM prompting: log-probs with prefix reuse),
 ``gen_prompts`` / ``strategies`` / ``gen_episodes`` (QA, CoT, Social, Plans+Insights, Reflexion,
-Oracle, Oracle+Max: generated answers, template parsing, bounded re-queries), ``results``
+Oracle, Oracle+Max, CoT 3-shot, S2A: generated answers, template parsing, bounded re-queries), ``results``
 (records → summary, shared by runs and merges), ``model_run`` / ``baseline_run`` (the commands'
 result folders) and ``shards`` (``stratbench merge`` of ``--shard i/n`` runs).
 """
