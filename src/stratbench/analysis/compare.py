@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from stratbench.errors import InputError
+from stratbench.runner.folders import read_run_json
 from stratbench.runner.jsonl import read_jsonl
 
 N_BOOT = 2000
@@ -18,10 +19,7 @@ NASHGAP_METRICS = ("exploitability", "exploitability_normalized", "nash_gap", "l
 
 
 def _meta(folder: Path) -> dict[str, Any]:
-    try:
-        return json.loads((folder / "run.json").read_text())
-    except (OSError, ValueError):
-        raise InputError(f"{folder}: not a result folder (no readable run.json)") from None
+    return read_run_json(folder)
 
 
 def _nashgap_units(folder: Path) -> dict[str, dict[Any, dict[str, float]]]:

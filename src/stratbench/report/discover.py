@@ -8,6 +8,7 @@ never writes to the result folder.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,20 +64,7 @@ def read_jsonl_head(path: Path, n: int) -> tuple[list[dict[str, Any]], int, int]
 def read_jsonl_all(path: Path) -> tuple[list[dict[str, Any]], int]:
     """(records, malformed lines). Malformed lines (a torn tail, a hand edit) are counted, not
     fatal: the report says how many it skipped."""
-    records: list[dict[str, Any]] = []
-    bad = 0
-    try:
-        with open(path, "rb") as fh:
-            for line in fh:
-                if not line.strip():
-                    continue
-                rec = _parse_line(line)
-                if rec is None:
-                    bad += 1
-                else:
-                    records.append(rec)
-    except OSError:
-        pass
+    records, _, bad = read_jsonl_head(path, sys.maxsize)
     return records, bad
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import stratbench
+from stratbench.errors import InputError
 
 _PACKAGES = ("numpy", "scipy", "typer", "rich")
 
@@ -69,6 +70,18 @@ def run_metadata(suite: str, config: dict[str, Any]) -> dict[str, Any]:
         "end_time": None,
         "status": "running",
     }
+
+
+def read_run_json(folder: str | Path, prefix: str = "") -> dict[str, Any]:
+    """A result folder's run.json, or one InputError line (`prefix` names the flag, e.g.
+    "--resume ") — the one reader behind resume, merge and compare."""
+    import json
+
+    f = Path(folder)
+    try:
+        return json.loads((f / "run.json").read_text())
+    except (OSError, ValueError):
+        raise InputError(f"{prefix}{f}: not a result folder (no readable run.json)") from None
 
 
 @dataclass(frozen=True)

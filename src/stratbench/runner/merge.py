@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from stratbench.errors import InputError
-from stratbench.runner.folders import create_run_folder, now_iso
+from stratbench.runner.folders import create_run_folder, now_iso, read_run_json
 from stratbench.runner.jsonl import write_json_atomic
 from stratbench.runner.shard import Shard, as_shard, check_complete
 
@@ -64,10 +64,7 @@ def load_merger(suite: str) -> MergeFn:
 
 
 def _read_meta(folder: Path) -> dict[str, Any]:
-    try:
-        meta = json.loads((folder / "run.json").read_text())
-    except (OSError, ValueError):
-        raise InputError(f"{folder}: not a result folder (no readable run.json)") from None
+    meta = read_run_json(folder)
     if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict) or "suite" not in meta:
         raise InputError(f"{folder}/run.json: no suite or config")
     return meta
@@ -101,6 +98,26 @@ def _sum_totals(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def finished_shards(paths: Sequence[Path], metas: Sequence[dict[str, Any]], meta_file: str = "run.json",
+                    what: str = "run", label: str = "shard", resume: str = "--resume") -> list[Shard]:
+    """Each folder's shard, after checking they are exactly shards 1..n and all finished — the
+    checks every merge (runs, tiered suites, suite files) makes before writing anything."""
+    shards: list[Shard] = []
+    for p, meta in zip(paths, metas):
+        try:
+            shards.append(as_shard(meta["config"].get("shard")))
+        except (InputError, KeyError, TypeError, ValueError):
+            raise InputError(f"{p}/{meta_file}: unreadable shard {meta['config'].get('shard')!r}") from None
+    if all(s.whole for s in shards):
+        raise InputError(f"these are unsharded {what}s; merge combines the shards (--shard i/n) of one {what}")
+    check_complete(shards)
+    for p, meta in zip(paths, metas):
+        if meta.get("status") != "finished":
+            raise InputError(f"{p}: {label} is not finished (status {meta.get('status')!r}); "
+                             f"finish it with {resume} {p}")
+    return shards
+
+
 def _suite_kind(folder: Path) -> str | None:
     try:
         return json.loads((folder / "suite_metadata.json").read_text()).get("suite")
@@ -132,19 +149,7 @@ def merge_runs(folders: Sequence[str | Path], output_dir: str | Path = "results"
         return merge_suite_shards(paths, output_dir)
     metas = [_read_meta(p) for p in paths]
     check_same_run(paths, metas)
-    shards: list[Shard] = []
-    for p, meta in zip(paths, metas):
-        try:
-            shards.append(as_shard(meta["config"].get("shard")))
-        except (InputError, KeyError, TypeError, ValueError):
-            raise InputError(f"{p}/run.json: unreadable shard {meta['config'].get('shard')!r}") from None
-    if all(s.whole for s in shards):
-        raise InputError("these are unsharded runs; merge combines the shards (--shard i/n) of one run")
-    check_complete(shards)
-    for p, meta in zip(paths, metas):
-        if meta.get("status") != "finished":
-            raise InputError(f"{p}: shard is not finished (status {meta.get('status')!r}); "
-                             f"finish it with --resume {p}")
+    shards = finished_shards(paths, metas)
     suite = metas[0]["suite"]
     merger = load_merger(suite)
     order = sorted(range(len(paths)), key=lambda i: shards[i].index)

@@ -158,28 +158,21 @@ def plan_suite_file(path: str | Path) -> tuple[dict[str, Any], list[Job]]:
 def _jobs_for(p: Path, suite: str, params: dict[str, Any], models: list[SuiteModel], seeds: list[int]) -> list[Job]:
     from stratbench.agents.registry import SCRIPTED_AGENTS
     from stratbench.models.registry import split_spec
-
-    jobs: list[Job] = []
     from stratbench.suites.tmgbench import SCRIPTED as TMG_SCRIPTED
 
+    jobs: list[Job] = []
     scripted = {"nashgap": set(SCRIPTED_AGENTS), "tmgbench": set(TMG_SCRIPTED)}.get(suite)
     for m in models:  # model specs are checked before any folder exists (chbench/tom check their own)
         if scripted is not None and m.spec.lower() not in scripted:
             split_spec(m.spec)
-    if suite == "nashgap":
+    if suite in ("nashgap", "tmgbench"):  # one run per model and seed
         from stratbench.suites.nashgap import NashgapConfig
-
-        for m in models:
-            for s in seeds:
-                cfg = _build(NashgapConfig, p, suite, {**_model_kw(m), **params}, model=m.spec, seed=s)
-                cfg.validate()
-                jobs.append(Job(suite, m.label, s, cfg))
-    elif suite == "tmgbench":
         from stratbench.suites.tmgbench import TmgbenchConfig
 
+        cls = NashgapConfig if suite == "nashgap" else TmgbenchConfig
         for m in models:
             for s in seeds:
-                cfg = _build(TmgbenchConfig, p, suite, {**_model_kw(m), **params}, model=m.spec, seed=s)
+                cfg = _build(cls, p, suite, {**_model_kw(m), **params}, model=m.spec, seed=s)
                 cfg.validate()
                 jobs.append(Job(suite, m.label, s, cfg))
     elif suite == "chbench":
@@ -360,7 +353,7 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
     fails midway removes its folder."""
     import shutil
 
-    from stratbench.runner.shard import check_complete, shard_from_json
+    from stratbench.runner.merge import finished_shards
 
     metas = []
     for f in folders:
@@ -372,10 +365,9 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
         raise InputError("cannot merge suite-file shards with other folders")
     if any(json.dumps(m["config"], sort_keys=True) != json.dumps(metas[0]["config"], sort_keys=True) for m in metas):
         raise InputError("the shards come from different suite files")
-    for f, m in zip(folders, metas):
-        if m.get("status") != "finished":
-            raise InputError(f"{f}: shard not finished (finish it with stratbench suite run --resume {f})")
-    check_complete([shard_from_json(m.get("shard")) for m in metas])
+    # a suite file's shard sits beside its config (the config is the file's own data)
+    finished_shards(folders, [{"config": {"shard": m.get("shard")}, "status": m.get("status")} for m in metas],
+                    "suite_metadata.json", "suite", "suite shard", "stratbench suite run --resume")
     plan = metas[0]["plan"]
     runs = sorted(((f, r) for f, m in zip(folders, metas) for r in m["runs"]), key=lambda fr: plan.index(fr[1]["key"]))
     if [r["key"] for _, r in runs] != plan:

@@ -747,20 +747,10 @@ def run_tiered_suite(
                     progress.remove_task(t)
             run_folder = result.folder
         assert run_folder is not None
-        rows, pg = run_rows(cell, run_folder)
+        rows, entry = collect_cell(cell, run_folder, folder, per_game)
         all_rows += rows
-        for mode, values in pg.items():
-            per_game[(cell.key, cell.bucket.id, mode, cell.seed)] = values
-        errors = sum(json.loads(r["decision_source_counts"]).get("error", 0) for r in rows)
-        n_errors += errors
-        run_meta = json.loads((run_folder / "run.json").read_text())
-        runs[(cell.seed, cell.bucket.id, cell.key)] = {
-            "seed": cell.seed, "bucket_id": cell.bucket.id, "model_folder": cell.key,
-            "provider": cell.entry.provider, "tier": cell.entry.tier, "model": cell.entry.display,
-            "player": cell.player, "folder": str(run_folder.relative_to(folder)),
-            "status": run_meta.get("status"), "errors": errors, "totals": run_meta.get("totals", {}),
-            "start_time": run_meta.get("start_time"), "end_time": run_meta.get("end_time"),
-        }
+        n_errors += entry["errors"]
+        runs[(cell.seed, cell.bucket.id, cell.key)] = entry
         meta["runs"] = [runs[k] for k in order if k in runs]
         write_json_atomic(folder / "suite_metadata.json", meta)
         if progress is not None:
@@ -772,11 +762,38 @@ def run_tiered_suite(
     write_tables(folder, all_rows, agg)
     meta["end_time"] = now_iso()
     meta["status"] = "finished"
-    meta["totals"] = {"runs": len(cells), "errors": n_errors}
-    for k in ("records", "model_calls", "model_cache_hits", "model_tokens_in", "model_tokens_out"):
-        meta["totals"][k] = sum(int(r["totals"].get(k, 0) or 0) for r in meta["runs"])
-    costs = [r["totals"]["model_cost_usd"] for r in meta["runs"] if "model_cost_usd" in r["totals"]]
-    if costs:
-        meta["totals"]["model_cost_usd"] = float(sum(costs))
+    meta["totals"] = suite_totals(meta["runs"], len(cells), n_errors)
     write_json_atomic(folder / "suite_metadata.json", meta)
     return TieredResult(folder, all_rows, agg, n_errors, meta["runs"], config)
+
+
+def collect_cell(cell: Cell, run_folder: Path, suite_folder: Path,
+                 per_game: dict[tuple[Any, ...], dict[str, list[float]]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A finished cell run's table rows (its per-game values added to `per_game`) and its entry
+    in suite_metadata.json's run list — one code path for suite runs and suite merges."""
+    rows, pg = run_rows(cell, run_folder)
+    for mode, values in pg.items():
+        per_game[(cell.key, cell.bucket.id, mode, cell.seed)] = values
+    errors = sum(json.loads(r["decision_source_counts"]).get("error", 0) for r in rows)
+    run_meta = json.loads((run_folder / "run.json").read_text())
+    entry = {
+        "seed": cell.seed, "bucket_id": cell.bucket.id, "model_folder": cell.key,
+        "provider": cell.entry.provider, "tier": cell.entry.tier, "model": cell.entry.display,
+        "player": cell.player, "folder": str(run_folder.relative_to(suite_folder)),
+        "status": run_meta.get("status"), "errors": errors, "totals": run_meta.get("totals", {}),
+        "start_time": run_meta.get("start_time"), "end_time": run_meta.get("end_time"),
+    }
+    if "merged_from" in run_meta:
+        entry["merged_from"] = run_meta["merged_from"]
+    return rows, entry
+
+
+def suite_totals(runs: Sequence[dict[str, Any]], n_cells: int, n_errors: int) -> dict[str, Any]:
+    """suite_metadata.json's totals: the cells' run totals summed."""
+    totals: dict[str, Any] = {"runs": n_cells, "errors": n_errors}
+    for k in ("records", "model_calls", "model_cache_hits", "model_tokens_in", "model_tokens_out"):
+        totals[k] = sum(int(r["totals"].get(k, 0) or 0) for r in runs)
+    costs = [r["totals"]["model_cost_usd"] for r in runs if "model_cost_usd" in r["totals"]]
+    if costs:
+        totals["model_cost_usd"] = float(sum(costs))
+    return totals

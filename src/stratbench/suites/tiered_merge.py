@@ -17,8 +17,9 @@ from stratbench.suites.tiered import (
     TieredConfig,
     _cells,
     aggregate,
+    collect_cell,
     find_cell_folder,
-    run_rows,
+    suite_totals,
     write_tables,
 )
 
@@ -47,8 +48,7 @@ def merge_suite_shards(folders: Sequence[str | Path], output_dir: str | Path = "
     unsharded suite's. Everything that can be checked is checked before the folder is created, and
     a merge that fails midway removes its folder; the shards are only read.
     """
-    from stratbench.runner.merge import IGNORED_CONFIG_KEYS, check_same_run, merge_runs
-    from stratbench.runner.shard import Shard, as_shard, check_complete
+    from stratbench.runner.merge import IGNORED_CONFIG_KEYS, check_same_run, finished_shards, merge_runs
 
     paths = [Path(f) for f in folders]
     if not paths:
@@ -60,19 +60,8 @@ def merge_suite_shards(folders: Sequence[str | Path], output_dir: str | Path = "
     check_same_run(paths, [{"suite": m["suite"],
                             "config": {k: v for k, v in m["config"].items() if k not in ignored}}
                            for m in metas])
-    shards: list[Shard] = []
-    for p, meta in zip(paths, metas):
-        try:
-            shards.append(as_shard(meta["config"].get("shard")))
-        except (InputError, KeyError, TypeError, ValueError):
-            raise InputError(f"{p}/suite_metadata.json: unreadable shard {meta['config'].get('shard')!r}") from None
-    if all(s.whole for s in shards):
-        raise InputError("these are unsharded suites; merge combines the shards (--shard i/n) of one suite")
-    check_complete(shards)
-    for p, meta in zip(paths, metas):
-        if meta.get("status") != "finished":
-            raise InputError(f"{p}: suite shard is not finished (status {meta.get('status')!r}); "
-                             f"finish it with stratbench suite tiered --resume {p}")
+    shards = finished_shards(paths, metas, "suite_metadata.json", "suite", "suite shard",
+                             "stratbench suite tiered --resume")
     order = sorted(range(len(paths)), key=lambda i: shards[i].index)
     paths, metas, shards = [paths[i] for i in order], [metas[i] for i in order], [shards[i] for i in order]
 
@@ -133,30 +122,14 @@ def merge_suite_shards(folders: Sequence[str | Path], output_dir: str | Path = "
         n_errors = 0
         for cell, found in zip(cells, cell_folders):
             run_folder = merge_runs(found, folder / "models" / cell.key)
-            rows, pg = run_rows(cell, run_folder)
+            rows, entry = collect_cell(cell, run_folder, folder, per_game)
             all_rows += rows
-            for mode, values in pg.items():
-                per_game[(cell.key, cell.bucket.id, mode, cell.seed)] = values
-            errors = sum(json.loads(r["decision_source_counts"]).get("error", 0) for r in rows)
-            n_errors += errors
-            run_meta = json.loads((run_folder / "run.json").read_text())
-            runs.append({
-                "seed": cell.seed, "bucket_id": cell.bucket.id, "model_folder": cell.key,
-                "provider": cell.entry.provider, "tier": cell.entry.tier, "model": cell.entry.display,
-                "player": cell.player, "folder": str(run_folder.relative_to(folder)),
-                "status": run_meta.get("status"), "errors": errors, "totals": run_meta.get("totals", {}),
-                "start_time": run_meta.get("start_time"), "end_time": run_meta.get("end_time"),
-                "merged_from": run_meta.get("merged_from"),
-            })
+            n_errors += entry["errors"]
+            runs.append(entry)
         write_tables(folder, all_rows, aggregate(all_rows, per_game))
         meta["runs"] = runs
         meta["status"] = "finished"
-        meta["totals"] = {"runs": len(cells), "errors": n_errors}
-        for k in ("records", "model_calls", "model_cache_hits", "model_tokens_in", "model_tokens_out"):
-            meta["totals"][k] = sum(int(r["totals"].get(k, 0) or 0) for r in runs)
-        costs = [r["totals"]["model_cost_usd"] for r in runs if "model_cost_usd" in r["totals"]]
-        if costs:
-            meta["totals"]["model_cost_usd"] = float(sum(costs))
+        meta["totals"] = suite_totals(runs, len(cells), n_errors)
         write_json_atomic(folder / "suite_metadata.json", meta)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from stratbench.errors import InputError
-from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
+from stratbench.runner.folders import create_run_folder, now_iso, read_run_json, run_metadata
 from stratbench.runner.jsonl import read_jsonl, resume_records, rewrite_sorted, write_json_atomic, write_jsonl_atomic
 from stratbench.runner.pool import stream_pool
 from stratbench.runner.shard import Shard, as_shard, shard_tag
@@ -362,10 +362,7 @@ def run_tmgbench(config: TmgbenchConfig, progress: Any | None = None,
     and the heat maps. Bad input fails before any folder is created."""
     if resume_dir is not None:
         folder = Path(resume_dir)
-        try:
-            meta = json.loads((folder / "run.json").read_text())
-        except (OSError, ValueError):
-            raise InputError(f"--resume {folder}: not a result folder (no readable run.json)") from None
+        meta = read_run_json(folder, "--resume ")
         if meta.get("suite") != SUITE:
             raise InputError(f"--resume {folder}: folder is a {meta.get('suite')!r} run, not tmgbench")
         keep = config.max_concurrency

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from stratbench.errors import InputError
-from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
+from stratbench.runner.folders import create_run_folder, now_iso, read_run_json, run_metadata
 from stratbench.runner.jsonl import read_jsonl, resume_records, rewrite_sorted, write_json_atomic, write_jsonl_atomic
 from stratbench.runner.pool import stream_pool
 from stratbench.runner.shard import shard_tag
@@ -127,10 +127,7 @@ def run_complex(config: TmgbenchConfig, k: int | None, n_tasks: int, progress: A
 
     if resume_dir is not None:
         folder = Path(resume_dir)
-        try:
-            meta = json.loads((folder / "run.json").read_text())
-        except (OSError, ValueError):
-            raise InputError(f"--resume {folder}: not a result folder (no readable run.json)") from None
+        meta = read_run_json(folder, "--resume ")
         saved = meta["config"]
         config = resumed_config(config, saved, folder)
         k, n_tasks = saved["k"], saved["num_tasks"]
