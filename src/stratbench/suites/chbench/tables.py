@@ -139,6 +139,9 @@ def analyse_records(folder: Path, config: Any, records: list[dict[str, Any]]) ->
         played = sorted({r["game_id"] for r in recs})
         games = [g for g in games_all if g.id in played]
         pooled = _observations(recs, games, players)
+        # every player's counts against each opponent, counted once per opponent
+        by_opponent = {o: _observations(recs, games, players, opponent=o)
+                       for o in sorted({r[f"{s}_player"] for r in recs for s in ("row", "col")})}
         fits_out[mech] = {}
         summary["mechanisms"][mech] = {}
         write_observations_csv(folder / f"observations_{mech}.csv", (
@@ -153,7 +156,7 @@ def analyse_records(folder: Path, config: Any, records: list[dict[str, Any]]) ->
                 continue
             opps = sorted({r["col_player"] if r["row_player"] == p else r["row_player"]
                            for r in recs if p in (r["row_player"], r["col_player"])})
-            per_opp_obs = {o: _observations(recs, games, players, opponent=o)[p] for o in opps}
+            per_opp_obs = {o: by_opponent[o][p] for o in opps}
             pf: dict[str, Any] = {}
             row: dict[str, Any] = {}
             for cm_i, cm in enumerate(CH_MODELS):
