@@ -251,3 +251,17 @@ def test_cli_run_scripted_quiet_prints_folder(cli, tmp_path):
     s = json.loads(open(f"{folder}/summary.json").read())
     assert s["n_matches"] == 4 and s["n_rounds"] == 20 and s["error_rate"] == 0.0
     assert re.search(r"chbench_\d{8}_\d{6}", folder)
+
+
+def test_a_failed_plot_is_recorded_in_the_summary_and_the_numbers_kept(tmp_path, monkeypatch):
+    import stratbench.suites.chbench.tables as tables
+
+    def boom(folder, summary):
+        raise RuntimeError("no display")
+
+    monkeypatch.setattr(tables, "plot_level_distributions", boom)
+    folder, s, _ = run_chbench(_cfg(tmp_path, games="1", rounds=4, bootstrap=0))
+    on_disk = json.loads((folder / "summary.json").read_text())
+    assert on_disk["plot_error"] == "RuntimeError: no display"
+    assert on_disk["mechanisms"]["baseline"]["level-k:2"]["n_actions"] > 0
+    assert not (folder / "level_distribution.png").exists()

@@ -217,12 +217,12 @@ def analyse_records(folder: Path, config: Any, records: list[dict[str, Any]]) ->
         "error_rate": (moves.count("error") / len(moves)) if moves else None,
     })
     write_json_atomic(folder / "fit.json", fits_out)
-    write_json_atomic(folder / "summary.json", summary)
     write_tables(folder, summary, players)
     try:
         plot_level_distributions(folder, summary)
-    except Exception as e:  # a plot must never lose the numbers above
-        summary["plot_error"] = str(e)
+    except Exception as e:  # a failed plot must not lose the numbers: it is recorded in summary.json
+        summary["plot_error"] = f"{type(e).__name__}: {e}"
+    write_json_atomic(folder / "summary.json", summary)
     return summary
 
 
