@@ -67,7 +67,7 @@ def test_run_shards_merge_to_the_unsharded_run(tmp_path, server, cli, prompting,
     shards = [run_tom_model(TomRunConfig(**base, shard=f"{i}/2", output_dir=str(tmp_path / "sh")))[0] for i in (1, 2)]
     assert sorted({r["episode"] for r in read_jsonl(shards[1] / "rounds.jsonl")}) == list(range(1, episodes, 2))
     if prompting == "QA":  # generation goes through the response cache: the shards replay the whole run's calls
-        assert load(shards[0], "run.json")["totals"]["cache_hits"] > 0
+        assert load(shards[0], "run.json")["totals"]["model_cache_hits"] > 0
     if prompting == "QA":  # as a user does it
         r = cli("merge", str(shards[1]), str(shards[0]), "--output-dir", str(tmp_path / "merged"))
         assert r.returncode == 0, r.stderr

@@ -58,9 +58,12 @@ def package_versions(extra: tuple[str, ...] = ()) -> dict[str, str | None]:
     return out
 
 
-def run_metadata(suite: str, config: dict[str, Any]) -> dict[str, Any]:
+def run_metadata(suite: str, config: dict[str, Any], kind: str) -> dict[str, Any]:
+    """A new run.json: `suite` names the benchmark, `kind` which of its run types wrote the folder
+    (tmgbench atomic/complex, tom run/baseline, chbench run/fit), so readers never guess."""
     return {
         "suite": suite,
+        "kind": kind,
         "config": config,
         "versions": package_versions(),
         "git": git_revision(),

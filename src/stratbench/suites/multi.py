@@ -303,7 +303,7 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
             raise InputError(f"--shard {sh}: the suite has only {len(jobs)} runs")
         base = output_dir or data.get("output_dir") or "results"
         out = create_run_folder(base, "suite").path
-        meta = run_metadata("suite-file", data)
+        meta = run_metadata("suite-file", data, kind="suite")
         meta.update(file=str(path), name=data.get("name"), runs=[], plan=plan, shard=sh.to_json())
     jobs = sh.select(jobs)
     done = {r["key"]: r for r in meta.get("runs", [])}

@@ -535,7 +535,7 @@ def run_nashgap(
         prefix, overwrite_name = _folder_names(config)
         folder = create_run_folder(config.output_dir, prefix, overwrite_name, _folder_tag(config)).path
         write_json_atomic(folder / "games.json", [e.to_json() for e in entries])
-        meta = run_metadata(SUITE, {**asdict(config), "player": config.player})
+        meta = run_metadata(SUITE, {**asdict(config), "player": config.player}, kind="run")
         meta["agent"] = agent.describe()
     write_json_atomic(folder / "run.json", meta)
 

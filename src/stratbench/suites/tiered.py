@@ -662,7 +662,7 @@ def _write_games(folder: Path, config: TieredConfig) -> None:
 def _metadata(config: TieredConfig, entries: list[ModelEntry]) -> dict[str, Any]:
     tiers = config.tiers()
     keys = model_folder_keys(entries)
-    meta = run_metadata(SUITE, config.to_json())
+    meta = run_metadata(SUITE, config.to_json(), kind="suite")
     # The original's controlled variables, under its key names.
     meta.update({
         "created_at": meta["start_time"],

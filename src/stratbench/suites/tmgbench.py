@@ -382,7 +382,7 @@ def run_tmgbench(config: TmgbenchConfig, progress: Any | None = None,
         config.shard = config.shard_spec.to_json()
         player = _Player(config)
         folder = create_run_folder(config.output_dir, "tmgbench", tag=shard_tag(config.shard_spec)).path
-        meta = run_metadata(SUITE, {**asdict(config), "player": config.player})
+        meta = run_metadata(SUITE, {**asdict(config), "player": config.player}, kind="atomic")
         meta["agent"] = player.describe()
     write_json_atomic(folder / "run.json", meta)
 

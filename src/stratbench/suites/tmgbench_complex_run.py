@@ -161,7 +161,8 @@ def run_complex(config: TmgbenchConfig, k: int | None, n_tasks: int, progress: A
                                               chat=config.chat or None), no_cache=config.no_cache)
     if resume_dir is None:
         folder = create_run_folder(config.output_dir, f"tmgbench_{config.form}", tag=shard_tag(config.shard_spec)).path
-        meta = run_metadata("tmgbench", {**asdict(config), "player": spec, "k": k, "num_tasks": n_tasks})
+        meta = run_metadata("tmgbench", {**asdict(config), "player": spec, "k": k, "num_tasks": n_tasks},
+                            kind="complex")
         meta["agent"] = {"name": spec, "policy": "scripted" if model is None else "sample",
                          **({"model": model.describe()} if model is not None else {})}
     else:

@@ -66,7 +66,7 @@ def generate_stories(config: StoryGenConfig, progress: Any | None = None) -> Sto
     folder = create_run_folder(config.output_dir, "stories").path
     out_dir = folder / "story-based"
     out_dir.mkdir()
-    meta = run_metadata("tmgbench-stories", {**asdict(config), "player": spec})
+    meta = run_metadata("tmgbench-stories", {**asdict(config), "player": spec}, kind="stories")
     meta["agent"] = model.describe()
     write_json_atomic(folder / "run.json", meta)
     units = [(g, k) for g in games for k in range(config.variants)]

@@ -26,7 +26,7 @@ def run_fit(data: str, k_hat: int, restarts: int, seed: int, output_dir: str,
         cat = load_corrections(corrections, cat)
     obs = observations_from_csv(data, cat)
     folder = create_run_folder(output_dir, "chbench_fit").path
-    meta = run_metadata("chbench", {"data": data, "k_hat": k_hat, "restarts": restarts, "seed": seed,
+    meta = run_metadata("chbench", kind="fit", config={"data": data, "k_hat": k_hat, "restarts": restarts, "seed": seed,
                                     "corrections": corrections})
     write_json_atomic(folder / "run.json", meta)
     fits: dict[str, dict[str, Any]] = {}

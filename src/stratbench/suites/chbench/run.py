@@ -236,7 +236,7 @@ def run_chbench(
             factory.policy_for(spec)  # open each model (and check its policy) before any file is written
     if folder is None:
         folder = create_run_folder(config.output_dir, "chbench").path
-        meta = run_metadata(SUITE, asdict(config))
+        meta = run_metadata(SUITE, asdict(config), kind="run")
         meta["games"] = [{"id": g.id, "name": g.game.name, "symmetric": g.symmetric, "uncertain": g.uncertain}
                          for g in select_games(config.games, config.corrections)]
     path = folder / ROUNDS_FILE

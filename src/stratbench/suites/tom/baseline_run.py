@@ -60,7 +60,7 @@ def run_tom_baseline(games: list[str], partners: list[str], episodes: int, round
     config = {"games": games, "partners": partners, "episodes": episodes, "rounds": rounds,
               "seed": seed, "agent": "tabular-rmax", "m": 1, "shard": sh.to_json(),
               "output_dir": str(output_dir)}
-    meta = run_metadata("tom", config)
+    meta = run_metadata("tom", config, kind="baseline")
     write_json_atomic(folder / "run.json", meta)
     t0 = time.perf_counter()
     records: list[dict[str, Any]] = []

@@ -166,7 +166,7 @@ def run_tom_model(config: TomRunConfig, resume: str | None = None) -> tuple[Path
     else:
         config.resolve()
         folder = create_run_folder(config.output_dir, "tom", tag=shard_tag(as_shard(config.shard))).path
-        meta = run_metadata("tom", asdict(config))
+        meta = run_metadata("tom", asdict(config), kind="run")
     lm = config.prompting == "LM"
     opts = ModelOptions(prefix_reuse=lm, base_url=config.base_url, max_concurrency=config.max_concurrency,
                         chat=bool(config.chat))
@@ -222,8 +222,7 @@ def run_tom_model(config: TomRunConfig, resume: str | None = None) -> tuple[Path
         "records": len(records), "episodes": summary["n_episodes_run"], "complete_episodes": summary["n_episodes"],
         "parse_failed_episodes": summary["n_parse_failed_episodes"],
         "errors": summary["n_error_episodes"], "tokens_evaluated": summary["tokens_evaluated"],
-        "tokens_generated": summary["tokens_generated"], "model_calls": usage.get("calls", 0),
-        "cache_hits": usage.get("cache_hits", 0),
+        "tokens_generated": summary["tokens_generated"], **{f"model_{k}": v for k, v in usage.items()},
     })
     write_json_atomic(folder / "run.json", meta)
     return folder, summary
