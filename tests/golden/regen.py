@@ -1,0 +1,32 @@
+"""Record the golden fingerprints (only when a behaviour change is intended and explained):
+
+    .venv/bin/python tests/golden/regen.py [SCENARIO ...]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
+
+from fake_openai_server import FakeOpenAIServer  # noqa: E402
+from scenarios import DATA, SCENARIOS, run_scenario  # noqa: E402
+
+
+def main(names: list[str]) -> None:
+    DATA.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer() as server:
+        for sc in SCENARIOS:
+            if names and sc.name not in names:
+                continue
+            fp = run_scenario(sc, Path(tmp) / sc.name, Path(tmp) / f"cache_{sc.name}",
+                              server.base_url if sc.server else None)
+            (DATA / f"{sc.name}.json").write_text(json.dumps(fp, indent=1, sort_keys=True) + "\n")
+            print(sc.name, len(fp["files"]), "files", [s["rc"] for s in fp["steps"]])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
