@@ -21,7 +21,7 @@ from stratbench.suites.chbench.prompts import (
     decision_prompt,
 )
 from stratbench.suites.chbench.run import ChbenchConfig, all_matches, merge_shards, run_chbench
-from stratbench.suites.repeated import COL, ROW, PastRound, perspective, play_match
+from stratbench.suites.chbench.repeated import COL, ROW, PastRound, perspective, play_match
 
 PD = build_catalogue()[0].game  # prisoner's dilemma, A = [[3, 0], [5, 1]]
 

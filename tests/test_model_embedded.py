@@ -17,7 +17,7 @@ from stratbench.models.base import ScoreRequest  # noqa: E402
 from stratbench.models.llama import embedded_model_path, load_embedded  # noqa: E402
 from stratbench.prompts.nashgap import nashgap_prompt  # noqa: E402
 from stratbench.runner.jsonl import read_jsonl  # noqa: E402
-from stratbench.suites.nashgap import NashgapConfig, run_nashgap  # noqa: E402
+from stratbench.suites.nashgap.run import NashgapConfig, run_nashgap  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 
 from stratbench.agents.base import Agent, Decision, DecisionRequest
 from stratbench.runner.jsonl import read_jsonl
-from stratbench.suites.nashgap import NashgapConfig, run_nashgap
+from stratbench.suites.nashgap.run import NashgapConfig, run_nashgap
 
 VOLATILE = ("latency_s",)
 
@@ -176,7 +176,7 @@ def test_failures_are_counted_not_fabricated(tmp_path):
 SLOW_SCRIPT = """
 import asyncio, sys
 from stratbench.agents.scripted import RandomAgent
-from stratbench.suites.nashgap import NashgapConfig, run_nashgap
+from stratbench.suites.nashgap.run import NashgapConfig, run_nashgap
 
 class Slow(RandomAgent):
     async def decide(self, request):

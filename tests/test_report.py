@@ -21,9 +21,9 @@ from fake_openai_server import FakeOpenAIServer
 
 from stratbench.errors import InputError
 from stratbench.report.build import build_report
-from stratbench.report.html import Html, el, esc, fmt_ci, fmt_num, join, table
+from stratbench.render.html import Html, el, esc, fmt_ci, fmt_num, join, table
 from stratbench.report.nashgap_view import per_bucket_values, position_profiles
-from stratbench.suites.nashgap import NashgapConfig, run_nashgap
+from stratbench.suites.nashgap.run import NashgapConfig, run_nashgap
 
 SCRIPT = "<script>window.__pwned=1;document.documentElement.setAttribute('data-pwned','1')</script>"
 PAYLOAD = f"I choose {SCRIPT} & <img src=x onerror=\"document.title='PWNED'\"> Action: 1"
@@ -63,7 +63,7 @@ def results_dir(tmp_path_factory) -> Path:
         write_observations_csv,
     )
     from stratbench.suites.chbench.fit_run import run_fit
-    from stratbench.suites.tmgbench import TmgbenchConfig, run_tmgbench
+    from stratbench.suites.tmgbench.run import TmgbenchConfig, run_tmgbench
     from stratbench.suites.tom.baseline_run import run_tom_baseline
 
     out = tmp_path_factory.mktemp("results")

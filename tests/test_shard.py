@@ -11,7 +11,7 @@ import pytest
 
 from stratbench.errors import InputError
 from stratbench.runner.jsonl import read_jsonl, write_json_atomic, write_jsonl_atomic
-from stratbench.runner.merge import MERGERS, load_merger, merge_runs
+from stratbench.workflows.merge import MERGERS, load_merger, merge_runs
 from stratbench.runner.shard import (
     Shard,
     as_shard,
@@ -19,9 +19,9 @@ from stratbench.runner.shard import (
     parse_shard,
     shard_from_json,
 )
-from stratbench.suites.nashgap import NashgapConfig, run_nashgap
-from stratbench.suites.tmgbench import TmgbenchConfig, run_tmgbench
-from stratbench.suites.tmgbench_complex_run import run_complex
+from stratbench.suites.nashgap.run import NashgapConfig, run_nashgap
+from stratbench.suites.tmgbench.run import TmgbenchConfig, run_tmgbench
+from stratbench.suites.tmgbench.complex_run import run_complex
 
 FIXTURES = Path(__file__).parent / "data" / "tmgbench_stories"
 

@@ -6,7 +6,7 @@ import csv
 import json
 from pathlib import Path
 
-from stratbench.suites.multi import plan_suite_file, run_suite_file
+from stratbench.workflows.suite_file import plan_suite_file, run_suite_file
 
 TOML = """
 name = "smoke"

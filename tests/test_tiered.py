@@ -13,7 +13,7 @@ import pytest
 from stratbench.cli.suite_cmd import expand_multi_value_flags
 from stratbench.errors import InputError
 from stratbench.runner.jsonl import read_jsonl, write_jsonl_atomic
-from stratbench.suites.tiered import (
+from stratbench.suites.nashgap.tiered import (
     DEFAULT_TOGETHER_MODEL_TIERS,
     ModelEntry,
     TieredConfig,
@@ -23,7 +23,7 @@ from stratbench.suites.tiered import (
     run_tiered_suite,
     stratified_bootstrap_ci,
 )
-from stratbench.suites.tiered_config import load_suite_file
+from stratbench.suites.nashgap.tiered_config import load_suite_file
 
 TABLES = ("big_table_all_runs.csv", "big_table_aggregated.csv", "big_table_aggregated.md")
 ORIGINAL_COLUMNS = [

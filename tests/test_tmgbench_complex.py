@@ -1,4 +1,4 @@
-"""Tests for stratbench.suites.tmgbench_complex: TMGBench's sequential / parallel / nested forms."""
+"""Tests for stratbench.suites.tmgbench.complex: TMGBench's sequential / parallel / nested forms."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from stratbench.games.robinson_goforth import game_by_id, standard_answer
 from stratbench.prompts.tmgbench import SYSTEM_PROMPT, payoff_table
-from stratbench.suites.tmgbench_complex import (
+from stratbench.suites.tmgbench.complex import (
     PAPER_K,
     ComplexTask,
     complex_messages,

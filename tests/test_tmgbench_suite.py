@@ -10,7 +10,7 @@ import pytest
 
 from fake_openai_server import FakeOpenAIServer
 from stratbench.runner.jsonl import read_jsonl
-from stratbench.suites.tmgbench import TmgbenchConfig, run_tmgbench
+from stratbench.suites.tmgbench.run import TmgbenchConfig, run_tmgbench
 
 
 def test_games_command_json(cli):
@@ -126,7 +126,7 @@ def test_story_that_does_not_match_its_game_is_rejected(tmp_path, cli):
 
 
 def test_story_generation_accepts_only_matching_stories(tmp_path):
-    from stratbench.suites.tmgbench_stories_gen import StoryGenConfig, generate_stories
+    from stratbench.suites.tmgbench.stories_gen import StoryGenConfig, generate_stories
 
     story_111 = (FIXTURES / "111_0.txt").read_text()
     with FakeOpenAIServer(canned_text=story_111) as server:
@@ -158,7 +158,7 @@ def test_complex_forms_reference_players(tmp_path, cli, form, k):
 
 
 def test_complex_sequential_model_sees_its_history_and_nothing_runs(tmp_path):
-    from stratbench.suites.tmgbench_complex_run import run_complex
+    from stratbench.suites.tmgbench.complex_run import run_complex
 
     marker = tmp_path / "pwned"
     payload = f"```python\nanswer = __import__('os').system('touch {marker}')\n```"

@@ -85,7 +85,7 @@ def test_tom_run_embedded_lm_prompting(tmp_path, cli):
 
 
 def test_compare_tom_baseline_runs_pairs_episodes(tmp_path, cli):
-    from stratbench.analysis.compare import compare_runs
+    from stratbench.workflows.compare import compare_runs
 
     folders = []
     for name in ("a", "b"):
@@ -103,7 +103,7 @@ def test_compare_tom_baseline_runs_pairs_episodes(tmp_path, cli):
 
 
 def test_compare_chbench_runs_pairs_models_by_position(tmp_path):
-    from stratbench.analysis.compare import compare_runs
+    from stratbench.workflows.compare import compare_runs
     from stratbench.suites.chbench.run import ChbenchConfig, run_chbench
 
     def run(model, out):

@@ -12,7 +12,7 @@ from fake_openai_server import FakeOpenAIServer
 
 from stratbench.errors import InputError
 from stratbench.runner.jsonl import read_jsonl, write_jsonl_atomic
-from stratbench.runner.merge import merge_runs
+from stratbench.workflows.merge import merge_runs
 from stratbench.suites.tom.baseline_run import run_tom_baseline
 from stratbench.suites.tom.model_run import TomRunConfig, run_tom_model
 from stratbench.suites.tom.results import VOLATILE_KEYS

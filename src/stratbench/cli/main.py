@@ -13,7 +13,7 @@ from typer.exceptions import TyperException
 from stratbench import __version__
 from stratbench.cli.display import console, err_console, nashgap_table, progress_bar
 from stratbench.errors import InputError
-from stratbench.suites.nashgap import NashgapConfig, run_nashgap
+from stratbench.suites.nashgap.run import NashgapConfig, run_nashgap
 
 # Typer ≥ 0.29 vendors click (its usage errors derive from TyperException); older ones use click.
 _USAGE_ERRORS: tuple[type[Exception], ...] = (TyperException,)
@@ -187,14 +187,14 @@ def tmgbench_run(
     quiet: bool = typer.Option(False, help="No progress bar; print the result folder."),
 ) -> int:
     """Run TMGBench (classic setting, atomic games) and write answers, metrics and heat maps."""
-    from stratbench.suites.tmgbench import TmgbenchConfig, run_tmgbench
+    from stratbench.suites.tmgbench.run import TmgbenchConfig, run_tmgbench
 
     cfg = TmgbenchConfig(model=model, policy=policy, prompting=prompting, setting=setting, form=form,
                          repeats=repeats, games=games, seed=seed, base_url=base_url, stories_dir=stories_dir,
                          max_concurrency=max_concurrency, no_cache=no_cache, temperature=temperature,
                          max_tokens=max_tokens, chat=chat, output_dir=output_dir, shard=shard)
     if form != "atomic" or (resume and _is_complex_run(resume)):
-        from stratbench.suites.tmgbench_complex_run import run_complex
+        from stratbench.suites.tmgbench.complex_run import run_complex
 
         if not resume:
             cfg.validate()
@@ -262,7 +262,7 @@ def tmgbench_stories_generate(
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> int:
     """Generate story files with a model; keep only stories whose matrix equals the classic game's."""
-    from stratbench.suites.tmgbench_stories_gen import StoryGenConfig, generate_stories
+    from stratbench.suites.tmgbench.stories_gen import StoryGenConfig, generate_stories
 
     cfg = StoryGenConfig(model=model, games=games, variants=variants, topics=topics,
                          max_attempts=max_attempts, seed=seed, temperature=temperature,
@@ -279,7 +279,7 @@ def tmgbench_stories_generate(
 @stories_app.command("verify")
 def tmgbench_stories_verify(directory: str = typer.Argument(..., help="Folder of {id}_{k}.txt files.")) -> int:
     """Check that every story's payoff matrix equals its classic game's."""
-    from stratbench.suites.tmgbench_stories_gen import verify_story_dir
+    from stratbench.suites.tmgbench.stories_gen import verify_story_dir
 
     checked = verify_story_dir(directory)
     bad = 0
@@ -478,7 +478,7 @@ def compare(
 
     from rich.table import Table
 
-    from stratbench.analysis.compare import compare_runs
+    from stratbench.workflows.compare import compare_runs
 
     res = compare_runs(run_a, run_b)
     t = Table(title=f"{res['suite']}: B − A  (A = {run_a}, B = {run_b})", title_justify="left")

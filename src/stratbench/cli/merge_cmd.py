@@ -1,4 +1,4 @@
-"""`stratbench merge DIR... [--output-dir D]`: a thin wrapper over :func:`stratbench.runner.merge.merge_runs`."""
+"""`stratbench merge DIR... [--output-dir D]`: a thin wrapper over :func:`stratbench.workflows.merge.merge_runs`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def merge(
     quiet: bool = typer.Option(False, help="Print only the merged folder."),
 ) -> int:
     """Combine the shards of one run into one result folder, identical to an unsharded run's."""
-    from stratbench.runner.merge import merge_runs
+    from stratbench.workflows.merge import merge_runs
 
     out = merge_runs(folders, output_dir)
     if quiet:

@@ -1,5 +1,5 @@
 """`stratbench suite tiered`: the original's tiered research suite, as a thin wrapper over
-`stratbench.suites.tiered.run_tiered_suite`.
+`stratbench.suites.nashgap.tiered.run_tiered_suite`.
 
 The original took several values after one flag (`--seeds 42 43`, argparse nargs="+"). Click
 options take one value each, so `expand_multi_value_flags` rewrites `--seeds 42 43` into
@@ -94,8 +94,8 @@ def tiered(
     quiet: bool = typer.Option(False, help="No progress or tables; print the suite folder."),
 ) -> int:
     """Tiered research suite: providers × model tiers A/B/C × difficulty buckets × seeds."""
-    from stratbench.suites.tiered import TieredConfig, model_entry, run_tiered_suite
-    from stratbench.suites.tiered_config import load_suite_file
+    from stratbench.suites.nashgap.tiered import TieredConfig, model_entry, run_tiered_suite
+    from stratbench.suites.nashgap.tiered_config import load_suite_file
 
     if num_workers is not None and max_concurrency is not None:
         raise InputError("give --num-workers or --max-concurrency, not both")
@@ -189,7 +189,7 @@ def run_file(
     quiet: bool = typer.Option(False, help="Print only the suite folder."),
 ) -> int:
     """Run every suite × model × seed of a suite file (nashgap, tmgbench, chbench, tom sections)."""
-    from stratbench.suites.multi import run_suite_file
+    from stratbench.workflows.suite_file import run_suite_file
 
     if file is None and resume is None:
         raise InputError("give a suite file (or --resume SUITE_DIR)")

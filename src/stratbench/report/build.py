@@ -4,7 +4,7 @@ The page is self-contained: figures are embedded as base64 PNG data URIs, there 
 no external resource, and a Content-Security-Policy forbids both, so the file can be mailed,
 archived or opened offline. The figures the report draws itself are also written next to it as
 PNG files (the suites' own PNGs stay in their run folders). Every piece of text taken from the
-result files goes through the escaping builder in :mod:`stratbench.report.html`.
+result files goes through the escaping builder in :mod:`stratbench.render.html`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import stratbench
 from stratbench.errors import InputError
 from stratbench.report.discover import SuiteDir, discover
-from stratbench.report.html import Html, el, fmt_num, join, kv_table, table
+from stratbench.render.html import Html, el, fmt_num, join, kv_table, table
 from stratbench.report.sections import (
     LEADERBOARD,
     Ctx,

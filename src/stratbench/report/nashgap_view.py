@@ -17,7 +17,7 @@ import numpy as np
 
 from stratbench.analysis.stats import bootstrap_ci
 from stratbench.report.discover import RunDir, read_json, read_jsonl_all
-from stratbench.report.html import Html, el, fmt_ci, fmt_num, join, table
+from stratbench.render.html import Html, el, fmt_ci, fmt_num, join, table
 from stratbench.report.sections import SCORED, Ctx, _is_num, _plots, summary_view
 
 __all__ = ["PositionProfile", "bucket_label", "nashgap_views", "per_bucket_values", "position_profiles"]
@@ -77,7 +77,7 @@ def position_profiles(
 ) -> list[PositionProfile]:
     """One profile per game size. Policies in records are in the game's own row order; the row
     shown at position k under rotation r is original row ``rotation_order(m, r)[k]``."""
-    from stratbench.suites.nashgap import rotation_order
+    from stratbench.suites.nashgap.run import rotation_order
 
     by_m: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {}
     for gid, rs in _scored_by_game(records).items():
@@ -153,7 +153,7 @@ def _mode_view(ctx: Ctx, run: RunDir, anchor: str, mode: str, records: list[dict
 
 def nashgap_views(ctx: Ctx, run: RunDir, anchor: str) -> tuple[list[Any], list[tuple[str, str, dict[str, Any]]]]:
     """(html parts, [(mode, leaderboard group, summary)]) for a Nash-gap folder, single or combined."""
-    from stratbench.suites.nashgap import MODE_FILES, SINGLE_FILES
+    from stratbench.suites.nashgap.run import MODE_FILES, SINGLE_FILES
 
     parts: list[Any] = []
     found: list[tuple[str, str, dict[str, Any]]] = []

@@ -17,7 +17,7 @@ from stratbench.report.discover import (
     read_json,
     read_jsonl_head,
 )
-from stratbench.report.html import (
+from stratbench.render.html import (
     Html,
     el,
     fmt_ci,

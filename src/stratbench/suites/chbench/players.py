@@ -35,7 +35,7 @@ from stratbench.suites.chbench.prompts import (
     consultation_prompt,
     decision_prompt,
 )
-from stratbench.suites.repeated import Move, RoundView
+from stratbench.suites.chbench.repeated import Move, RoundView
 
 CHAT_EXCHANGES = 2
 MESSAGE_TOKENS = 96  # "within 50 words"

@@ -27,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-from stratbench.suites.repeated import PastRound
+from stratbench.suites.chbench.repeated import PastRound
 
 MECHANISMS = ("baseline", "memory", "memory10", "chat", "chat_memory")
 AGENT_NAME = "Alex"

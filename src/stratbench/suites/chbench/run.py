@@ -253,7 +253,7 @@ def run_chbench(
     meta.setdefault("players", {})
     write_json_atomic(folder / "run.json", meta)
 
-    from stratbench.suites.repeated import play_match
+    from stratbench.suites.chbench.repeated import play_match
 
     async def worker(m: Match) -> list[dict[str, Any]]:
         row = factory.player(m.row, 0, m.mechanism)

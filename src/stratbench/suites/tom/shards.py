@@ -1,6 +1,6 @@
 """Merging the shards of a `tom run` or `tom baseline` (called by `stratbench merge`).
 
-:func:`stratbench.runner.merge.merge_runs` has already checked that the folders are the finished
+:func:`stratbench.workflows.merge.merge_runs` has already checked that the folders are the finished
 shards 1/n … n/n of one run with one config, created ``out`` and will write its run.json. Here the
 records are put back in the unsharded order (episode, then round; baseline: setting, then
 episode), checked for completeness (every episode exactly once), written, and the summary and plot

@@ -50,7 +50,7 @@ def generate_stories(config: StoryGenConfig, progress: Any | None = None) -> Sto
     from stratbench.models.base import GenerateRequest
     from stratbench.models.registry import ModelOptions
     from stratbench.prompts.tmgbench import STORY_TOPICS, generation_prompt
-    from stratbench.suites.tmgbench import TmgbenchConfig, selected_games
+    from stratbench.suites.tmgbench.run import TmgbenchConfig, selected_games
 
     if config.variants < 1 or config.max_attempts < 1:
         raise InputError("--variants and --max-attempts must be at least 1")

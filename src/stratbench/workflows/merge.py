@@ -26,8 +26,8 @@ from stratbench.runner.shard import Shard, as_shard, check_complete
 
 # run.json's suite name → "module:function" of that suite's `merge_shards(folders, out) -> dict`.
 MERGERS: dict[str, str] = {
-    "nashgap": "stratbench.suites.nashgap:merge_shards",
-    "tmgbench": "stratbench.suites.tmgbench:merge_shards",
+    "nashgap": "stratbench.suites.nashgap.run:merge_shards",
+    "tmgbench": "stratbench.suites.tmgbench.run:merge_shards",
     "tom": "stratbench.suites.tom.shards:merge_shards",
     "chbench": "stratbench.suites.chbench.run:merge_shards",
 }
@@ -138,13 +138,13 @@ def merge_runs(folders: Sequence[str | Path], output_dir: str | Path = "results"
         raise InputError("the same folder is given twice")
     if any(_suite_kind(p) == "suite-file" for p in paths):
         # Shards of `stratbench suite run FILE --shard i/n`: whole runs, copied together
-        from stratbench.suites.multi import merge_suite_file_shards
+        from stratbench.workflows.suite_file import merge_suite_file_shards
 
         return merge_suite_file_shards(paths, output_dir)
     if any((p / "suite_metadata.json").is_file() for p in paths):
         # Shards of a tiered suite (a folder of Nash-gap runs): the suite merges each cell's runs
         # with merge_runs and rebuilds its tables; it refuses a mix with plain run folders.
-        from stratbench.suites.tiered_merge import merge_suite_shards
+        from stratbench.suites.nashgap.tiered_merge import merge_suite_shards
 
         return merge_suite_shards(paths, output_dir)
     metas = [_read_meta(p) for p in paths]

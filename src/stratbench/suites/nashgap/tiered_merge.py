@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from stratbench.errors import InputError
 from stratbench.runner.folders import create_run_folder, now_iso
 from stratbench.runner.jsonl import write_json_atomic
-from stratbench.suites.tiered import (
+from stratbench.suites.nashgap.tiered import (
     SUITE,
     TieredConfig,
     _cells,
@@ -24,7 +24,7 @@ from stratbench.suites.tiered import (
 )
 
 # Suite config keys that may differ between the shards of one suite: where and how fast each shard
-# ran (as for single runs, see stratbench.runner.merge) and where its suite file lay.
+# ran (as for single runs, see stratbench.workflows.merge) and where its suite file lay.
 SUITE_IGNORED_CONFIG_KEYS = frozenset({"config_file"})
 
 
@@ -48,7 +48,7 @@ def merge_suite_shards(folders: Sequence[str | Path], output_dir: str | Path = "
     unsharded suite's. Everything that can be checked is checked before the folder is created, and
     a merge that fails midway removes its folder; the shards are only read.
     """
-    from stratbench.runner.merge import IGNORED_CONFIG_KEYS, check_same_run, finished_shards, merge_runs
+    from stratbench.workflows.merge import IGNORED_CONFIG_KEYS, check_same_run, finished_shards, merge_runs
 
     paths = [Path(f) for f in folders]
     if not paths:

@@ -429,7 +429,7 @@ def merge_shards(folders: list[Path], out: Path) -> dict[str, Any]:
     metas = [json.loads((f / "run.json").read_text()) for f in folders]
     saved = dict(metas[0]["config"], shard=None)
     if saved.get("form", "atomic") != "atomic":
-        from stratbench.suites.tmgbench_complex_run import merge_complex_shards
+        from stratbench.suites.tmgbench.complex_run import merge_complex_shards
 
         return merge_complex_shards(folders, out)
     config = TmgbenchConfig(**{k: v for k, v in saved.items() if k in TmgbenchConfig.__annotations__})

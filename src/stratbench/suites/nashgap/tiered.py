@@ -38,7 +38,7 @@ from stratbench.games.generators import BUCKETS, Bucket
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
 from stratbench.runner.jsonl import read_jsonl, write_json_atomic
 from stratbench.runner.shard import parse_shard
-from stratbench.suites.nashgap import (
+from stratbench.suites.nashgap.run import (
     MODE_FILES,
     SINGLE_FILES,
     NashgapConfig,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from stratbench.errors import InputError
-from stratbench.suites.tiered import ModelEntry, TieredConfig, model_entry
+from stratbench.suites.nashgap.tiered import ModelEntry, TieredConfig, model_entry
 
 # key -> accepted Python types
 _SCALARS: dict[str, tuple[type, ...]] = {

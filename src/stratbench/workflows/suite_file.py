@@ -124,7 +124,7 @@ def _model_kw(m: SuiteModel) -> dict[str, Any]:
 
 def plan_suite_file(path: str | Path) -> tuple[dict[str, Any], list[Job]]:
     """The parsed file and every run it describes, all configs checked; nothing is written."""
-    from stratbench.suites.tiered_config import read_suite_data
+    from stratbench.suites.nashgap.tiered_config import read_suite_data
 
     p = Path(path)
     if not p.is_file():
@@ -158,7 +158,7 @@ def plan_suite_file(path: str | Path) -> tuple[dict[str, Any], list[Job]]:
 def _jobs_for(p: Path, suite: str, params: dict[str, Any], models: list[SuiteModel], seeds: list[int]) -> list[Job]:
     from stratbench.agents.registry import SCRIPTED_AGENTS
     from stratbench.models.registry import split_spec
-    from stratbench.suites.tmgbench import SCRIPTED as TMG_SCRIPTED
+    from stratbench.suites.tmgbench.run import SCRIPTED as TMG_SCRIPTED
 
     jobs: list[Job] = []
     scripted = {"nashgap": set(SCRIPTED_AGENTS), "tmgbench": set(TMG_SCRIPTED)}.get(suite)
@@ -166,8 +166,8 @@ def _jobs_for(p: Path, suite: str, params: dict[str, Any], models: list[SuiteMod
         if scripted is not None and m.spec.lower() not in scripted:
             split_spec(m.spec)
     if suite in ("nashgap", "tmgbench"):  # one run per model and seed
-        from stratbench.suites.nashgap import NashgapConfig
-        from stratbench.suites.tmgbench import TmgbenchConfig
+        from stratbench.suites.nashgap.run import NashgapConfig
+        from stratbench.suites.tmgbench.run import TmgbenchConfig
 
         cls = NashgapConfig if suite == "nashgap" else TmgbenchConfig
         for m in models:
@@ -245,12 +245,12 @@ def _run_job(job: Job, out: Path, resume_folder: str | None) -> tuple[Path, int]
     """Run (or finish) one job; returns its folder and number of errored records/rounds."""
     sub = out / job.suite / (_slug(job.label) if job.label else "all-models")
     if job.suite == "nashgap":
-        from stratbench.suites.nashgap import run_nashgap
+        from stratbench.suites.nashgap.run import run_nashgap
 
         r = run_nashgap(replace(job.config, output_dir=str(sub)), resume_dir=resume_folder)
         return Path(r.folder), int(r.n_errors)
     if job.suite == "tmgbench":
-        from stratbench.suites.tmgbench import run_tmgbench
+        from stratbench.suites.tmgbench.run import run_tmgbench
 
         r = run_tmgbench(replace(job.config, output_dir=str(sub)), resume_dir=resume_folder)
         return Path(r.folder), int(r.n_errors)
@@ -353,7 +353,7 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
     fails midway removes its folder."""
     import shutil
 
-    from stratbench.runner.merge import finished_shards
+    from stratbench.workflows.merge import finished_shards
 
     metas = []
     for f in folders:

@@ -25,7 +25,7 @@ from stratbench.runner.jsonl import read_jsonl, resume_records, rewrite_sorted, 
 from stratbench.runner.pool import stream_pool
 from stratbench.runner.shard import shard_tag
 from stratbench.seeding import derive_seed, fresh_seed
-from stratbench.suites.tmgbench import TmgbenchConfig, TmgbenchResult, resumed_config, shard_units
+from stratbench.suites.tmgbench.run import TmgbenchConfig, TmgbenchResult, resumed_config, shard_units
 
 COMPLEX_SCRIPTED = ("oracle", "empty")
 
@@ -43,7 +43,7 @@ def _transcript(messages: list[dict[str, str]]) -> tuple[str | None, str]:
 
 async def _run_task(model: Any, spec: str, config: TmgbenchConfig, task: Any) -> dict[str, Any]:
     from stratbench.models.base import GenerateRequest
-    from stratbench.suites.tmgbench_complex import complex_messages, parse_complex_answer, score_complex
+    from stratbench.suites.tmgbench.complex import complex_messages, parse_complex_answer, score_complex
 
     rec: dict[str, Any] = {"task_index": task.index, "player": spec, "prompting": config.prompting,
                            **{f"task_{k}": v for k, v in task.to_json().items()}}
@@ -91,7 +91,7 @@ def _jsonable(x: Any) -> Any:
 def _write_summary(folder: Path, records: list[dict[str, Any]], config: TmgbenchConfig, k: int,
                    spec: str) -> dict[str, Any]:
     """summary.json of a complex-form run; shared by a run and by merging its shards."""
-    from stratbench.suites.tmgbench_complex import summarise_complex
+    from stratbench.suites.tmgbench.complex import summarise_complex
 
     scored = [r for r in records if r["status"] != "error"]
     summary = summarise_complex(scored) if scored else {"n_tasks": 0}
@@ -106,7 +106,7 @@ def _write_summary(folder: Path, records: list[dict[str, Any]], config: Tmgbench
 def merge_complex_shards(folders: list[Path], out: Path) -> dict[str, Any]:
     """Merge the shards of one complex-form run: every sampled task once, in task order, and the
     summary recomputed from all of them."""
-    from stratbench.suites.tmgbench_complex import sample_tasks
+    from stratbench.suites.tmgbench.complex import sample_tasks
 
     saved = dict(json.loads((folders[0] / "run.json").read_text())["config"], shard=None)
     config = TmgbenchConfig(**{k2: v for k2, v in saved.items() if k2 in TmgbenchConfig.__annotations__})
@@ -123,7 +123,7 @@ def merge_complex_shards(folders: list[Path], out: Path) -> dict[str, Any]:
 
 def run_complex(config: TmgbenchConfig, k: int | None, n_tasks: int, progress: Any | None = None,
                 resume_dir: str | Path | None = None) -> TmgbenchResult:
-    from stratbench.suites.tmgbench_complex import PAPER_K, sample_tasks
+    from stratbench.suites.tmgbench.complex import PAPER_K, sample_tasks
 
     if resume_dir is not None:
         folder = Path(resume_dir)

@@ -1,0 +1,291 @@
+"""One run lifecycle for every suite: validate → create or resume the folder → run.json → stream
+the records → sort → summarise → finish with totals.
+
+A suite describes one run as a :class:`RunPlan` (what to check, which folder, which records files
+and the work that fills them, how to summarise); :func:`execute` does the rest, identically for
+every suite:
+
+* everything that can fail on bad input (validation, reading games files, opening the player)
+  happens in ``prepare``/``resume_from``/``open`` *before* a folder exists, so bad input never
+  leaves a partial folder;
+* records are appended to their JSONL file the moment each unit of work completes (a unit may
+  write one record — a trial — or several — a match's rounds, an episode's steps), so a killed run
+  loses only work in flight;
+* a resumed run cuts a torn last line, keeps the records of finished units, drops those of
+  unfinished or errored units (they are played again) and runs only the rest;
+* the files end in canonical order (records arrive in completion order), so concurrency and
+  sharding never change them, and summaries are computed from the records alone — which is also
+  what lets :func:`merge_streams` rebuild an unsharded run from its shards.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+from stratbench.errors import InputError
+from stratbench.runner.folders import create_run_folder, now_iso, read_run_json, run_metadata
+from stratbench.runner.jsonl import JsonlWriter, read_jsonl, write_json_atomic, write_jsonl_atomic
+from stratbench.runner.pool import run_pool
+from stratbench.runner.schema import Record, RunMeta, RunTotals
+
+U = TypeVar("U")
+C = TypeVar("C")
+
+
+class Progress(Protocol):
+    """What the lifecycle needs of a progress display (rich's `Progress` fits)."""
+
+    def add_task(self, description: str, total: float | None = ..., completed: float = ...) -> Any: ...
+
+    def advance(self, task_id: Any, advance: float = ...) -> None: ...
+
+
+def no_errors(records: list[Record]) -> bool:
+    """The default test of a finished unit: none of its records is an error."""
+    return all(r.get("status") != "error" for r in records)
+
+
+@dataclass
+class Stream(Generic[U]):
+    """One records file of a run and the work that fills it.
+
+    ``units`` are this run's (or shard's) units of work in canonical order; ``work(unit)`` returns
+    the unit's record or records and never raises for model failures (they are records with status
+    "error"). ``record_unit(record)`` names the unit a record belongs to, as ``unit_key(unit)``
+    does; ``unit_done(records)`` says whether a unit's saved records let a resumed run keep it.
+    """
+
+    file: str
+    units: Sequence[U]
+    work: Callable[[U], Awaitable[Record | list[Record]]]
+    unit_key: Callable[[U], Hashable]
+    record_unit: Callable[[Record], Hashable]
+    sort_key: Callable[[Record], Any]
+    concurrency: int = 1
+    unit_done: Callable[[list[Record]], bool] = no_errors
+    label: str = ""
+
+
+@dataclass
+class FolderSpec:
+    """Where a new run's folder goes: ``<output_dir>/<prefix>_<time>[_<tag>]``, or
+    ``<output_dir>/<overwrite_name>`` (replaced) with ``--overwrite``."""
+
+    output_dir: str | Path
+    prefix: str
+    tag: str | None = None
+    overwrite_name: str | None = None
+
+
+@dataclass
+class Outcome:
+    """What a run's summaries say: the summaries written (by part: a Nash-gap mode, or "" for a
+    run with one summary), the number of errored records or units, and suite-specific totals."""
+
+    summaries: dict[str, dict[str, Any]]
+    n_errors: int
+    totals: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunResult:
+    """A finished run: its folder, summaries, error count (exit code 1 when > 0) and totals."""
+
+    folder: Path
+    summaries: dict[str, dict[str, Any]]
+    n_errors: int = 0
+    totals: RunTotals = field(default_factory=lambda: RunTotals())
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The run's summary (for a run with several parts, the first)."""
+        return next(iter(self.summaries.values()), {})
+
+
+class RunPlan(abc.ABC):
+    """One run of one suite, as the lifecycle sees it. Subclasses hold the config and whatever
+    they build from it (games, units, players)."""
+
+    suite: str  # run.json "suite"
+    kind: str  # run.json "kind"
+
+    # -- before any folder exists -----------------------------------------------------------------
+    @abc.abstractmethod
+    def prepare(self) -> None:
+        """A new run: validate the config, resolve seeds, build the work. Raise InputError on bad
+        input; write nothing."""
+
+    def resume_from(self, meta: RunMeta, folder: Path) -> None:
+        """A resumed run: rebuild the config from the folder's run.json (and inputs it saved), as
+        the interrupted run had it. Raise InputError when the folder is not this kind of run."""
+        raise InputError(f"--resume {folder}: {self.suite} {self.kind} runs cannot be resumed")
+
+    def open(self) -> None:
+        """Open the players (load models, check their policies). Runs after prepare/resume_from
+        and before anything is written."""
+
+    @abc.abstractmethod
+    def folder_spec(self) -> FolderSpec: ...
+
+    @abc.abstractmethod
+    def config_json(self) -> dict[str, Any]:
+        """The config as run.json records it."""
+
+    # -- writing ----------------------------------------------------------------------------------
+    def write_inputs(self, folder: Path) -> None:
+        """Files a new run writes before its records (e.g. games.json)."""
+
+    def update_meta(self, meta: RunMeta, new: bool) -> None:
+        """Add suite-specific keys to run.json (e.g. "agent") before the records are streamed."""
+
+    @abc.abstractmethod
+    def streams(self) -> list[Stream[Any]]: ...
+
+    @abc.abstractmethod
+    def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
+        """Write the summaries (and tables, plots) computed from the records; shared by a run and
+        by merging its shards."""
+
+    def totals(self, records: dict[str, list[Record]], outcome: Outcome) -> dict[str, Any]:
+        """run.json totals of a finished run (default: records, errors, suite extras, usage)."""
+        return {"records": sum(len(r) for r in records.values()), "errors": outcome.n_errors,
+                **outcome.totals, **{f"model_{k}": v for k, v in self.usage().items()}}
+
+    def usage(self) -> dict[str, Any]:
+        """The players' model usage (calls, cache hits, errors, tokens[, cost_usd])."""
+        return {"calls": 0}
+
+    async def aclose(self) -> None:
+        """Release the players (connections, models)."""
+
+
+def rebuild_config(cls: type[C], saved: dict[str, Any], **overrides: Any) -> C:
+    """A config dataclass from run.json's saved config: keys the class no longer has are ignored
+    (folders outlive code), ``overrides`` win. The one place a saved config is turned back into
+    a config."""
+    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    return cls(**{**{k: v for k, v in saved.items() if k in names}, **overrides})
+
+
+def check_meta(meta: RunMeta, folder: Path, suite: str, kinds: Iterable[str], flag: str = "--resume") -> None:
+    """InputError unless run.json belongs to ``suite`` and (when it says) one of ``kinds``."""
+    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict):
+        raise InputError(f"{flag} {folder}: run.json has no config")
+    kinds = tuple(kinds)
+    if meta.get("suite") != suite or meta.get("kind", kinds[0]) not in kinds:
+        what = f"{meta.get('suite')!r}" + (f" ({meta.get('kind')})" if meta.get("kind") else "")
+        raise InputError(f"{flag} {folder}: folder is a {what} run, not {suite} {'/'.join(kinds)}")
+
+
+# -- streaming ----------------------------------------------------------------------------------
+
+
+def _groups(records: Iterable[Record], unit_of: Callable[[Record], Hashable]) -> dict[Hashable, list[Record]]:
+    out: dict[Hashable, list[Record]] = {}
+    for r in records:
+        out.setdefault(unit_of(r), []).append(r)
+    return out
+
+
+def resume_file(path: Path, stream: Stream[Any]) -> set[Hashable]:
+    """Cut a torn tail, keep the records of finished units (dropping the rest from the file), and
+    return the finished units' keys."""
+    previous = read_jsonl(path, repair=True)
+    groups = _groups(previous, stream.record_unit)
+    done = {k for k, rs in groups.items() if stream.unit_done(rs)}
+    kept = [r for r in previous if stream.record_unit(r) in done]
+    if len(kept) != len(previous):
+        write_jsonl_atomic(path, kept)
+    return done
+
+
+async def _fill(folder: Path, stream: Stream[Any], progress: Progress | None) -> list[Record]:
+    path = folder / stream.file
+    done = resume_file(path, stream)
+    todo = [u for u in stream.units if stream.unit_key(u) not in done]
+    task = (progress.add_task(stream.label or stream.file, total=len(stream.units),
+                              completed=len(stream.units) - len(todo)) if progress else None)
+    with JsonlWriter(path) as writer:
+        def on_result(_: Any, out: Record | list[Record]) -> None:
+            for rec in out if isinstance(out, list) else [out]:
+                writer.write(rec)
+            if progress is not None:
+                progress.advance(task)
+
+        await run_pool(todo, stream.work, stream.concurrency, on_result)
+    records = sorted(read_jsonl(path), key=stream.sort_key)
+    write_jsonl_atomic(path, records)
+    return records
+
+
+# -- the lifecycle ------------------------------------------------------------------------------
+
+
+def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
+    """Run (or, with ``resume_dir``, finish) one run described by ``plan``; returns its result."""
+    meta: RunMeta
+    if resume_dir is not None:
+        folder = Path(resume_dir)
+        meta = read_run_json(folder, "--resume ")  # type: ignore[assignment]
+        plan.resume_from(meta, folder)
+        plan.open()
+        meta["status"] = "running"
+        meta.setdefault("resumed_at", []).append(now_iso())
+    else:
+        plan.prepare()
+        plan.open()
+        spec = plan.folder_spec()
+        folder = create_run_folder(spec.output_dir, spec.prefix, spec.overwrite_name, spec.tag).path
+        meta = run_metadata(plan.suite, plan.config_json(), plan.kind)  # type: ignore[assignment]
+        plan.write_inputs(folder)
+    plan.update_meta(meta, new=resume_dir is None)
+    write_json_atomic(folder / "run.json", meta)
+
+    async def fill_all() -> dict[str, list[Record]]:
+        out: dict[str, list[Record]] = {}
+        try:
+            for stream in plan.streams():
+                out[stream.file] = await _fill(folder, stream, progress)
+        finally:
+            await plan.aclose()
+        return out
+
+    records = asyncio.run(fill_all())
+    outcome = plan.summarise(folder, records)
+    meta.update(end_time=now_iso(), status="finished", totals=plan.totals(records, outcome))  # type: ignore[typeddict-item]
+    write_json_atomic(folder / "run.json", meta)
+    return RunResult(folder, outcome.summaries, outcome.n_errors, meta["totals"])
+
+
+def merge_streams(plan: RunPlan, folders: Sequence[Path], out: Path) -> Outcome:
+    """Merge finished shards: each records file is the union of the shards' records in canonical
+    order, checked to hold every unit of the unsharded plan exactly once, then summarised exactly
+    as an unsharded run is. ``plan`` is the unsharded run (shard cleared, inputs read)."""
+    records: dict[str, list[Record]] = {}
+    for stream in plan.streams():
+        recs: list[Record] = []
+        seen: dict[Hashable, int] = {}
+        duplicated = 0
+        for k, f in enumerate(folders):
+            shard_recs = read_jsonl(Path(f) / stream.file)
+            for unit in _groups(shard_recs, stream.record_unit):
+                if unit in seen and seen[unit] != k:
+                    duplicated += 1
+                seen[unit] = k
+            recs.extend(shard_recs)
+        want = {stream.unit_key(u) for u in stream.units}
+        got = set(seen)
+        if got != want or duplicated:
+            raise InputError(f"{stream.file}: the shards hold {len(got & want)} of the run's {len(want)} units"
+                             + (f" and {duplicated} twice" if duplicated else "")
+                             + (f" and {len(got - want)} not in the run" if got - want else "")
+                             + "; merge every shard of one run once, each after it has finished")
+        recs.sort(key=stream.sort_key)
+        write_jsonl_atomic(out / stream.file, recs)
+        records[stream.file] = recs
+    return plan.summarise(out, records)

@@ -1,0 +1,75 @@
+"""The written schema of every result folder's `run.json` and its totals.
+
+Every run command writes one `run.json` in its folder when it starts (status "running") and again
+when it ends (status "finished", end time, totals). Readers — resume, merge, compare, report — rely
+on these keys; suites add their own config and, in `totals`, counts of their own units (documented
+in each suite's `records` module). Field docs follow inspect_ai's `EvalLog` in spirit: what each
+key holds and why it is there.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, Required, TypedDict
+
+RunStatus = Literal["running", "finished"]
+
+
+class GitInfo(TypedDict):
+    commit: str | None  # the stratbench source revision, None outside a git checkout
+    dirty: bool | None  # uncommitted changes to tracked files
+
+
+class RunTotals(TypedDict, total=False):
+    """Counts over the whole run (summed over shards by `stratbench merge`)."""
+
+    records: int  # records written to the run's JSONL files
+    errors: int  # records (or units) whose model call failed: the exit code is 1 when > 0
+    model_calls: int  # calls that reached a backend (cache hits excluded)
+    model_cache_hits: int  # answers replayed from the response cache (free)
+    model_errors: int  # backend calls that failed after their retries
+    model_tokens_in: int  # prompt tokens evaluated by the backend
+    model_tokens_out: int  # tokens generated
+    model_cost_usd: float  # with --price-table only
+
+
+class ShardRun(TypedDict):
+    folder: str
+    shard: str
+    start_time: str | None
+    end_time: str | None
+    git: GitInfo | None
+    platform: str | None
+    versions: dict[str, str | None] | None
+
+
+class RunMeta(TypedDict, total=False):
+    """`run.json`. `suite` names the benchmark (`nashgap`, `tmgbench`, `chbench`, `tom`, ...) and
+    `kind` which of its run types wrote the folder (`run`, `atomic`, `complex`, `baseline`, `fit`,
+    `stories`); together they select the registered suite that can resume, merge, compare and
+    report the folder."""
+
+    suite: Required[str]
+    kind: str  # absent in folders written before it existed: inferred from the config
+    config: Required[dict[str, Any]]  # the full resolved config: enough to repeat or resume the run
+    versions: dict[str, str | None]  # stratbench, python and key packages
+    git: GitInfo
+    platform: str
+    command: list[str]  # argv, never keys (they come from the environment only)
+    start_time: str  # ISO 8601, UTC
+    end_time: str | None
+    status: RunStatus
+    totals: RunTotals
+    agent: dict[str, Any]  # the player: name, policy, model identity (never secrets)
+    players: dict[str, Any]  # CHBench: every player's identity and policy
+    games: list[dict[str, Any]]  # CHBench: the games played, uncertain ones flagged
+    resumed_at: list[str]  # one time per --resume
+    merged_from: list[str]  # `stratbench merge`: the shard folders
+    shard_runs: list[ShardRun]
+    merged_at: str
+
+
+Record = dict[str, Any]
+"""A JSONL record. Each suite documents its record keys as a TypedDict in its `records` module;
+records stay plain dicts at run time (they are written as they are produced)."""
+
+__all__ = ["GitInfo", "NotRequired", "Record", "RunMeta", "RunStatus", "RunTotals", "ShardRun"]

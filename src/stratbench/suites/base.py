@@ -1,0 +1,215 @@
+"""The `Suite` interface: what every benchmark offers the workflows (suite files, merge, compare)
+and the report, so that none of them names a suite.
+
+A suite is a package under `stratbench.suites` with a module-level object that implements
+:class:`Suite` (usually a subclass of :class:`SuiteBase`, which supplies the optional hooks), and
+one line in the registry (`stratbench.suites.SUITES`). One package may register several entries,
+one per kind of run it writes (TMGBench: atomic and complex; ToM: model runs and the tabular
+baseline; CHBench: play and fits): an entry is selected for a result folder by run.json's
+``suite`` and ``kind``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypedDict, runtime_checkable
+
+from stratbench.errors import InputError
+from stratbench.runner.lifecycle import Progress, RunResult
+
+if TYPE_CHECKING:  # the report's building blocks (core rendering), only for annotations
+    from stratbench.render.views import Ctx, RunDir, SuiteView
+
+__all__ = [
+    "CompareUnits", "HeadlineRow", "Job", "Leaderboard", "Suite", "SuiteBase", "SuiteModel",
+    "build_section_config", "model_overrides",
+]
+
+CompareUnits = dict[str, dict[Hashable, dict[str, float]]]
+"""part (a mode, a setting) → unit (a game, an episode) → metric → value, for `stratbench compare`:
+units shared by two runs are compared pairwise."""
+
+
+class HeadlineRow(TypedDict):
+    """One headline number of a run (suite files' runs.csv, scorecards)."""
+
+    part: str
+    metric: str
+    value: float | None
+    ci95: list[float] | None
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """How the report ranks comparable runs of a suite: columns (summary key, label), the first
+    with a value being the ranking key."""
+
+    columns: tuple[tuple[str, str], ...]
+    lower_is_better: bool
+
+
+@dataclass(frozen=True)
+class SuiteModel:
+    """A model of a suite file: its spec, its label in folder names and tables, and settings that
+    override the suite's for this model only."""
+
+    spec: str
+    label: str
+    policy: str | None = None
+    base_url: str | None = None
+    chat: bool | None = None
+
+
+@dataclass
+class Job:
+    """One run a suite file asks for."""
+
+    suite: str  # registry name
+    label: str  # model label ("" for a run that holds every model, e.g. CHBench)
+    seed: int
+    config: Any  # the suite's config, validated
+    setting: str = ""  # what distinguishes runs of one model and seed (e.g. "rps/tit_for_tat")
+    key: str = ""
+    folder: str | None = None
+    status: str = "pending"
+
+
+# keys a suite file's section may not set: the file's top level owns them
+OWNED_KEYS = frozenset({"model", "models", "seed", "output_dir", "shard", "llm_type", "llm_model", "folder_tag"})
+
+
+def build_section_config(cls: type, where: str, section: str, params: Mapping[str, Any], **owned: Any) -> Any:
+    """A suite's config from a suite file's section (unknown or owned keys are one error line)."""
+    names = {f.name for f in fields(cls)}
+    bad = sorted(set(params) & OWNED_KEYS)
+    if bad:
+        raise InputError(f"{where}: [{section}] sets {', '.join(bad)}; the suite file sets models, seeds and "
+                         "output_dir at its top level")
+    unknown = sorted(set(params) - names)
+    if unknown:
+        raise InputError(f"{where}: [{section}] unknown key(s) {', '.join(unknown)}")
+    try:
+        return cls(**{**params, **{k: v for k, v in owned.items() if k in names}})
+    except TypeError as e:
+        raise InputError(f"{where}: [{section}] {e}") from None
+
+
+def model_overrides(m: SuiteModel) -> dict[str, Any]:
+    """A suite-file model's own settings, as config keys."""
+    kw: dict[str, Any] = {}
+    if m.policy is not None:
+        kw["policy"] = m.policy
+    if m.base_url is not None:
+        kw["base_url"] = m.base_url
+    if m.chat is not None:
+        kw["chat"] = m.chat
+    return kw
+
+
+@runtime_checkable
+class Suite(Protocol):
+    """A benchmark, as the workflows and the report see it."""
+
+    name: str  # registry name, suite-file section and CLI group
+    family: str  # run.json "suite"
+    kinds: tuple[str, ...]  # run.json "kind" values this entry reads (the first is what it writes)
+    description: str
+
+    def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
+        """Run (or finish) one run and write its result folder."""
+        ...
+
+    def merge(self, folders: list[Path], out: Path) -> Any:
+        """Write into ``out`` the records and summaries of the unsharded run whose finished shards
+        are ``folders`` (already checked to be shards 1..n of one config)."""
+        ...
+
+    def owns(self, meta: Mapping[str, Any]) -> bool:
+        """Whether a run.json was written by this entry."""
+        ...
+
+
+class SuiteBase:
+    """Defaults for the optional hooks. Subclasses set the class attributes and override what
+    they support; an unsupported hook raises InputError naming the suite."""
+
+    name: ClassVar[str] = ""
+    family: ClassVar[str] = ""
+    kinds: ClassVar[tuple[str, ...]] = ("run",)
+    description: ClassVar[str] = ""
+    #: the summary keys the report shows first, in order (any other key with a CI follows)
+    headline_keys: ClassVar[tuple[str, ...]] = ()
+    #: how the report ranks comparable runs (None: no leaderboard)
+    leaderboard: ClassVar[Leaderboard | None] = None
+    #: metrics `stratbench compare` reports (keys of compare_units' metric dicts)
+    compare_metrics: ClassVar[tuple[str, ...]] = ()
+    #: files whose presence identifies a folder without run.json as this suite's
+    marker_files: ClassVar[tuple[str, ...]] = ()
+
+    # -- identity ---------------------------------------------------------------------------------
+    def owns(self, meta: Mapping[str, Any]) -> bool:
+        if meta.get("suite") != self.family:
+            return False
+        kind = meta.get("kind")
+        if isinstance(kind, str):
+            return kind in self.kinds
+        config = meta.get("config")
+        return self.legacy_owns(config if isinstance(config, Mapping) else {})
+
+    def legacy_owns(self, config: Mapping[str, Any]) -> bool:
+        """For folders written before run.json had "kind": whether the config is this entry's."""
+        return True
+
+    def detect(self, names: set[str]) -> bool:
+        """Whether a folder without run.json (file names ``names``) looks like this suite's."""
+        return any(n in names for n in self.marker_files)
+
+    # -- running ----------------------------------------------------------------------------------
+    def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
+        raise InputError(f"{self.name}: running is not supported")
+
+    def merge(self, folders: list[Path], out: Path) -> Any:
+        raise InputError(f"merging {self.family} {self.kinds[0]} runs is not supported")
+
+    # -- suite files ------------------------------------------------------------------------------
+    def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
+             seeds: Sequence[int]) -> list[Job]:
+        """The runs a suite file's section asks for, each config validated (nothing written)."""
+        raise InputError(f"{where}: [{self.name}] cannot be run from a suite file")
+
+    def headline(self, folder: Path) -> list[HeadlineRow]:
+        """The key numbers of a finished run (runs.csv)."""
+        return []
+
+    # -- compare ----------------------------------------------------------------------------------
+    def compare_units(self, folder: Path) -> CompareUnits:
+        raise InputError(f"compare does not support {self.family!r} {self.kinds[0]} runs yet")
+
+    # -- report -----------------------------------------------------------------------------------
+    def report_view(self, ctx: "Ctx", run: "RunDir") -> "SuiteView":
+        """The suite's part of a run's report section (tables, figures, leaderboard entries)."""
+        from stratbench.render.views import default_view
+
+        return default_view(ctx, run, self)
+
+    def leaderboard_group(self, config: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
+        """Runs are ranked together only within a group (same games, mode, setting)."""
+        return self.family
+
+
+def read_summary(folder: Path, name: str = "summary.json") -> dict[str, Any]:
+    """A finished run's summary (empty when missing or unreadable: headline rows then say None)."""
+    import json
+
+    try:
+        data = json.loads((folder / name).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def headline_rows(summary: Mapping[str, Any], keys: Iterable[str], part: str = "") -> list[HeadlineRow]:
+    """Headline rows for ``keys`` of one summary (value and its ``_ci95``)."""
+    return [HeadlineRow(part=part, metric=k, value=summary.get(k), ci95=summary.get(f"{k}_ci95")) for k in keys]
