@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stratbench.agents.base import Agent, Decision, DecisionRequest
+from stratbench.suites.nashgap.players import Agent, Decision, DecisionRequest
 from stratbench.runner.jsonl import read_jsonl
 from stratbench.suites.nashgap.run import NashgapConfig, run_nashgap
 
@@ -175,7 +175,7 @@ def test_failures_are_counted_not_fabricated(tmp_path):
 
 SLOW_SCRIPT = """
 import asyncio, sys
-from stratbench.agents.scripted import RandomAgent
+from stratbench.suites.nashgap.players import RandomAgent
 from stratbench.suites.nashgap.run import NashgapConfig, run_nashgap
 
 class Slow(RandomAgent):

@@ -11,7 +11,8 @@ import pytest
 
 from stratbench.errors import InputError
 from stratbench.runner.jsonl import read_jsonl, write_json_atomic, write_jsonl_atomic
-from stratbench.workflows.merge import MERGERS, load_merger, merge_runs
+from stratbench.suites import get_suite, suite_for_run
+from stratbench.workflows.merge import merge_runs
 from stratbench.runner.shard import (
     Shard,
     as_shard,
@@ -173,13 +174,13 @@ def test_tmgbench_story_and_complex_sharded_then_merged(tmp_path):
 
 # --- refusals -------------------------------------------------------------------------------
 
-def test_load_merger_unknown_or_missing_module(monkeypatch):
-    with pytest.raises(InputError, match="merging foo runs is not supported"):
-        load_merger("foo")
-    monkeypatch.setitem(MERGERS, "bar", "stratbench.suites.no_such_suite:merge_shards")
-    with pytest.raises(InputError, match="merging bar runs is not supported"):
-        load_merger("bar")
-    assert callable(load_merger("nashgap")) and callable(load_merger("tmgbench"))
+def test_merge_finds_the_suite_in_the_registry_and_refuses_unknown_ones():
+    with pytest.raises(InputError, match="no registered suite reads 'foo' runs"):
+        suite_for_run({"suite": "foo", "config": {}})
+    with pytest.raises(InputError, match="merging chbench fit runs is not supported"):
+        get_suite("chbench-fit").merge([], Path("."))
+    assert suite_for_run({"suite": "tmgbench", "kind": "complex", "config": {}}).name == "tmgbench-complex"
+    assert suite_for_run({"suite": "tmgbench", "config": {"form": "nested"}}).name == "tmgbench-complex"
 
 
 def test_merge_refuses_bad_sets_of_shards(tmp_path, cli):

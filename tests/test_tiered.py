@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stratbench.cli.suite_cmd import expand_multi_value_flags
+from stratbench.cli.suite import expand_multi_value_flags
 from stratbench.errors import InputError
 from stratbench.runner.jsonl import read_jsonl, write_jsonl_atomic
 from stratbench.suites.nashgap.tiered import (

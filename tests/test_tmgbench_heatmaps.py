@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("matplotlib")
 from matplotlib.image import imread  # noqa: E402
 
-from stratbench.report.tmgbench_heatmaps import (  # noqa: E402
+from stratbench.suites.tmgbench.heatmaps import (  # noqa: E402
     DPI,
     FIGSIZE,
     REF,

@@ -18,9 +18,9 @@ from typing import Any
 import stratbench
 from stratbench.errors import InputError
 from stratbench.report.discover import SuiteDir, discover
+from stratbench.suites import SUITES
 from stratbench.render.html import Html, el, fmt_num, join, kv_table, table
 from stratbench.report.sections import (
-    LEADERBOARD,
     Ctx,
     LeaderEntry,
     RunView,
@@ -113,7 +113,10 @@ def _leaderboards(ctx: Ctx, views: list[RunView]) -> list[Html]:
         if len(entries) < 2:
             continue
         suite = entries[0].suite
-        cols, lower_better = LEADERBOARD[suite]
+        board = SUITES.get(suite).leaderboard
+        if board is None:
+            continue
+        cols, lower_better = board.columns, board.lower_is_better
         key = next((k for k, _ in cols if any(isinstance(e.summary.get(k), (int, float)) for e in entries)), None)
         if key is None:
             continue

@@ -7,100 +7,18 @@ never writes to the result folder.
 
 from __future__ import annotations
 
-import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from stratbench.errors import InputError
+from stratbench.render.views import RunDir, read_json
+from stratbench.suites import suite_for_run, suite_of_files
 
-__all__ = ["RunDir", "SuiteDir", "discover", "infer_suite", "read_json", "read_jsonl_all", "read_jsonl_head"]
+__all__ = ["SuiteDir", "discover", "infer_suite"]
 
 MAX_DEPTH = 6
 MAX_DIRS = 5000
-
-
-def read_json(path: Path) -> tuple[Any, str | None]:
-    """(data, problem): problem is one line when the file is missing or not valid JSON."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8")), None
-    except FileNotFoundError:
-        return None, f"{path.name}: missing"
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        return None, f"{path.name}: unreadable ({type(e).__name__}: {str(e)[:120]})"
-
-
-def _parse_line(line: bytes) -> dict[str, Any] | None:
-    try:
-        obj = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
-def read_jsonl_head(path: Path, n: int) -> tuple[list[dict[str, Any]], int, int]:
-    """(first n records, total lines, malformed lines): counts the whole file, parses only the
-    first n good lines — trial files can be large and a sample needs only the head."""
-    records: list[dict[str, Any]] = []
-    total = bad = 0
-    try:
-        with open(path, "rb") as fh:
-            for line in fh:
-                if not line.strip():
-                    continue
-                total += 1
-                if len(records) < n:
-                    rec = _parse_line(line)
-                    if rec is None:
-                        bad += 1
-                    else:
-                        records.append(rec)
-    except OSError:
-        pass
-    return records, total, bad
-
-
-def read_jsonl_all(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """(records, malformed lines). Malformed lines (a torn tail, a hand edit) are counted, not
-    fatal: the report says how many it skipped."""
-    records, _, bad = read_jsonl_head(path, sys.maxsize)
-    return records, bad
-
-
-@dataclass
-class RunDir:
-    """One result folder. ``run`` is run.json (None when absent or unreadable)."""
-
-    path: Path
-    rel: str
-    run: dict[str, Any] | None
-    suite: str
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def config(self) -> dict[str, Any]:
-        c = (self.run or {}).get("config")
-        return c if isinstance(c, dict) else {}
-
-    def player(self, summary: dict[str, Any] | None = None) -> str:
-        """The model or player this run evaluated, as recorded (may be model-chosen text)."""
-        c = self.config
-        for key in ("player", "model", "agent"):
-            v = c.get(key)
-            if isinstance(v, str) and v:
-                return v
-        models = c.get("models")  # suites where several players meet (CHBench)
-        if isinstance(models, list) and models and all(isinstance(m, str) for m in models):
-            return ", ".join(models)
-        agent = (self.run or {}).get("agent")
-        if isinstance(agent, dict) and isinstance(agent.get("name"), str):
-            return agent["name"]
-        for key in ("agent", "player", "model"):
-            v = (summary or {}).get(key)
-            if isinstance(v, str) and v:
-                return v
-        return "?"
 
 
 @dataclass
@@ -114,20 +32,17 @@ class SuiteDir:
     problems: list[str] = field(default_factory=list)
 
 
-def infer_suite(path: Path, run: dict[str, Any] | None) -> str:
-    """The suite named in run.json, else a guess from the files (for folders without run.json)."""
+def infer_suite(path: Path, run: dict[str, Any] | None) -> tuple[str, str]:
+    """(suite as run.json names it, registered suite): from run.json, else guessed from the files
+    (for folders without run.json); ("unknown", "") when neither says."""
     if isinstance(run, dict) and isinstance(run.get("suite"), str) and run["suite"]:
-        return run["suite"]
+        try:
+            return run["suite"], suite_for_run(run).name
+        except InputError:
+            return run["suite"], ""
     names = {p.name for p in path.iterdir()} if path.is_dir() else set()
-    if "games.json" in names and any(n.startswith("trials") for n in names):
-        return "nashgap"
-    if "grids.json" in names or any(n.endswith("_heatmap.png") for n in names):
-        return "tmgbench"
-    if "fit.json" in names or "levels.md" in names:
-        return "chbench"
-    if "regret_curve.png" in names or "curves.json" in names:
-        return "tom"
-    return "unknown"
+    found = suite_of_files(names)
+    return (found.family, found.name) if found is not None else ("unknown", "")
 
 
 def _is_suite_dir(names: set[str]) -> bool:
@@ -185,7 +100,8 @@ def discover(root: str | Path, exclude: Path | None = None) -> tuple[list[RunDir
                 run = None
             if "run.json" not in names:
                 problems.append("run.json: missing (suite guessed from the files)")
-            runs.append(RunDir(d, _rel(d, root), run, infer_suite(d, run), problems))
+            family, entry = infer_suite(d, run)
+            runs.append(RunDir(d, _rel(d, root), run, family, problems, entry))
         if depth >= MAX_DEPTH:
             continue
         for p in reversed(entries):
@@ -194,7 +110,7 @@ def discover(root: str | Path, exclude: Path | None = None) -> tuple[list[RunDir
             ):
                 stack.append((p, depth + 1))
     if not runs and not suites:
-        runs.append(RunDir(root, root.name, None, "unknown", ["no run.json, summary or records found"]))
+        runs.append(RunDir(root, root.name, None, "unknown", ["no run.json, summary or records found"], ""))
     runs.sort(key=lambda r: r.rel)
     suites.sort(key=lambda s: s.rel)
     return runs, suites

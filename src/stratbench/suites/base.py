@@ -12,7 +12,7 @@ baseline; CHBench: play and fits): an entry is selected for a result folder by r
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypedDict, runtime_checkable
 
@@ -147,6 +147,10 @@ class SuiteBase:
     compare_metrics: ClassVar[tuple[str, ...]] = ()
     #: files whose presence identifies a folder without run.json as this suite's
     marker_files: ClassVar[tuple[str, ...]] = ()
+    #: whether suite files may have a section for this suite (it implements `jobs`)
+    in_suite_files: ClassVar[bool] = False
+    #: the module of the suite's CLI command group ("stratbench.cli.<name>", with `register(app)`)
+    cli: ClassVar[str | None] = None
 
     # -- identity ---------------------------------------------------------------------------------
     def owns(self, meta: Mapping[str, Any]) -> bool:
@@ -173,6 +177,10 @@ class SuiteBase:
     def merge(self, folders: list[Path], out: Path) -> Any:
         raise InputError(f"merging {self.family} {self.kinds[0]} runs is not supported")
 
+    def merge_collection(self, folders: list[Path], output_dir: str | Path) -> Path:
+        """Merge the shards of a collection of runs (a folder with suite_metadata.json)."""
+        raise InputError(f"merging {self.family} suite folders is not supported")
+
     # -- suite files ------------------------------------------------------------------------------
     def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
              seeds: Sequence[int]) -> list[Job]:
@@ -188,11 +196,16 @@ class SuiteBase:
         raise InputError(f"compare does not support {self.family!r} {self.kinds[0]} runs yet")
 
     # -- report -----------------------------------------------------------------------------------
-    def report_view(self, ctx: "Ctx", run: "RunDir") -> "SuiteView":
+    def report_view(self, ctx: "Ctx", run: "RunDir", anchor: str) -> "SuiteView":
         """The suite's part of a run's report section (tables, figures, leaderboard entries)."""
         from stratbench.render.views import default_view
 
-        return default_view(ctx, run, self)
+        return default_view(ctx, run, self, anchor)
+
+    def summary_extras(self, summary: Mapping[str, Any]) -> list[Any]:
+        """HTML shown after a summary's headline table by :func:`default_view` (e.g. TMGBench's
+        metrics by number of equilibria)."""
+        return []
 
     def leaderboard_group(self, config: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
         """Runs are ranked together only within a group (same games, mode, setting)."""

@@ -37,40 +37,23 @@ from __future__ import annotations
 import csv
 import json
 import re
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from stratbench.errors import InputError
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
 from stratbench.runner.jsonl import write_json_atomic
+from stratbench.suites import SUITES
+from stratbench.suites.base import Job, SuiteModel
 
-SUITES = ("nashgap", "tmgbench", "chbench", "tom")
-TOP_KEYS = {"name", "seeds", "models", "output_dir", *SUITES}
+TOP_KEYS = {"name", "seeds", "models", "output_dir"}
 MODEL_KEYS = {"spec", "label", "policy", "base_url", "chat"}
-# keys a section may not set: the suite file owns them
-OWNED = {"model", "models", "seed", "output_dir", "shard", "llm_type", "llm_model", "folder_tag"}
 
 
-@dataclass(frozen=True)
-class SuiteModel:
-    spec: str
-    label: str
-    policy: str | None = None
-    base_url: str | None = None
-    chat: bool | None = None
-
-
-@dataclass
-class Job:
-    suite: str
-    label: str  # model label ("" for a chbench run, which holds every model)
-    seed: int
-    config: Any
-    key: str = ""
-    folder: str | None = None
-    status: str = "pending"
-    extra: dict[str, Any] = field(default_factory=dict)
+def _sections() -> list[str]:
+    """Suite names a file may have a section for: every registered suite that plans jobs."""
+    return [n for n in SUITES.names() if SUITES.get(n).in_suite_files]
 
 
 def _slug(text: str) -> str:
@@ -99,29 +82,6 @@ def _models(path: Path, items: Any) -> list[SuiteModel]:
     return out
 
 
-def _build(cls: Any, path: Path, section: str, params: dict[str, Any], **owned: Any) -> Any:
-    names = {f.name for f in fields(cls)}
-    bad = sorted(set(params) & OWNED)
-    if bad:
-        raise InputError(f"{path}: [{section}] sets {', '.join(bad)}; the suite file sets models, seeds and "
-                         "output_dir at its top level")
-    unknown = sorted(set(params) - names)
-    if unknown:
-        raise InputError(f"{path}: [{section}] unknown key(s) {', '.join(unknown)}")
-    return cls(**{**params, **{k: v for k, v in owned.items() if k in names}})
-
-
-def _model_kw(m: SuiteModel) -> dict[str, Any]:
-    kw: dict[str, Any] = {}
-    if m.policy is not None:
-        kw["policy"] = m.policy
-    if m.base_url is not None:
-        kw["base_url"] = m.base_url
-    if m.chat is not None:
-        kw["chat"] = m.chat
-    return kw
-
-
 def plan_suite_file(path: str | Path) -> tuple[dict[str, Any], list[Job]]:
     """The parsed file and every run it describes, all configs checked; nothing is written."""
     from stratbench.suites.nashgap.tiered_config import read_suite_data
@@ -130,12 +90,13 @@ def plan_suite_file(path: str | Path) -> tuple[dict[str, Any], list[Job]]:
     if not p.is_file():
         raise InputError(f"{p}: suite file not found")
     data = read_suite_data(p, label="")
-    unknown = sorted(set(data) - TOP_KEYS)
+    suites = _sections()
+    unknown = sorted(set(data) - TOP_KEYS - set(suites))
     if unknown:
-        raise InputError(f"{p}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(TOP_KEYS))}")
-    sections = [s for s in SUITES if s in data]
+        raise InputError(f"{p}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(TOP_KEYS | set(suites)))}")
+    sections = [s for s in suites if s in data]
     if not sections:
-        raise InputError(f"{p}: no suite section; add at least one of [{'], ['.join(SUITES)}]")
+        raise InputError(f"{p}: no suite section; add at least one of [{'], ['.join(suites)}]")
     seeds = data.get("seeds", [0])
     seeds = [seeds] if isinstance(seeds, int) else seeds
     if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
@@ -147,122 +108,12 @@ def plan_suite_file(path: str | Path) -> tuple[dict[str, Any], list[Job]]:
         if not isinstance(params, dict):
             raise InputError(f"{p}: [{suite}] must be a table of settings")
         try:
-            jobs += _jobs_for(p, suite, dict(params), models, seeds)
+            jobs += SUITES.get(suite).jobs(str(p), dict(params), models, seeds)
         except TypeError as e:
             raise InputError(f"{p}: [{suite}] {e}") from None
     for j in jobs:
-        j.key = f"{j.suite}|{j.label}|{j.seed}|{j.extra.get('setting', '')}"
+        j.key = f"{_family(j.suite)}|{j.label}|{j.seed}|{j.setting}"
     return data, jobs
-
-
-def _jobs_for(p: Path, suite: str, params: dict[str, Any], models: list[SuiteModel], seeds: list[int]) -> list[Job]:
-    from stratbench.agents.registry import SCRIPTED_AGENTS
-    from stratbench.models.registry import split_spec
-    from stratbench.suites.tmgbench.run import SCRIPTED as TMG_SCRIPTED
-
-    jobs: list[Job] = []
-    scripted = {"nashgap": set(SCRIPTED_AGENTS), "tmgbench": set(TMG_SCRIPTED)}.get(suite)
-    for m in models:  # model specs are checked before any folder exists (chbench/tom check their own)
-        if scripted is not None and m.spec.lower() not in scripted:
-            split_spec(m.spec)
-    if suite in ("nashgap", "tmgbench"):  # one run per model and seed
-        from stratbench.suites.nashgap.run import NashgapConfig
-        from stratbench.suites.tmgbench.run import TmgbenchConfig
-
-        cls = NashgapConfig if suite == "nashgap" else TmgbenchConfig
-        for m in models:
-            for s in seeds:
-                cfg = _build(cls, p, suite, {**_model_kw(m), **params}, model=m.spec, seed=s)
-                cfg.validate()
-                jobs.append(Job(suite, m.label, s, cfg))
-    elif suite == "chbench":
-        from stratbench.suites.chbench.run import ChbenchConfig
-
-        # one run holds every model: base_url, policy and chat come from the [chbench] section
-        for s in seeds:
-            cfg = _build(ChbenchConfig, p, suite, params, models=[m.spec for m in models], seed=s)
-            cfg.validate()
-            jobs.append(Job(suite, "", s, cfg))
-    elif suite == "tom":
-        from stratbench.suites.tom.model_run import TomRunConfig
-
-        games = params.pop("games", [params.pop("game", "rps")])
-        partners = params.pop("partners", [params.pop("partner", "single_action")])
-        games = [games] if isinstance(games, str) else games
-        partners = [partners] if isinstance(partners, str) else partners
-        for m in models:
-            if m.spec.lower() in SCRIPTED_AGENTS:
-                raise InputError(f"{p}: [tom] model {m.spec!r} is a scripted Nash-gap player; tom runs need a "
-                                 "language model (use `stratbench tom baseline` for the tabular agent)")
-            split_spec(m.spec)
-            for g in games:
-                for partner in partners:
-                    for s in seeds:
-                        kw = _model_kw(m)
-                        kw.pop("policy", None)  # tom's policy follows its prompting strategy
-                        cfg = _build(TomRunConfig, p, suite, {**kw, **params}, model=m.spec, seed=s,
-                                     game=g, partner=partner)
-                        cfg = cfg.resolve()
-                        jobs.append(Job(suite, m.label, s, cfg, extra={"setting": f"{g}/{partner}"}))
-    return jobs
-
-
-def _headline(suite: str, folder: Path) -> list[dict[str, Any]]:
-    """One row per headline unit of a finished run (its summary's key numbers)."""
-    rows: list[dict[str, Any]] = []
-
-    def load(name: str) -> dict[str, Any] | None:
-        f = folder / name
-        return json.loads(f.read_text()) if f.is_file() else None
-
-    if suite == "nashgap":
-        for f in sorted(folder.glob("summary*.json")):
-            s = json.loads(f.read_text())
-            mode = "mixed" if "mixed" in f.name else ("pure" if "pure" in f.name else s.get("mode", ""))
-            rows.append({"part": mode, "metric": "mean_exploitability", "value": s.get("mean_exploitability"),
-                         "ci95": s.get("mean_exploitability_ci95")})
-            rows.append({"part": mode, "metric": "mean_nash_gap", "value": s.get("mean_nash_gap"),
-                         "ci95": s.get("mean_nash_gap_ci95")})
-    elif suite == "tmgbench":
-        s = load("summary.json") or {}
-        for k in ("par_pct", "id_pct", "bd_pct"):
-            rows.append({"part": "", "metric": k, "value": s.get(k), "ci95": s.get(f"{k}_ci95")})
-    elif suite == "chbench":
-        s = load("summary.json") or {}
-        for mech, players in s.get("mechanisms", {}).items():
-            for pl, v in players.items():
-                rows.append({"part": f"{mech}/{pl}", "metric": "poisson_mean_level",
-                             "value": v.get("poisson_mean_level"), "ci95": v.get("poisson_mean_level_ci95")})
-    elif suite == "tom":
-        s = load("summary.json") or {}
-        for k in ("regret_per_step", "tom_accuracy"):
-            rows.append({"part": f"{s.get('game')}/{s.get('partner')}/{s.get('prompting')}", "metric": k,
-                         "value": s.get(k), "ci95": s.get(f"{k}_ci95")})
-    return rows
-
-
-def _run_job(job: Job, out: Path, resume_folder: str | None) -> tuple[Path, int]:
-    """Run (or finish) one job; returns its folder and number of errored records/rounds."""
-    sub = out / job.suite / (_slug(job.label) if job.label else "all-models")
-    if job.suite == "nashgap":
-        from stratbench.suites.nashgap.run import run_nashgap
-
-        r = run_nashgap(replace(job.config, output_dir=str(sub)), resume_dir=resume_folder)
-        return Path(r.folder), int(r.n_errors)
-    if job.suite == "tmgbench":
-        from stratbench.suites.tmgbench.run import run_tmgbench
-
-        r = run_tmgbench(replace(job.config, output_dir=str(sub)), resume_dir=resume_folder)
-        return Path(r.folder), int(r.n_errors)
-    if job.suite == "chbench":
-        from stratbench.suites.chbench.run import run_chbench
-
-        folder, _, n_err = run_chbench(replace(job.config, output_dir=str(sub)), resume_dir=resume_folder)
-        return folder, n_err
-    from stratbench.suites.tom.model_run import run_tom_model
-
-    folder, s = run_tom_model(replace(job.config, output_dir=str(sub)), resume=resume_folder)
-    return folder, int(s.get("n_error_episodes", 0) or 0)
 
 
 @dataclass
@@ -314,14 +165,14 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
         if prev and prev.get("status") == "finished":
             runs.append(prev)
             continue
-        entry = {"key": job.key, "suite": job.suite, "model": job.label or "(all models)", "seed": job.seed,
-                 "setting": job.extra.get("setting", ""), "folder": prev.get("folder") if prev else None,
+        entry = {"key": job.key, "suite": _family(job.suite), "model": job.label or "(all models)", "seed": job.seed,
+                 "setting": job.setting, "folder": prev.get("folder") if prev else None,
                  "status": "running"}
         meta["runs"] = runs + [entry]
         write_json_atomic(out / "suite_metadata.json", meta)
         folder, n_err = _run_job(job, out, str(out / prev["folder"]) if prev and prev.get("folder") else None)
         entry.update(folder=str(folder.relative_to(out)), status="finished", errors=n_err,
-                     headline=_headline(job.suite, folder))
+                     headline=SUITES.get(job.suite).headline(folder))
         n_errors += n_err
         runs.append(entry)
         meta["runs"] = runs
@@ -332,6 +183,18 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
     write_json_atomic(out / "suite_metadata.json", meta)
     write_runs_csv(out, runs)
     return SuiteRunResult(out, runs, n_errors)
+
+
+def _family(name: str) -> str:
+    """A job's suite as run.json names it (a complex-form TMGBench job is a tmgbench run)."""
+    return SUITES.get(name).family
+
+
+def _run_job(job: Job, out: Path, resume_folder: str | None) -> tuple[Path, int]:
+    """Run (or finish) one job; returns its folder and number of errored records/rounds."""
+    sub = out / _family(job.suite) / (_slug(job.label) if job.label else "all-models")
+    res = SUITES.get(job.suite).run(replace(job.config, output_dir=str(sub)), resume_dir=resume_folder)
+    return Path(res.folder), int(res.n_errors)
 
 
 def write_runs_csv(out: Path, runs: list[dict[str, Any]]) -> None:
@@ -353,7 +216,7 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
     fails midway removes its folder."""
     import shutil
 
-    from stratbench.workflows.merge import finished_shards
+    from stratbench.runner.merge import finished_shards
 
     metas = []
     for f in folders:

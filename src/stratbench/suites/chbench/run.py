@@ -78,7 +78,7 @@ class ChbenchConfig:
             raise InputError("each player may be named once across --models and --opponents")
         for spec in self.models + self.opponents:
             if scripted_agent(spec) is None:
-                from stratbench.models.registry import split_spec
+                from stratbench.models import split_spec
 
                 split_spec(spec)  # raises InputError for unknown specs
         select_games(self.games, self.corrections)
@@ -155,8 +155,8 @@ class PlayerFactory:
         self.policies: dict[str, str] = {}
 
     def _model(self, spec: str, seat: int) -> Any:
-        from stratbench.agents.registry import open_model
-        from stratbench.models.registry import ModelOptions
+        from stratbench.models import open_model
+        from stratbench.models import ModelOptions
 
         key = (spec, seat if self.config.prefix_reuse else 0)
         if key not in self._models:

@@ -19,8 +19,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from stratbench.agents.base import Agent, Decision, DecisionRequest, SCORED_STATUSES
-from stratbench.agents.registry import make_agent, resolve_player_spec
+from stratbench.suites.nashgap.players import Agent, Decision, DecisionRequest, SCORED_STATUSES
+from stratbench.suites.nashgap.players import make_agent, resolve_player_spec
 from stratbench.analysis.stats import bootstrap_ci, describe
 from stratbench.analysis.zerosum_metrics import zero_sum_metrics
 from stratbench.errors import InputError
@@ -449,7 +449,7 @@ async def _run_mode(
 
 
 def player_from_config(config: NashgapConfig) -> Agent:
-    from stratbench.models.registry import ModelOptions
+    from stratbench.models import ModelOptions
 
     return make_agent(
         config.player, config.policy,

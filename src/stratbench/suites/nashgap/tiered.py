@@ -30,8 +30,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from stratbench.agents.base import SCORED_STATUSES
-from stratbench.agents.registry import SCRIPTED_AGENTS
+from stratbench.suites.nashgap.players import SCORED_STATUSES
+from stratbench.suites.nashgap.players import SCRIPTED_AGENTS
 from stratbench.analysis.stats import N_BOOT
 from stratbench.errors import InputError
 from stratbench.games.generators import BUCKETS, Bucket
@@ -105,7 +105,7 @@ def provider_of(spec: str) -> tuple[str, str]:
     s = spec.strip()
     if s.lower() in SCRIPTED_AGENTS:
         return "scripted", s.lower()
-    from stratbench.models.registry import split_spec
+    from stratbench.models import split_spec
 
     kind, name = split_spec(s)  # InputError for malformed specs
     if kind == "embedded":
@@ -297,7 +297,7 @@ def _preflight(entry: ModelEntry, base_url: str | None) -> None:
     written, without loading any model."""
     if entry.provider == "scripted":
         return
-    from stratbench.models.registry import split_spec
+    from stratbench.models import split_spec
 
     kind, name = split_spec(entry.spec)
     if kind in ("openai", "together", "openai-compatible"):

@@ -12,6 +12,8 @@ from typing import Any, Sequence
 from stratbench.errors import InputError
 from stratbench.runner.folders import create_run_folder, now_iso
 from stratbench.runner.jsonl import write_json_atomic
+from stratbench.runner.merge import IGNORED_CONFIG_KEYS, check_same_run, finished_shards, merge_run_folders
+from stratbench.suites.nashgap.run import merge_shards
 from stratbench.suites.nashgap.tiered import (
     SUITE,
     TieredConfig,
@@ -24,7 +26,7 @@ from stratbench.suites.nashgap.tiered import (
 )
 
 # Suite config keys that may differ between the shards of one suite: where and how fast each shard
-# ran (as for single runs, see stratbench.workflows.merge) and where its suite file lay.
+# ran (as for single runs, see stratbench.runner.merge) and where its suite file lay.
 SUITE_IGNORED_CONFIG_KEYS = frozenset({"config_file"})
 
 
@@ -48,8 +50,6 @@ def merge_suite_shards(folders: Sequence[str | Path], output_dir: str | Path = "
     unsharded suite's. Everything that can be checked is checked before the folder is created, and
     a merge that fails midway removes its folder; the shards are only read.
     """
-    from stratbench.workflows.merge import IGNORED_CONFIG_KEYS, check_same_run, finished_shards, merge_runs
-
     paths = [Path(f) for f in folders]
     if not paths:
         raise InputError("merge needs the shard folders of one tiered suite")
@@ -121,7 +121,7 @@ def merge_suite_shards(folders: Sequence[str | Path], output_dir: str | Path = "
         runs: list[dict[str, Any]] = []
         n_errors = 0
         for cell, found in zip(cells, cell_folders):
-            run_folder = merge_runs(found, folder / "models" / cell.key)
+            run_folder = merge_run_folders(found, folder / "models" / cell.key, merge_shards)
             rows, entry = collect_cell(cell, run_folder, folder, per_game)
             all_rows += rows
             n_errors += entry["errors"]

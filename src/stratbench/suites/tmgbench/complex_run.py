@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,14 @@ from stratbench.seeding import derive_seed, fresh_seed
 from stratbench.suites.tmgbench.run import TmgbenchConfig, TmgbenchResult, resumed_config, shard_units
 
 COMPLEX_SCRIPTED = ("oracle", "empty")
+
+
+@dataclass
+class ComplexConfig(TmgbenchConfig):
+    """A complex-form run: TMGBench's settings plus the games per task and the number of tasks."""
+
+    k: int | None = None  # games per task (default 3; nested: 2)
+    num_tasks: int = 50
 
 
 def _transcript(messages: list[dict[str, str]]) -> tuple[str | None, str]:
@@ -154,8 +162,8 @@ def run_complex(config: TmgbenchConfig, k: int | None, n_tasks: int, progress: A
     if spec not in COMPLEX_SCRIPTED:
         if spec == "uniform":
             raise InputError("the uniform reference player has no complex-form answers; use oracle or empty")
-        from stratbench.agents.registry import open_model
-        from stratbench.models.registry import ModelOptions
+        from stratbench.models import open_model
+        from stratbench.models import ModelOptions
 
         model = open_model(spec, ModelOptions(base_url=config.base_url, max_concurrency=config.max_concurrency,
                                               chat=config.chat or None), no_cache=config.no_cache)

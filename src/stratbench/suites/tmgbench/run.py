@@ -175,8 +175,8 @@ class _Player:
         if self.spec in SCRIPTED:
             self.policy = "scripted"
             return
-        from stratbench.agents.registry import open_model
-        from stratbench.models.registry import ModelOptions
+        from stratbench.models import open_model
+        from stratbench.models import ModelOptions
 
         self.model = open_model(
             self.spec, ModelOptions(base_url=config.base_url, max_concurrency=config.max_concurrency,
@@ -350,7 +350,7 @@ def _write_outputs(folder: Path, records: list[dict[str, Any]], config: Tmgbench
     if metrics is not None:
         write_json_atomic(folder / "grids.json", metrics.grids)
         if len(metrics.grids) == 144:
-            from stratbench.report.tmgbench_heatmaps import write_all_heatmaps
+            from stratbench.suites.tmgbench.heatmaps import write_all_heatmaps
 
             write_all_heatmaps(metrics.grids, folder)
     return summary

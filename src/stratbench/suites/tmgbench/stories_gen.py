@@ -45,10 +45,10 @@ class StoryGenResult:
 
 
 def generate_stories(config: StoryGenConfig, progress: Any | None = None) -> StoryGenResult:
-    from stratbench.agents.registry import open_model
+    from stratbench.models import open_model
     from stratbench.games.tmgbench_stories import format_story, parse_story, verify_story
     from stratbench.models.base import GenerateRequest
-    from stratbench.models.registry import ModelOptions
+    from stratbench.models import ModelOptions
     from stratbench.prompts.tmgbench import STORY_TOPICS, generation_prompt
     from stratbench.suites.tmgbench.run import TmgbenchConfig, selected_games
 

@@ -74,7 +74,7 @@ class TomRunConfig:
 
     def resolve(self) -> TomRunConfig:
         """Validate and fill defaults (canonical strategy name, chat mode, shard as JSON)."""
-        from stratbench.models.registry import split_spec
+        from stratbench.models import split_spec
         from stratbench.suites.tom.games import get_game
         from stratbench.suites.tom.partners import make_partner
         from stratbench.suites.tom.prompts import TOM_VARIANTS
@@ -149,8 +149,8 @@ def write_run_outputs(folder: Path, records: list[dict[str, Any]], config: dict[
 
 def run_tom_model(config: TomRunConfig, resume: str | None = None) -> tuple[Path, dict[str, Any]]:
     """Run (or resume) `tom run`; returns the folder and the summary."""
-    from stratbench.agents.registry import open_model
-    from stratbench.models.registry import ModelOptions
+    from stratbench.models import open_model
+    from stratbench.models import ModelOptions
     from stratbench.suites.tom.results import ROUNDS_FILE, canonical_rounds
 
     if resume:

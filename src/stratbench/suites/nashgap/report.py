@@ -16,11 +16,39 @@ from typing import Any
 import numpy as np
 
 from stratbench.analysis.stats import bootstrap_ci
-from stratbench.report.discover import RunDir, read_json, read_jsonl_all
 from stratbench.render.html import Html, el, fmt_ci, fmt_num, join, table
-from stratbench.report.sections import SCORED, Ctx, _is_num, _plots, summary_view
+from stratbench.render.views import (
+    SCORED,
+    Ctx,
+    LeaderEntry,
+    RunDir,
+    SuiteView,
+    is_num,
+    read_json,
+    read_jsonl_all,
+    summary_view,
+)
+from stratbench.suites.base import Leaderboard
+from stratbench.suites.nashgap import plots
 
-__all__ = ["PositionProfile", "bucket_label", "nashgap_views", "per_bucket_values", "position_profiles"]
+__all__ = ["HEADLINE_KEYS", "LEADERBOARD", "PositionProfile", "bucket_label", "nashgap_view", "per_bucket_values",
+           "position_profiles"]
+
+#: summary keys the report shows first, in order
+HEADLINE_KEYS = (
+    "mean_nash_gap", "median_nash_gap", "mean_nash_gap_normalized", "mean_exploitability",
+    "mean_exploitability_normalized", "mean_mixture_exploitability",
+    "mean_mixture_exploitability_normalized", "mean_llm_value", "mean_br_value", "position_bias",
+    "mean_label_mass", "parse_failure_rate", "error_rate", "renormalized_rate", "n_games",
+    "n_games_unscored", "n_trials_scored", "total_trials",
+)
+# Ranked by the debiased exploitability (of the policy averaged over row orders): the Nash gap
+# alone is blind to play inside a mixed equilibrium's support.
+LEADERBOARD = Leaderboard((("mean_mixture_exploitability", "debiased expl."), ("mean_exploitability", "exploitability"),
+                           ("mean_nash_gap", "Nash gap"), ("position_bias", "position bias"),
+                           ("mean_label_mass", "label mass"), ("parse_failure_rate", "parse failures"),
+                           ("error_rate", "errors"), ("n_games", "games"), ("policy", "policy"),
+                           ("order_rotations", "rotations")), lower_is_better=True)
 
 BUCKET_METRICS = ("nash_gap", "exploitability", "exploitability_normalized")
 
@@ -40,7 +68,7 @@ def _scored_by_game(records: Sequence[Mapping[str, Any]]) -> dict[Any, list[Mapp
     by_game: dict[Any, list[Mapping[str, Any]]] = {}
     for r in records:
         pol, gid = r.get("policy"), r.get("game_id")
-        if (r.get("status") in SCORED and isinstance(pol, list) and pol and all(_is_num(x) for x in pol)
+        if (r.get("status") in SCORED and isinstance(pol, list) and pol and all(is_num(x) for x in pol)
                 and isinstance(gid, (int, str)) and not isinstance(gid, bool)):
             by_game.setdefault(gid, []).append(r)
     return by_game
@@ -55,7 +83,7 @@ def per_bucket_values(
     for gid, rs in sorted(_scored_by_game(records).items(), key=lambda kv: str(kv[0])):
         b = out.setdefault(bucket_label(games.get(gid, {})), {})
         for key in BUCKET_METRICS:
-            vals = [float(r[key]) for r in rs if _is_num(r.get(key))]
+            vals = [float(r[key]) for r in rs if is_num(r.get(key))]
             if vals:
                 b.setdefault(key, []).append(float(np.mean(vals)))
     return out
@@ -82,7 +110,7 @@ def position_profiles(
     by_m: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {}
     for gid, rs in _scored_by_game(records).items():
         ne = games.get(gid, {}).get("nash_equilibrium_row")
-        if not (isinstance(ne, list) and all(_is_num(x) for x in ne)):
+        if not (isinstance(ne, list) and all(is_num(x) for x in ne)):
             ne = None
         shown, shown_ne = [], []
         for r in rs:
@@ -127,7 +155,7 @@ def _mode_view(ctx: Ctx, run: RunDir, anchor: str, mode: str, records: list[dict
                "normalized exploitability [95% CI]"), rows),
         ctx.figure(
             f"{anchor}_{mode}_buckets",
-            lambda: _plots().bucket_distributions(
+            lambda: plots.bucket_distributions(
                 per_bucket, (("nash_gap", "Nash gap"), ("exploitability", "exploitability")),
                 f"{run.player()} — {mode}"),
             f"Nash-gap and exploitability distributions per bucket ({mode})",
@@ -145,18 +173,19 @@ def _mode_view(ctx: Ctx, run: RunDir, anchor: str, mode: str, records: list[dict
             caption=f"{prof.m} rows, {prof.n_games} games", class_="position-bias"))
         parts.append(ctx.figure(
             f"{anchor}_{mode}_position_bias_{prof.m}",
-            lambda p=prof: _plots().position_bias_plot(list(range(1, p.m + 1)), p.player, p.player_ci,
+            lambda p=prof: plots.position_bias_plot(list(range(1, p.m + 1)), p.player, p.player_ci,
                                                        p.nash, f"{run.player()} — {mode}, {p.m} rows"),
             f"Position bias ({mode})", f"Probability by shown position ({mode}, {prof.m} rows)"))
     return join(parts)
 
 
-def nashgap_views(ctx: Ctx, run: RunDir, anchor: str) -> tuple[list[Any], list[tuple[str, str, dict[str, Any]]]]:
-    """(html parts, [(mode, leaderboard group, summary)]) for a Nash-gap folder, single or combined."""
+def nashgap_view(ctx: Ctx, run: RunDir, anchor: str, suite_name: str = "nashgap") -> SuiteView:
+    """A Nash-gap folder (single mode or combined): per mode, the headline table, per-bucket
+    distributions and position bias, and a leaderboard entry grouped by the exact games played."""
     from stratbench.suites.nashgap.run import MODE_FILES, SINGLE_FILES
 
     parts: list[Any] = []
-    found: list[tuple[str, str, dict[str, Any]]] = []
+    entries: list[LeaderEntry] = []
     games_raw, prob = read_json(run.path / "games.json")
     games: dict[Any, Mapping[str, Any]] = {}
     if isinstance(games_raw, list):
@@ -179,12 +208,13 @@ def nashgap_views(ctx: Ctx, run: RunDir, anchor: str) -> tuple[list[Any], list[t
         summary, sprob = read_json(spath)
         if isinstance(summary, Mapping):
             mode = summary["mode"] if isinstance(summary.get("mode"), str) else mode
-            parts.append(summary_view(summary, "nashgap", summary_name))
+            parts.append(summary_view(summary, HEADLINE_KEYS, summary_name))
             buckets = sorted({bucket_label(g) for g in games.values()})
             seed = run.config.get("seed")
             group = (f"nashgap · {mode} · {len(games)} games ({', '.join(buckets)}"
                      + (f", seed {seed}" if seed is not None else "") + f") · games {fingerprint}")
-            found.append((mode, group, dict(summary)))
+            name = str(summary.get("agent") or run.player())
+            entries.append(LeaderEntry(suite_name, group, name, anchor, run.rel, dict(summary)))
         else:
             parts.append(el("p", (sprob or f"{summary_name}: not a JSON object") + " (run unfinished?)",
                             class_="warn"))
@@ -193,4 +223,4 @@ def nashgap_views(ctx: Ctx, run: RunDir, anchor: str) -> tuple[list[Any], list[t
             if bad:
                 parts.append(el("p", f"{trials_name}: {bad} malformed lines skipped", class_="warn"))
             parts.append(_mode_view(ctx, run, anchor, mode, records, games))
-    return parts, found
+    return SuiteView(parts, entries)

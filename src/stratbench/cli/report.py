@@ -27,3 +27,7 @@ def report(
                           f"{len(res.figures)} figure(s) drawn")
         print(res.index)
     return 0
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)

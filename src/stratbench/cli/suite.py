@@ -13,10 +13,10 @@ from typing import List, Optional
 import typer
 
 from stratbench.cli.display import console, err_console, fmt, progress_bar
+from stratbench.cli.options import group
 from stratbench.errors import InputError
 
-suite_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
-                        help="Multi-model research suites.")
+suite_app = group("Multi-model research suites.")
 
 MULTI_VALUE_FLAGS = ("--seeds", "--providers", "--bucket-ids")
 
@@ -210,3 +210,7 @@ def run_file(
         console.print(f"suite — {res.folder}: {len(res.runs)} runs, {res.n_errors} errored records; "
                       f"runs.csv, suite_metadata.json" + (", report/index.html" if report else ""))
     return 1 if res.n_errors else 0
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(suite_app, name="suite")

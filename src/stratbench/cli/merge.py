@@ -29,3 +29,7 @@ def merge(
                   f"{t.get('records', 0)} records, {t.get('errors', 0)} errors, "
                   f"{t.get('model_calls', 0)} model calls")
     return 0
+
+
+def register(app: typer.Typer) -> None:
+    app.command("merge")(merge)

@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from stratbench.agents.base import Agent, Decision, DecisionRequest
 from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
 from stratbench.parsing import parse_action, parse_distribution
+from stratbench.suites.nashgap.players import Agent, Decision, DecisionRequest
 
 Policy = Literal["logprob", "sample"]
 

@@ -1,0 +1,109 @@
+"""`stratbench chbench run|fit`: repeated play with cognitive-hierarchy fits, and fits of play
+collected anywhere."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import typer
+
+from stratbench.cli.display import console, err_console, fmt, progress_bar
+from stratbench.cli.options import (
+    BaseUrl,
+    Chat,
+    FixedSeed,
+    NoCache,
+    OutputDir,
+    Policy,
+    Quiet,
+    Resume,
+    Shard,
+    csv_list,
+    group,
+)
+from stratbench.suites import get_suite
+
+ch_app = group("CHBench: cognitive-hierarchy levels of players.")
+
+
+@ch_app.command("run")
+def chbench_run(
+    models: Optional[List[str]] = typer.Option(None, help="Players, comma-separated or repeated: model specs "
+                                               "or scripted (random, first-action, level-k:K, poisson:LAMBDA). All pairs play."),
+    opponents: Optional[List[str]] = typer.Option(None, help="Extra players that play every --models player "
+                                                  "but not each other (e.g. scripted references)."),
+    mechanism: str = typer.Option("baseline", help="baseline, memory, memory10, chat, chat_memory (comma list allowed)."),
+    rounds: int = typer.Option(30, help="Rounds per match (T)."),
+    games: str = typer.Option("all", help="all, recoverable, or game ids like 1,2,11."),
+    seed: FixedSeed = 0,
+    policy: Policy = None,
+    temperature: float = typer.Option(1.0, help="Temperature for generated answers and advisor messages."),
+    chat: Chat = False,
+    base_url: BaseUrl = None,
+    max_concurrency: int = typer.Option(4, help="Matches played concurrently."),
+    no_cache: NoCache = False,
+    prefix_reuse: bool = typer.Option(False, help="Local models: reuse the KV cache across a match's growing "
+                                      "prompts (one model instance per seat, matches in sequence, no response cache)."),
+    self_play: bool = typer.Option(True, help="Include each model against itself."),
+    k_hat: int = typer.Option(4, help="Number of CH levels (k̂)."),
+    restarts: int = typer.Option(10, help="SLSQP random restarts per fit (best kept)."),
+    bootstrap: int = typer.Option(100, help="Bootstrap replicates over games for level CIs (0: none)."),
+    corrections: Optional[str] = typer.Option(None, help="JSON with corrected matrices for uncertain games."),
+    keep_prompts: bool = typer.Option(True, help="Store every prompt in the round records (--no-keep-prompts: drop them)."),
+    output_dir: OutputDir = "results",
+    resume: Resume = None,
+    shard: Shard = None,
+    quiet: Quiet = False,
+) -> int:
+    """CHBench: repeated play between all pairs, then Level-K / Poisson CH levels by maximum likelihood."""
+    from stratbench.suites.chbench.run import ChbenchConfig
+
+    cfg = ChbenchConfig(
+        models=csv_list(models) or ["embedded"], opponents=csv_list(opponents),
+        mechanisms=csv_list([mechanism]), rounds=rounds, games=games, seed=seed, policy=policy,
+        temperature=temperature, chat=chat, base_url=base_url, max_concurrency=max_concurrency,
+        no_cache=no_cache, prefix_reuse=prefix_reuse, self_play=self_play, k_hat=k_hat, restarts=restarts,
+        bootstrap=bootstrap, corrections=corrections, keep_prompts=keep_prompts, output_dir=output_dir,
+        shard=shard)  # type: ignore[arg-type]
+    with progress_bar(quiet) as progress:
+        result = get_suite("chbench").run(cfg, progress=progress, resume_dir=resume)
+    folder, summary, n_err = result.folder, result.summary, result.n_errors
+    if quiet:
+        print(folder)
+    else:
+        console.print(f"CHBench — {folder}: {summary['n_matches']} matches, {summary['n_rounds']} rounds, "
+                      f"parse failures {fmt(summary['parse_failure_rate'])}, errors {fmt(summary['error_rate'])}")
+        for mech, players in summary["mechanisms"].items():
+            for p, s in players.items():
+                console.print(f"  {mech:<11} {p:<24} Level-K mean level {fmt(s.get('level_k_mean_level'), s.get('level_k_mean_level_ci95'))}"
+                              f"  Poisson {fmt(s.get('poisson_mean_level'), s.get('poisson_mean_level_ci95'))}"
+                              f"  utility {fmt(s.get('mean_utility'), s.get('mean_utility_ci95'))}")
+        console.print(f"  tables: {folder}/levels.md, utilities_*.md; plot: level_distribution.png")
+    if n_err:
+        err_console.print(f"{n_err} rounds have errors (see rounds.jsonl); --resume {folder} retries them")
+        return 1
+    return 0
+
+
+@ch_app.command("fit")
+def chbench_fit(
+    data: str = typer.Option(..., help="CSV: game_id, round, row_player, col_player, row_action, col_action."),
+    k_hat: int = typer.Option(4, help="Number of levels (k̂)."),
+    restarts: int = typer.Option(10, help="SLSQP random restarts (best kept)."),
+    seed: int = typer.Option(0, help="Seed for the restarts."),
+    corrections: Optional[str] = typer.Option(None, help="JSON with corrected matrices for uncertain games."),
+    output_dir: OutputDir = "results",
+) -> int:
+    """Fit Level-K and Poisson cognitive-hierarchy models to observed play."""
+    from stratbench.suites.chbench.suite import FitConfig
+
+    result = get_suite("chbench-fit").run(FitConfig(data, k_hat, restarts, seed, output_dir, corrections))
+    console.print(f"CHBench fit — {result.folder}")
+    for player, f in result.summaries["fits"].items():
+        console.print(f"  {player}: Poisson λ = {f['poisson'].get('lambda'):.3f} (mean level "
+                      f"{f['poisson']['mean_level']:.2f}); Level-K mean level {f['level_k']['mean_level']:.2f}")
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(ch_app, name="chbench")

@@ -1,0 +1,118 @@
+"""`stratbench nashgap` (also `nashgap run`): the Nash-gap suite, with the original benchmark's
+flags, defaults and aliases (`--llm-type`, `--llm-model`, `--parallel --num-workers`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import List, Optional
+
+import typer
+
+from stratbench.cli.display import console, err_console, nashgap_table, progress_bar
+from stratbench.cli.options import (
+    BaseUrl,
+    Chat,
+    MaxConcurrency,
+    MaxTokens,
+    NoCache,
+    OutputDir,
+    Policy,
+    Quiet,
+    Resume,
+    Seed,
+    Shard,
+    Temperature,
+    slug,
+)
+from stratbench.errors import InputError
+from stratbench.suites import get_suite
+
+
+def nashgap(
+    num_games: int = typer.Option(100, help="Number of games to generate."),
+    num_trials: int = typer.Option(100, help="Trials per game for sampled policies (log-prob policies need one)."),
+    num_rows: int = typer.Option(3, help="Row player's actions."),
+    num_cols: int = typer.Option(3, help="Column player's actions."),
+    seed: Seed = None,
+    model: Optional[List[str]] = typer.Option(
+        None, help="Player: embedded (default), gguf:PATH, hf:PATH, openai:M, together:M, "
+        "openai-compatible:M, or a scripted player (random, nash, maximin-pure, first-action). Repeatable."),
+    llm_type: Optional[str] = typer.Option(None, help="Original alias: dummy, together, openai, or any player name."),
+    llm_model: Optional[str] = typer.Option(None, help="Original alias: model name for --llm-type."),
+    llm_seed: Optional[int] = typer.Option(None, help="Seed for the player's randomness (default: --seed)."),
+    policy: Policy = None,
+    order_rotations: int = typer.Option(1, help="Evaluate each game under K cyclic row rotations (debiasing)."),
+    base_url: BaseUrl = None,
+    max_concurrency: MaxConcurrency = 8,
+    no_cache: NoCache = False,
+    temperature: Temperature = 1.0,
+    max_tokens: MaxTokens = 512,
+    chat: Chat = False,
+    price_table: Optional[str] = typer.Option(None, help="JSON prices per million tokens by model spec, for a cost estimate."),
+    output_dir: OutputDir = "results",
+    parallel: bool = typer.Option(False, help="Use --num-workers concurrent decisions."),
+    num_workers: int = typer.Option(4, help="Concurrent decisions with --parallel."),
+    combined: bool = typer.Option(False, help="Pure actions and mixed strategies on the same games."),
+    mixed_strategy: bool = typer.Option(False, help="Ask for mixed strategies instead of actions."),
+    overwrite: bool = typer.Option(False, help="Write to <prefix>_latest/, replacing it."),
+    bucket: Optional[str] = typer.Option(None, help="Generate games of one difficulty bucket, e.g. 3x3_midVar_mixed."),
+    games_file: Optional[str] = typer.Option(None, help="Play the zero-sum games in this JSON file."),
+    payoff_min: float = typer.Option(-10.0, help="Lowest payoff of generated games."),
+    payoff_max: float = typer.Option(10.0, help="Highest payoff of generated games."),
+    decimals: int = typer.Option(2, help="Payoff precision (games are generated at the shown precision)."),
+    resume: Resume = None,
+    shard: Shard = None,
+    quiet: Quiet = False,
+) -> int:
+    """Nash-gap suite: the player is the row player of random zero-sum games against a Nash opponent."""
+    from stratbench.suites.nashgap.run import NashgapConfig
+
+    base = NashgapConfig(
+        num_games=num_games, num_trials=num_trials, num_rows=num_rows, num_cols=num_cols,
+        seed=seed, llm_type=llm_type, llm_model=llm_model, llm_seed=llm_seed, policy=policy,
+        order_rotations=order_rotations, base_url=base_url, max_concurrency=max_concurrency,
+        no_cache=no_cache, temperature=temperature, max_tokens=max_tokens, chat=chat,
+        price_table=price_table,
+        output_dir=output_dir, parallel=parallel, num_workers=num_workers, combined=combined,
+        mixed_strategy=mixed_strategy, overwrite=overwrite, bucket=bucket, games_file=games_file,
+        payoff_min=payoff_min, payoff_max=payoff_max, decimals=decimals, shard=shard,
+    )
+    models = list(model or [])
+    if resume and len(models) > 1:
+        raise InputError("--resume takes one run folder; give no --model")
+    if len(models) > 1:
+        base.validate()
+        if base.seed is None and base.games_file is None:
+            from stratbench.seeding import fresh_seed
+
+            base.seed = fresh_seed()  # every player must see the same games
+    configs = [replace(base, model=m, folder_tag=slug(m) if len(models) > 1 else None)
+               for m in models] or [base]
+    suite = get_suite("nashgap")
+    rows = {}
+    n_errors = 0
+    for cfg in configs:
+        with progress_bar(quiet) as progress:
+            result = suite.run(cfg, progress=progress, resume_dir=resume)
+        n_errors += result.n_errors
+        for mode, s in result.summaries.items():
+            rows[f"{s['agent']} / {s.get('policy', '')} / {mode}"] = s
+        if quiet:
+            print(result.folder)
+        else:
+            t = result.totals
+            err_console.print(
+                f"{result.folder}: {t['records']} records, {t.get('model_calls', 0)} model calls, "
+                f"{t.get('model_cache_hits', 0)} cache hits, {t['errors']} errors"
+                + (f", est. cost ${t['model_cost_usd']:.4f}" if "model_cost_usd" in t else "")
+            )
+    if not quiet:
+        console.print(nashgap_table(rows, "Nash-gap results (means over games, 95% bootstrap CIs)"))
+    if n_errors:
+        err_console.print(f"{n_errors} records are errors (see each summary's status_counts)")
+        return 1
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    app.command("nashgap")(nashgap)

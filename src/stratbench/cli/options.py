@@ -1,0 +1,43 @@
+"""Options shared by several commands, declared once: the same name, type and meaning everywhere
+(DEVELOPERS conventions: `--model`, `--base-url`, `--policy`, `--seed`, `--output-dir`,
+`--resume`, `--no-cache`, `--max-concurrency`, `--shard`, `--quiet`, ...). A command gives each
+its own default in its signature (e.g. CHBench plays 4 matches at once, other suites make 8 calls),
+so per-suite defaults stay where the command is."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+BaseUrl = Annotated[Optional[str], typer.Option(help="Base URL of an OpenAI-compatible server.")]
+MaxConcurrency = Annotated[int, typer.Option(help="Concurrent model calls.")]
+NoCache = Annotated[bool, typer.Option(help="Bypass the response cache.")]
+OutputDir = Annotated[str, typer.Option(help="Where result folders are created.")]
+Resume = Annotated[Optional[str], typer.Option(help="Finish an interrupted run in this folder.")]
+Shard = Annotated[Optional[str], typer.Option(
+    help="Run only shard i/n of the work (needs --seed where it draws anything); combine with `stratbench merge`.")]
+Quiet = Annotated[bool, typer.Option(help="No progress bar or tables; print the result folder.")]
+Policy = Annotated[Optional[str], typer.Option(help="logprob (exact, default where available) or sample.")]
+Temperature = Annotated[float, typer.Option(help="Sampling temperature of generated answers.")]
+MaxTokens = Annotated[int, typer.Option(help="Generation budget of generated answers.")]
+Chat = Annotated[bool, typer.Option(help="Send prompts as chat messages (chat endpoints).")]
+Seed = Annotated[Optional[int], typer.Option(help="Seed (random if omitted; recorded in run.json).")]
+FixedSeed = Annotated[int, typer.Option(help="Seed (recorded in run.json; unit k always plays with a seed derived from it and k).")]
+
+
+def group(help: str) -> typer.Typer:
+    """A command group with the project's settings (no completion, no rich tracebacks)."""
+    return typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None, help=help)
+
+
+def slug(spec: str) -> str:
+    """A model spec as a folder-name part."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", spec).strip("-")[:60]
+
+
+def csv_list(values: Optional[list[str]]) -> list[str]:
+    """Repeated options and comma lists, flattened."""
+    return [v.strip() for item in (values or []) for v in item.split(",") if v.strip()]

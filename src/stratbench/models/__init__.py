@@ -1,0 +1,141 @@
+"""Language-model backends behind one interface (:mod:`.base`: async `score` and `generate`), and
+the table that maps a model spec to its backend.
+
+Specs: `embedded` (the default: Gemma 3 270M base, offline), `gguf:<path>`, `hf:<path-or-id>`,
+`openai:<model>`, `together:<model>`, `openai-compatible:<model>` (needs `--base-url`). Backend
+modules are imported only when a spec needs them, so `import stratbench` never pulls in torch,
+llama.cpp or httpx; packages can add backends through the entry-point group `stratbench.models`
+(a callable ``(kind, name, spec, options) -> LanguageModel``). This package is core: it imports
+nothing from the suites, workflows, report or CLI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from stratbench.errors import InputError
+from stratbench.models.base import LanguageModel
+from stratbench.registry import Registry
+
+API_PROVIDERS = ("openai", "together", "openai-compatible")
+LOCAL_PREFIXES = ("gguf", "hf")
+DEFAULT_MODEL = "embedded"
+
+
+@dataclass
+class ModelOptions:
+    base_url: str | None = None
+    max_concurrency: int = 8
+    chat: bool | None = None  # None: the provider's default endpoint
+    n_ctx: int | None = None
+    prefix_reuse: bool = False
+    batch_size: int = 8
+    device: str | None = None
+    timeout_s: float = 60.0
+    max_retries: int = 4
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """'openai:gpt-4o-mini' → ('openai', 'gpt-4o-mini'); 'embedded' → ('embedded', '')."""
+    s = spec.strip()
+    if s == DEFAULT_MODEL:
+        return s, ""
+    if ":" not in s:
+        raise InputError(
+            f"unknown model {spec!r}: use embedded, gguf:<path>, hf:<path>, openai:<model>, "
+            "together:<model> or openai-compatible:<model>"
+        )
+    kind, _, name = s.partition(":")
+    kind = kind.lower()
+    if kind not in BACKENDS:
+        raise InputError(f"unknown model backend {kind!r} in {spec!r}; known: embedded, "
+                         + ", ".join(k for k in BACKENDS.names() if k != DEFAULT_MODEL))
+    if not name:
+        raise InputError(f"model spec {spec!r} names no model")
+    return kind, name
+
+
+# -- the backends (each imports its module only when called) -------------------------------------
+
+Backend = Callable[[str, str, str, ModelOptions], LanguageModel]
+
+
+def _llama_kwargs(opts: ModelOptions) -> dict[str, Any]:
+    kw: dict[str, Any] = {"prefix_reuse": opts.prefix_reuse}
+    if opts.n_ctx:
+        kw["n_ctx"] = opts.n_ctx
+    return kw
+
+
+def _embedded(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
+    from stratbench.models.llama import load_embedded
+
+    return load_embedded(**_llama_kwargs(opts))
+
+
+def _gguf(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
+    from stratbench.models.llama import LlamaCppModel
+
+    return LlamaCppModel(name, spec=spec, **_llama_kwargs(opts))
+
+
+def _hf(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
+    try:
+        from stratbench.models.hf import HFModel
+    except ImportError as e:  # pragma: no cover - depends on optional extras
+        raise InputError(f"{spec}: the hf backend needs torch and transformers ({e})") from None
+    return HFModel(name, device=opts.device, batch_size=opts.batch_size)
+
+
+def _api(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
+    from stratbench.models.openai_api import OpenAICompatibleModel
+
+    if kind == "openai-compatible" and not opts.base_url:
+        raise InputError(f"{spec}: --base-url is required for openai-compatible models")
+    endpoint = None
+    if opts.chat is not None:
+        endpoint = "chat" if opts.chat else "completions"
+    elif kind == "openai":
+        endpoint = "chat"  # OpenAI's current models are chat models
+    kwargs: dict[str, Any] = dict(
+        base_url=opts.base_url, max_concurrency=opts.max_concurrency, timeout_s=opts.timeout_s,
+        max_retries=opts.max_retries,
+    )
+    if endpoint:
+        kwargs["endpoint"] = endpoint
+    return OpenAICompatibleModel(kind, name, **kwargs)
+
+
+#: spec prefix → backend factory
+BACKENDS: Registry[Backend] = Registry("model backend", {
+    DEFAULT_MODEL: _embedded,  # type: ignore[dict-item]
+    "gguf": _gguf,  # type: ignore[dict-item]
+    "hf": _hf,  # type: ignore[dict-item]
+    "openai": _api,  # type: ignore[dict-item]
+    "together": _api,  # type: ignore[dict-item]
+    "openai-compatible": _api,  # type: ignore[dict-item]
+}, entry_point_group="stratbench.models")
+
+
+def load_model(spec: str, options: ModelOptions | None = None) -> LanguageModel:
+    """The backend for ``spec``, loaded (no response cache)."""
+    kind, name = split_spec(spec)
+    return BACKENDS.get(kind)(kind, name, spec, options or ModelOptions())
+
+
+def open_model(spec: str, model_options: ModelOptions | None = None, *, no_cache: bool = False,
+               cache_path: str | None = None) -> LanguageModel:
+    """Load a model backend by spec, behind the response cache unless `no_cache`."""
+    from stratbench.models.cache import CachedModel, ResponseCache
+
+    split_spec(spec)  # validate before loading anything
+    model = load_model(spec, model_options)
+    if not no_cache:
+        model = CachedModel(model, ResponseCache(cache_path))
+    return model
+
+
+__all__ = ["API_PROVIDERS", "BACKENDS", "DEFAULT_MODEL", "LOCAL_PREFIXES", "LanguageModel", "ModelOptions",
+           "load_model", "open_model", "split_spec"]

@@ -1,0 +1,140 @@
+"""Merging the shards of one run (`--shard i/n`, one per machine) into one result folder that is,
+record for record, the folder an unsharded run would have written: the suite-independent part.
+
+Every folder must be a finished run of the same suite with the same config (apart from keys that
+only say where or how fast it ran), and the shards must be exactly ``1/n … n/n``. The suite then
+merges its own files — it alone knows its record order and how its summary is computed — through
+the merger it passes in (`Suite.merge`); `stratbench.workflows.merge` picks the suite.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from stratbench.errors import InputError
+from stratbench.runner.folders import create_run_folder, now_iso, read_run_json
+from stratbench.runner.jsonl import write_json_atomic
+from stratbench.runner.shard import Shard, as_shard, check_complete
+
+# Config keys that may differ between the shards of one run: where a shard wrote its folder and
+# how it ran (concurrency, the server it reached). None of them changes a single record, because
+# every unit's randomness is keyed by its ids and the model is named by its spec.
+IGNORED_CONFIG_KEYS = frozenset({
+    "shard", "output_dir", "overwrite", "folder_tag", "max_concurrency", "parallel", "num_workers",
+    "base_url",
+})
+
+MergeFn = Callable[[list[Path], Path], Any]
+
+
+def _read_meta(folder: Path) -> dict[str, Any]:
+    meta = read_run_json(folder)
+    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict) or "suite" not in meta:
+        raise InputError(f"{folder}/run.json: no suite or config")
+    return meta
+
+
+def _fmt(v: Any) -> str:
+    text = json.dumps(v, sort_keys=True)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_same_run(folders: Sequence[Path], metas: Sequence[dict[str, Any]]) -> None:
+    """InputError naming the first suite or config key on which a folder differs from the first."""
+    ref, ref_cfg = metas[0], metas[0]["config"]
+    for folder, meta in zip(folders[1:], metas[1:]):
+        if (meta["suite"], meta.get("kind")) != (ref["suite"], ref.get("kind")):
+            def what(m: dict[str, Any]) -> str:
+                return m["suite"] + (f" {m['kind']}" if m.get("kind") else "")
+            raise InputError(f"{folder} is a {what(meta)} run but {folders[0]} is a {what(ref)} run")
+        cfg = meta["config"]
+        for key in sorted((set(cfg) | set(ref_cfg)) - IGNORED_CONFIG_KEYS):
+            if cfg.get(key) != ref_cfg.get(key):
+                raise InputError(f"{folder} and {folders[0]} differ in config key {key!r}: "
+                                 f"{_fmt(cfg.get(key))} vs {_fmt(ref_cfg.get(key))}")
+
+
+def _sum_totals(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Counts (records, errors, calls, tokens, cost, …) summed over the shards."""
+    out: dict[str, Any] = {}
+    for meta in metas:
+        for k, v in (meta.get("totals") or {}).items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[k] = out.get(k, 0) + v
+    return out
+
+
+def finished_shards(paths: Sequence[Path], metas: Sequence[dict[str, Any]], meta_file: str = "run.json",
+                    what: str = "run", label: str = "shard", resume: str = "--resume") -> list[Shard]:
+    """Each folder's shard, after checking they are exactly shards 1..n and all finished — the
+    checks every merge (runs, tiered suites, suite files) makes before writing anything."""
+    shards: list[Shard] = []
+    for p, meta in zip(paths, metas):
+        try:
+            shards.append(as_shard(meta["config"].get("shard")))
+        except (InputError, KeyError, TypeError, ValueError):
+            raise InputError(f"{p}/{meta_file}: unreadable shard {meta['config'].get('shard')!r}") from None
+    if all(s.whole for s in shards):
+        raise InputError(f"these are unsharded {what}s; merge combines the shards (--shard i/n) of one {what}")
+    check_complete(shards)
+    for p, meta in zip(paths, metas):
+        if meta.get("status") != "finished":
+            raise InputError(f"{p}: {label} is not finished (status {meta.get('status')!r}); "
+                             f"finish it with {resume} {p}")
+    return shards
+
+
+def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, merger: MergeFn) -> Path:
+    """Merge the finished shards of one run into a new folder under `output_dir`; returns it.
+
+    The folders must be finished runs of one suite and config (only the keys in
+    :data:`IGNORED_CONFIG_KEYS` may differ) and exactly shards ``1/n … n/n``; ``merger(folders,
+    out)`` — the suite's own merge, given the shards in shard order — writes the records and
+    summaries, and this function writes the merged run.json (shard folders, machines and times,
+    summed totals). Everything is checked before the folder is created, and a merge that fails
+    midway removes its own folder: the shards are only read, never changed.
+    """
+    paths = [Path(f) for f in folders]
+    if not paths:
+        raise InputError("merge needs the shard folders of one run")
+    if len({p.resolve() for p in paths}) != len(paths):
+        raise InputError("the same folder is given twice")
+    metas = [_read_meta(p) for p in paths]
+    check_same_run(paths, metas)
+    shards = finished_shards(paths, metas)
+    suite = metas[0]["suite"]
+    order = sorted(range(len(paths)), key=lambda i: shards[i].index)
+    paths = [paths[i] for i in order]
+    metas = [metas[i] for i in order]
+
+    out = create_run_folder(output_dir, f"{suite}_merged", tag=metas[0]["config"].get("folder_tag")).path
+    try:
+        merger(paths, out)
+        meta = copy.deepcopy(metas[0])
+        meta["config"]["shard"] = None  # what an unsharded run records
+        meta["config"]["output_dir"] = str(output_dir)
+        meta["merged_from"] = [str(p) for p in paths]
+        meta["shard_runs"] = [
+            {"folder": str(p), "shard": str(s), "start_time": m.get("start_time"),
+             "end_time": m.get("end_time"), "git": m.get("git"), "platform": m.get("platform"),
+             "versions": m.get("versions")}
+            for p, s, m in zip(paths, sorted(shards, key=lambda s: s.index), metas)
+        ]
+        meta["start_time"] = min(m.get("start_time") or "" for m in metas) or None
+        meta["end_time"] = max(m.get("end_time") or "" for m in metas) or None
+        meta["merged_at"] = now_iso()
+        meta["command"] = sys.argv
+        meta["status"] = "finished"
+        meta["totals"] = _sum_totals(metas)
+        meta.pop("resumed_at", None)
+        write_json_atomic(out / "run.json", meta)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    return out

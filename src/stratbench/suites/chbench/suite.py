@@ -1,0 +1,166 @@
+"""CHBench as registered suites: repeated play with cognitive-hierarchy fits (`chbench run`), and
+fits of play collected anywhere (`chbench fit`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stratbench.render.html import el
+from stratbench.runner.jsonl import read_jsonl
+from stratbench.runner.lifecycle import Progress, RunResult
+from stratbench.suites.base import (
+    CompareUnits,
+    HeadlineRow,
+    Job,
+    SuiteBase,
+    SuiteModel,
+    build_section_config,
+    read_summary,
+)
+
+
+class ChbenchSuite(SuiteBase):
+    in_suite_files = True
+    name = "chbench"
+    family = "chbench"
+    kinds = ("run",)
+    description = "repeated play between models; Level-K and Poisson cognitive-hierarchy levels"
+    cli = "stratbench.cli.chbench"
+    compare_metrics = ("utility",)
+    marker_files = ("fit.json", "levels.md")
+
+    def legacy_owns(self, config: Mapping[str, Any]) -> bool:
+        return "mechanisms" in config
+
+    def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
+        from stratbench.suites.chbench.run import run_chbench
+
+        task: list[Any] = []
+
+        def tick(done: int, total: int) -> None:  # called once per finished match
+            if progress is None:
+                return
+            if not task:
+                task.append(progress.add_task("matches", total=total, completed=done))
+            else:
+                progress.advance(task[0])
+
+        folder, summary, n_err = run_chbench(config, resume_dir=None if resume_dir is None else str(resume_dir),
+                                             shard=config.shard, progress=tick)
+        import json
+
+        totals = json.loads((folder / "run.json").read_text()).get("totals", {})
+        return RunResult(folder, {"": summary}, n_err, totals)
+
+    def merge(self, folders: list[Path], out: Path) -> Any:
+        from stratbench.suites.chbench.run import merge_shards
+
+        return merge_shards(folders, out)
+
+    def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
+             seeds: Sequence[int]) -> list[Job]:
+        from stratbench.suites.chbench.run import ChbenchConfig
+
+        # one run holds every model: base_url, policy and chat come from the [chbench] section
+        jobs = []
+        for s in seeds:
+            cfg = build_section_config(ChbenchConfig, where, self.name, params, models=[m.spec for m in models], seed=s)
+            cfg.validate()
+            jobs.append(Job(self.name, "", s, cfg))
+        return jobs
+
+    def headline(self, folder: Path) -> list[HeadlineRow]:
+        rows: list[HeadlineRow] = []
+        for mech, players in read_summary(folder).get("mechanisms", {}).items():
+            for pl, v in players.items():
+                rows.append(HeadlineRow(part=f"{mech}/{pl}", metric="poisson_mean_level", value=v.get("poisson_mean_level"),
+                                 ci95=v.get("poisson_mean_level_ci95")))
+        return rows
+
+    def compare_units(self, folder: Path) -> CompareUnits:
+        """mechanism/player → game → the player's mean utility per round in that game. The run's
+        `--models` are keyed by position ("model 1", ...) so two checkpoints' runs pair up; scripted
+        opponents by name. CH levels are fitted over all games at once, so they are compared through
+        each run's own CIs, not here."""
+        from stratbench.runner.folders import read_run_json
+
+        models = list(read_run_json(folder)["config"].get("models", []))
+
+        def role(player: str) -> str:  # checkpoints differ in name: pair --models by position
+            return f"model {models.index(player) + 1}" if player in models else player
+
+        acc: dict[str, dict[Any, list[float]]] = {}
+        for r in read_jsonl(folder / "rounds.jsonl"):
+            if r["status"] != "complete":
+                continue
+            for me in ("row", "col"):
+                acc.setdefault(f"{r['mechanism']}/{role(r[f'{me}_player'])}", {}).setdefault(
+                    r["game_id"], []).append(float(r[f"{me}_payoff"]))
+        return {part: {g: {"utility": float(np.mean(v))} for g, v in by.items()} for part, by in acc.items()}
+
+    def report_view(self, ctx: Any, run: Any, anchor: str) -> Any:
+        from stratbench.render.views import default_view, read_json, run_files
+
+        view = default_view(ctx, run, self, anchor)
+        if run.player() == "?":  # one fit covers several players
+            players = read_summary(run.path).get("players")
+            view.player = ", ".join(map(str, players)) if isinstance(players, Mapping) and players else None
+        if any(p.name.startswith("level_distribution") and p.suffix == ".png" for p in run_files(run)):
+            return view
+        fits, _ = read_json(run.path / "fit.json")
+        if isinstance(fits, Mapping) and fits and all(isinstance(f, Mapping) for f in fits.values()):
+            from stratbench.suites.chbench.plots import level_distributions
+
+            try:
+                view.parts.append(ctx.figure(f"{anchor}_level_distribution",
+                                             lambda: level_distributions(fits, "Fitted level distributions"),
+                                             "CH level distributions",
+                                             "Fitted cognitive-hierarchy level distributions (from fit.json)"))
+            except (TypeError, ValueError):
+                view.parts.append(el("p", "fit.json: level distributions could not be drawn", class_="warn"))
+        return view
+
+
+@dataclass
+class FitConfig:
+    """`chbench fit`: observed play (CSV) and the fit's settings."""
+
+    data: str
+    k_hat: int = 4
+    restarts: int = 10
+    seed: int = 0
+    output_dir: str = "results"
+    corrections: str | None = None
+
+
+class ChbenchFitSuite(ChbenchSuite):
+    in_suite_files = False
+    name = "chbench-fit"
+    kinds = ("fit",)
+    description = "Level-K and Poisson CH fits of play collected anywhere"
+    cli = None  # the chbench command group runs both kinds
+
+    def legacy_owns(self, config: Mapping[str, Any]) -> bool:
+        return "data" in config and "mechanisms" not in config
+
+    def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
+        from stratbench.suites.chbench.fit_run import run_fit
+
+        folder, fits = run_fit(config.data, config.k_hat, config.restarts, config.seed, config.output_dir,
+                               config.corrections)
+        return RunResult(folder, {"": read_summary(folder), "fits": fits}, 0)
+
+    def merge(self, folders: list[Path], out: Path) -> Any:
+        return SuiteBase.merge(self, folders, out)
+
+    def compare_units(self, folder: Path) -> CompareUnits:
+        return SuiteBase.compare_units(self, folder)
+
+
+PLAY = ChbenchSuite()
+FIT = ChbenchFitSuite()

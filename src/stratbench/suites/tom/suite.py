@@ -1,0 +1,194 @@
+"""Functional theory of mind as registered suites: a model playing repeated games against
+scripted partners (`tom run`) and the tabular R-max baseline (`tom baseline`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stratbench.errors import InputError
+from stratbench.runner.jsonl import read_jsonl
+from stratbench.runner.lifecycle import Progress, RunResult
+from stratbench.suites.base import (
+    CompareUnits,
+    HeadlineRow,
+    Job,
+    Leaderboard,
+    SuiteBase,
+    SuiteModel,
+    build_section_config,
+    headline_rows,
+    model_overrides,
+    read_summary,
+)
+
+HEADLINE_KEYS = ("regret_per_step", "tom_accuracy", "tom_regret_per_step", "n_episodes", "n_error_episodes",
+                 "tokens_evaluated_per_episode")
+LEADERBOARD = Leaderboard((("regret_per_step", "regret/step"), ("tom_accuracy", "ToM accuracy"),
+                           ("tom_regret_per_step", "ToM regret/step"), ("n_episodes", "episodes")),
+                          lower_is_better=True)
+METRICS = ("regret_per_step", "tom_accuracy", "tom_regret_per_step")
+
+
+class TomSuite(SuiteBase):
+    in_suite_files = True
+    name = "tom"
+    family = "tom"
+    kinds = ("run",)
+    description = "repeated RPS / Battle of the Sexes / Prisoner's Dilemma against scripted partners"
+    cli = "stratbench.cli.tom"
+    headline_keys = HEADLINE_KEYS
+    leaderboard = LEADERBOARD
+    compare_metrics = METRICS
+    marker_files = ("regret_curve.png", "curves.json")
+
+    def legacy_owns(self, config: Mapping[str, Any]) -> bool:
+        return "prompting" in config
+
+    def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
+        from stratbench.suites.tom.model_run import run_tom_model
+
+        folder, s = run_tom_model(config, None if resume_dir is None else str(resume_dir))
+        import json
+
+        totals = json.loads((folder / "run.json").read_text()).get("totals", {})
+        return RunResult(folder, {"": s}, int(s.get("n_error_episodes", 0) or 0), totals)
+
+    def merge(self, folders: list[Path], out: Path) -> Any:
+        from stratbench.suites.tom.shards import merge_shards
+
+        return merge_shards(folders, out)
+
+    def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
+             seeds: Sequence[int]) -> list[Job]:
+        from stratbench.models import split_spec
+        from stratbench.suites.tom.model_run import TomRunConfig
+
+        params = dict(params)
+        games = params.pop("games", [params.pop("game", "rps")])
+        partners = params.pop("partners", [params.pop("partner", "single_action")])
+        games = [games] if isinstance(games, str) else games
+        partners = [partners] if isinstance(partners, str) else partners
+        jobs = []
+        for m in models:
+            if m.spec.lower() in ("random", "dummy", "nash", "maximin-pure", "first-action"):
+                raise InputError(f"{where}: [tom] model {m.spec!r} is a scripted Nash-gap player; tom runs need a "
+                                 "language model (use `stratbench tom baseline` for the tabular agent)")
+            split_spec(m.spec)
+            for g in games:
+                for partner in partners:
+                    for s in seeds:
+                        kw = model_overrides(m)
+                        kw.pop("policy", None)  # tom's policy follows its prompting strategy
+                        cfg = build_section_config(TomRunConfig, where, self.name, {**kw, **params}, model=m.spec,
+                                                   seed=s, game=g, partner=partner)
+                        cfg = cfg.resolve()
+                        jobs.append(Job(self.name, m.label, s, cfg, setting=f"{g}/{partner}"))
+        return jobs
+
+    def headline(self, folder: Path) -> list[HeadlineRow]:
+        s = read_summary(folder)
+        return headline_rows(s, ("regret_per_step", "tom_accuracy"),
+                             f"{s.get('game')}/{s.get('partner')}/{s.get('prompting')}")
+
+    def compare_units(self, folder: Path) -> CompareUnits:
+        """setting → episode → its metrics: `tom run` (complete episodes) and `tom baseline`. Episode
+        e has the same seed in every run with the same --seed, so episodes pair across checkpoints."""
+        from stratbench.runner.folders import read_run_json
+        from stratbench.suites.tom.games import get_game
+        from stratbench.suites.tom.partners import make_partner
+        from stratbench.suites.tom.results import episode_groups, episode_status, trajectory_metrics
+
+        config = read_run_json(folder)["config"]
+        out: CompareUnits = {}
+        if (folder / "episodes.jsonl").exists():  # tom baseline: one record per episode
+            for r in read_jsonl(folder / "episodes.jsonl"):
+                out.setdefault(f"{r['game']}/{r['partner']}/tabular", {})[int(r["episode"])] = {
+                    m: float(r[m]) for m in METRICS}
+        else:
+            groups = episode_groups(read_jsonl(folder / "rounds.jsonl"))
+            done = [e for e, rs in groups.items() if episode_status(rs, int(config["rounds"])) == "complete"]
+            if done:
+                g = get_game(config["game"])
+                p = make_partner(config["partner"], g)
+                m = trajectory_metrics(
+                    g, p, np.array([[r["my_action"] for r in groups[e]] for e in done]),
+                    np.array([[r["partner_action"] for r in groups[e]] for e in done]),
+                    np.array([[-1 if r.get("prediction") is None else r["prediction"] for r in groups[e]]
+                              for e in done]),
+                    np.array([groups[e][0]["initial_state"] for e in done]))
+                part = f"{config['game']}/{config['partner']}/{config.get('prompting', 'LM')}"
+                out[part] = {e: {k: float(m[k][i]) for k in METRICS} for i, e in enumerate(done)}
+        for units in out.values():  # a metric missing (NaN) in any episode is left out of the comparison
+            for k in METRICS:
+                if any(math.isnan(v[k]) for v in units.values()):
+                    for v in units.values():
+                        v.pop(k, None)
+        return out
+
+    def report_view(self, ctx: Any, run: Any, anchor: str) -> Any:
+        from stratbench.render.views import default_view, is_num, read_json, run_files
+
+        view = default_view(ctx, run, self, anchor)
+        if any(p.name.startswith("regret_curve") and p.suffix == ".png" for p in run_files(run)):
+            return view
+        curves, _ = read_json(run.path / "curves.json")
+        if isinstance(curves, Mapping) and curves and all(
+                isinstance(v, list) and all(is_num(x) for x in v) for v in curves.values()):
+            from stratbench.suites.tom.plots import curves_plot
+
+            view.parts.append(ctx.figure(f"{anchor}_regret_curve", lambda: curves_plot(curves, "Regret per step", "regret"),
+                                         "ToM regret curves", "Regret per step (drawn from curves.json)"))
+        return view
+
+    def leaderboard_group(self, config: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
+        parts = [summary.get(k) for k in ("game", "partner", "prompting", "T")]
+        return "tom · " + " · ".join(str(p) for p in parts if p is not None)
+
+
+@dataclass
+class BaselineConfig:
+    """`tom baseline`: the tabular R-max agent on every game × partner."""
+
+    games: list[str] = field(default_factory=lambda: ["rps"])
+    partners: list[str] = field(default_factory=lambda: ["single_action"])
+    episodes: int = 300
+    rounds: int = 100
+    seed: int = 0
+    output_dir: str = "results"
+    shard: Any = None
+
+
+class TomBaselineSuite(TomSuite):
+    in_suite_files = False
+    name = "tom-baseline"
+    kinds = ("baseline",)
+    description = "the tabular R-max baseline of the functional-ToM paper"
+    cli = None  # the tom command group runs both kinds
+
+    def legacy_owns(self, config: Mapping[str, Any]) -> bool:
+        return config.get("agent") == "tabular-rmax"
+
+    def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
+        from stratbench.suites.tom.baseline_run import run_tom_baseline
+
+        if resume_dir is not None:
+            raise InputError("tom baseline runs cannot be resumed (they take seconds): run it again")
+        folder, rows = run_tom_baseline(list(config.games), list(config.partners), config.episodes, config.rounds,
+                                        config.seed, config.output_dir, config.shard)
+        return RunResult(folder, {"": {"settings": rows}}, 0)
+
+    def headline(self, folder: Path) -> list[HeadlineRow]:
+        rows: list[HeadlineRow] = []
+        for s in read_summary(folder).get("settings", []):
+            rows += headline_rows(s, ("regret_per_step", "tom_accuracy"), f"{s.get('game')}/{s.get('partner')}/tabular")
+        return rows
+
+
+MODEL_RUN = TomSuite()
+BASELINE = TomBaselineSuite()
