@@ -1,5 +1,5 @@
 """API backend throughput: OpenAICompatibleModel.generate against the fake OpenAI server
-(tests/fake_openai_server.py) with a fixed injected latency per request.
+(tests/helpers/fake_openai_server.py) with a fixed injected latency per request.
 
 Run: .venv/bin/python benchmarks/bench_api.py [--requests 320] [--concurrency 32] [--latency-ms 200]
                                              [--repeats 3] [--in-process] [--fault-rate 0]
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 
 from fake_openai_server import FakeOpenAIServer  # noqa: E402
 
@@ -37,7 +37,7 @@ def start_server(args: argparse.Namespace):
                                   fault_rate=args.fault_rate, fault_kinds=("500", "503", "drop"), fault_seed=0)
         server.start()
         return server.base_url, server.stop
-    cmd = [sys.executable, str(ROOT / "tests" / "fake_openai_server.py"), "--latency-ms", str(args.latency_ms),
+    cmd = [sys.executable, str(ROOT / "tests" / "helpers" / "fake_openai_server.py"), "--latency-ms", str(args.latency_ms),
            "--canned-text", "Action: 2", "--fault-rate", str(args.fault_rate)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None

@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "helpers")]
 
 from fake_openai_server import FakeOpenAIServer  # noqa: E402
 from scenarios import DATA, SCENARIOS, run_scenario  # noqa: E402

@@ -50,7 +50,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 
 import numpy as np
 
-from stratbench.analysis.stats import bootstrap_ci
+from stratbench.stats import bootstrap_ci
 from stratbench.games.robinson_goforth import (
     REF,
     RGGame,

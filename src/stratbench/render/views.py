@@ -14,12 +14,9 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from stratbench.render.html import Html, el, fmt_ci, fmt_num, img_data_uri, join, kv_table, table
-
-if TYPE_CHECKING:
-    from stratbench.suites.base import SuiteBase
 
 MAX_PNG_BYTES = 15_000_000
 SCORED = ("ok", "parsed")
@@ -118,6 +115,27 @@ class RunDir:
                 return v
         return "?"
 
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """How the report ranks comparable runs of a suite: columns (summary key, label), the first
+    with a value being the ranking key."""
+
+    columns: tuple[tuple[str, str], ...]
+    lower_is_better: bool
+
+
+class ViewedSuite(Protocol):
+    """What :func:`default_view` needs of a suite (`stratbench.suites.base.SuiteBase` has it)."""
+
+    name: str
+    headline_keys: tuple[str, ...]
+    leaderboard: Leaderboard | None
+
+    def leaderboard_group(self, config: Mapping[str, Any], summary: Mapping[str, Any]) -> str: ...
+
+    def summary_extras(self, summary: Mapping[str, Any]) -> list[Any]: ...
 
 
 @dataclass
@@ -267,7 +285,7 @@ def run_files(run: RunDir) -> list[Path]:
         return []
 
 
-def leader_entries(suite: "SuiteBase", run: RunDir, summary: Mapping[str, Any], anchor: str,
+def leader_entries(suite: ViewedSuite, run: RunDir, summary: Mapping[str, Any], anchor: str,
                    player: str) -> list[LeaderEntry]:
     """Leaderboard entries of one summary: one, or one per row of a ``settings`` list."""
     if suite.leaderboard is None:
@@ -278,7 +296,7 @@ def leader_entries(suite: "SuiteBase", run: RunDir, summary: Mapping[str, Any], 
                         anchor, run.rel, dict(s)) for s in items if isinstance(s, Mapping)]
 
 
-def default_view(ctx: Ctx, run: RunDir, suite: "SuiteBase", anchor: str = "") -> SuiteView:
+def default_view(ctx: Ctx, run: RunDir, suite: ViewedSuite, anchor: str = "") -> SuiteView:
     """Every ``summary*.json`` of the folder as a headline table (the suite's keys first), and a
     leaderboard entry per summary (or per row of its ``settings``)."""
     parts: list[Any] = []

@@ -14,13 +14,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypedDict, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypedDict, runtime_checkable
 
 from stratbench.errors import InputError
+from stratbench.render.views import Ctx, Leaderboard, RunDir, SuiteView
 from stratbench.runner.lifecycle import Progress, RunResult
-
-if TYPE_CHECKING:  # the report's building blocks (core rendering), only for annotations
-    from stratbench.render.views import Ctx, RunDir, SuiteView
 
 __all__ = [
     "CompareUnits", "HeadlineRow", "Job", "Leaderboard", "Suite", "SuiteBase", "SuiteModel",
@@ -39,15 +37,6 @@ class HeadlineRow(TypedDict):
     metric: str
     value: float | None
     ci95: list[float] | None
-
-
-@dataclass(frozen=True)
-class Leaderboard:
-    """How the report ranks comparable runs of a suite: columns (summary key, label), the first
-    with a value being the ranking key."""
-
-    columns: tuple[tuple[str, str], ...]
-    lower_is_better: bool
 
 
 @dataclass(frozen=True)
@@ -196,7 +185,7 @@ class SuiteBase:
         raise InputError(f"compare does not support {self.family!r} {self.kinds[0]} runs yet")
 
     # -- report -----------------------------------------------------------------------------------
-    def report_view(self, ctx: "Ctx", run: "RunDir", anchor: str) -> "SuiteView":
+    def report_view(self, ctx: Ctx, run: RunDir, anchor: str) -> SuiteView:
         """The suite's part of a run's report section (tables, figures, leaderboard entries)."""
         from stratbench.render.views import default_view
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from stratbench.analysis.stats import bootstrap_ci
+from stratbench.stats import bootstrap_ci
 from stratbench.runner.jsonl import write_json_atomic
 from stratbench.seeding import derive_seed
 from stratbench.suites.chbench.fit import (

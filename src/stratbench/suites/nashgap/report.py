@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from stratbench.analysis.stats import bootstrap_ci
+from stratbench.stats import bootstrap_ci
 from stratbench.render.html import Html, el, fmt_ci, fmt_num, join, table
 from stratbench.render.views import (
     SCORED,

@@ -21,7 +21,7 @@ import numpy as np
 
 from stratbench.suites.nashgap.players import Agent, Decision, DecisionRequest, SCORED_STATUSES
 from stratbench.suites.nashgap.players import make_agent, resolve_player_spec
-from stratbench.analysis.stats import bootstrap_ci, describe
+from stratbench.stats import bootstrap_ci, describe
 from stratbench.analysis.zerosum_metrics import zero_sum_metrics
 from stratbench.errors import InputError
 from stratbench.games.generators import BUCKETS, DEFAULT_DECIMALS, generate_games

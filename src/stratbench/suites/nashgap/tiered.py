@@ -32,7 +32,7 @@ import numpy as np
 
 from stratbench.suites.nashgap.players import SCORED_STATUSES
 from stratbench.suites.nashgap.players import SCRIPTED_AGENTS
-from stratbench.analysis.stats import N_BOOT
+from stratbench.stats import N_BOOT
 from stratbench.errors import InputError
 from stratbench.games.generators import BUCKETS, Bucket
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata

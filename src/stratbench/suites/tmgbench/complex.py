@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from stratbench.analysis.stats import bootstrap_ci
+from stratbench.stats import bootstrap_ci
 from stratbench.games.robinson_goforth import (
     RGGame,
     all_games,

@@ -1,5 +1,6 @@
 """Uncertainty for every headline number: percentile bootstrap over the units (games) a mean is
-taken over. Vectorised, and seeded so the same data always gives the same interval."""
+taken over. Vectorised, and seeded so the same data always gives the same interval. Core: every
+suite and the workflows use it."""
 
 from __future__ import annotations
 
