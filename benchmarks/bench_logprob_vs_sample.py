@@ -17,11 +17,11 @@ import time
 
 import numpy as np
 
-from stratbench.analysis.zerosum_metrics import zero_sum_metrics
-from stratbench.games import generate_games
+from stratbench.suites.nashgap.metrics import zero_sum_metrics
+from stratbench.suites.nashgap.games import generate_games
 from stratbench.models.base import GenerateRequest, ScoreRequest
 from stratbench.models.llama import load_embedded
-from stratbench.prompts.nashgap import nashgap_prompt
+from stratbench.suites.nashgap.prompts import nashgap_prompt
 from stratbench.solvers import solve_zero_sum
 
 

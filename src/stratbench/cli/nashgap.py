@@ -65,7 +65,7 @@ def nashgap(
     quiet: Quiet = False,
 ) -> int:
     """Nash-gap suite: the player is the row player of random zero-sum games against a Nash opponent."""
-    from stratbench.suites.nashgap.run import NashgapConfig
+    from stratbench.suites.nashgap.config import NashgapConfig
 
     base = NashgapConfig(
         num_games=num_games, num_trials=num_trials, num_rows=num_rows, num_cols=num_cols,

@@ -1,4 +1,5 @@
-"""Normal-form games: the type, JSON files, and random generators."""
+"""The normal-form game type every suite shares (payoffs, labels, validation, JSON files). Core:
+imports only errors. Suite-specific catalogues and generators live in their suites."""
 
 from stratbench.games.normal_form import (
     MAX_ACTIONS,
@@ -8,26 +9,5 @@ from stratbench.games.normal_form import (
     load_games,
     save_games,
 )
-from stratbench.games.generators import (
-    BUCKETS,
-    Bucket,
-    game_rng,
-    generate_bucket_game,
-    generate_games,
-    random_zero_sum,
-)
 
-__all__ = [
-    "MAX_ACTIONS",
-    "NormalFormGame",
-    "game_from_dict",
-    "game_to_dict",
-    "load_games",
-    "save_games",
-    "BUCKETS",
-    "Bucket",
-    "game_rng",
-    "generate_bucket_game",
-    "generate_games",
-    "random_zero_sum",
-]
+__all__ = ["MAX_ACTIONS", "NormalFormGame", "game_from_dict", "game_to_dict", "load_games", "save_games"]

@@ -1,6 +1,7 @@
-"""Robust, non-executing parsers for model answers: a final action, or a mixed strategy."""
+"""Robust, non-executing parsers shared by suites: the final action named in an answer. Core:
+imports nothing else from stratbench. Suite-specific answer formats (mixed strategies, answer
+sets, templates) are parsed in their suites."""
 
 from stratbench.parsing.actions import ActionParse, parse_action
-from stratbench.parsing.distributions import DistributionParse, parse_distribution
 
-__all__ = ["ActionParse", "parse_action", "DistributionParse", "parse_distribution"]
+__all__ = ["ActionParse", "parse_action"]

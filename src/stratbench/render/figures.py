@@ -9,7 +9,7 @@ from typing import Any
 
 __all__ = ["RC", "figure", "png", "short"]
 
-RC = {
+RC: Any = {  # matplotlib rcParams (typed Any: rc_context's stub wants literal keys)
     "font.family": "DejaVu Sans",
     "font.size": 9,
     "text.parse_math": False,

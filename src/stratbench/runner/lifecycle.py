@@ -68,7 +68,8 @@ class Stream(Generic[U]):
     sort_key: Callable[[Record], Any]
     concurrency: int = 1
     unit_done: Callable[[list[Record]], bool] = no_errors
-    label: str = ""
+    label: str = ""  # the progress bar's label (default: the file name)
+    unit_name: str = "units"  # what a unit is called in messages ("trials", "matches", "episodes")
 
 
 @dataclass
@@ -119,6 +120,10 @@ class RunPlan(abc.ABC):
     def prepare(self) -> None:
         """A new run: validate the config, resolve seeds, build the work. Raise InputError on bad
         input; write nothing."""
+
+    def check_folder(self, folder: Path) -> None:
+        """A resumed run, before its run.json is read: refuse a folder that cannot be this kind of
+        run with a message naming what is missing (default: reading run.json says it)."""
 
     def resume_from(self, meta: RunMeta, folder: Path) -> None:
         """A resumed run: rebuild the config from the folder's run.json (and inputs it saved), as
@@ -231,6 +236,7 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
     meta: RunMeta
     if resume_dir is not None:
         folder = Path(resume_dir)
+        plan.check_folder(folder)
         meta = read_run_json(folder, "--resume ")  # type: ignore[assignment]
         plan.resume_from(meta, folder)
         plan.open()
@@ -281,7 +287,7 @@ def merge_streams(plan: RunPlan, folders: Sequence[Path], out: Path) -> Outcome:
         want = {stream.unit_key(u) for u in stream.units}
         got = set(seen)
         if got != want or duplicated:
-            raise InputError(f"{stream.file}: the shards hold {len(got & want)} of the run's {len(want)} units"
+            raise InputError(f"{stream.file}: the shards hold {len(got & want)} of the run's {len(want)} {stream.unit_name}"
                              + (f" and {duplicated} twice" if duplicated else "")
                              + (f" and {len(got - want)} not in the run" if got - want else "")
                              + "; merge every shard of one run once, each after it has finished")

@@ -13,6 +13,13 @@ from typing import Any, Literal, NotRequired, Required, TypedDict
 
 RunStatus = Literal["running", "finished"]
 
+Status = Literal["ok", "parsed", "parse_failed", "error"]
+"""A record's status, in every suite: `ok` (a scripted player), `parsed` (a model answer was
+understood), `parse_failed` (it was not: nothing is guessed), `error` (no answer; the reason is kept)."""
+
+SCORED_STATUSES: tuple[str, ...] = ("ok", "parsed")
+"""Statuses whose records enter the metrics; the others are counted, never scored."""
+
 
 class GitInfo(TypedDict):
     commit: str | None  # the stratbench source revision, None outside a git checkout
@@ -72,4 +79,4 @@ Record = dict[str, Any]
 """A JSONL record. Each suite documents its record keys as a TypedDict in its `records` module;
 records stay plain dicts at run time (they are written as they are produced)."""
 
-__all__ = ["GitInfo", "NotRequired", "Record", "RunMeta", "RunStatus", "RunTotals", "ShardRun"]
+__all__ = ["SCORED_STATUSES", "GitInfo", "NotRequired", "Record", "RunMeta", "RunStatus", "RunTotals", "ShardRun", "Status"]

@@ -15,7 +15,8 @@ from typing import Any, Literal
 import numpy as np
 
 from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
-from stratbench.parsing import parse_action, parse_distribution
+from stratbench.parsing import parse_action
+from stratbench.suites.nashgap.answers import parse_distribution
 from stratbench.suites.nashgap.players import Agent, Decision, DecisionRequest
 
 Policy = Literal["logprob", "sample"]

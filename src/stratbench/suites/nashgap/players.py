@@ -24,11 +24,11 @@ import numpy as np
 
 from stratbench.errors import InputError
 from stratbench.games.normal_form import NormalFormGame
+from stratbench.models import ModelOptions
+from stratbench.runner.schema import SCORED_STATUSES, Status
 from stratbench.solvers.zerosum import solve_zero_sum
 
 Mode = Literal["pure", "mixed"]
-Status = Literal["ok", "parsed", "parse_failed", "error"]
-SCORED_STATUSES = ("ok", "parsed")
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ def make_agent(
     spec: str,
     policy: str | None = None,
     *,
-    model_options: object | None = None,
+    model_options: ModelOptions | None = None,
     no_cache: bool = False,
     cache_path: str | None = None,
     temperature: float = 1.0,

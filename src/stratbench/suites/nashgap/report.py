@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from stratbench.stats import bootstrap_ci
 from stratbench.render.html import Html, el, fmt_ci, fmt_num, join, table
 from stratbench.render.views import (
     SCORED,
@@ -28,6 +27,7 @@ from stratbench.render.views import (
     read_jsonl_all,
     summary_view,
 )
+from stratbench.stats import bootstrap_ci
 from stratbench.suites.base import Leaderboard
 from stratbench.suites.nashgap import plots
 
@@ -105,7 +105,7 @@ def position_profiles(
 ) -> list[PositionProfile]:
     """One profile per game size. Policies in records are in the game's own row order; the row
     shown at position k under rotation r is original row ``rotation_order(m, r)[k]``."""
-    from stratbench.suites.nashgap.run import rotation_order
+    from stratbench.suites.nashgap.games import rotation_order
 
     by_m: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {}
     for gid, rs in _scored_by_game(records).items():
@@ -116,8 +116,8 @@ def position_profiles(
         for r in rs:
             pol = r["policy"]
             m = len(pol)
-            rot = r.get("rotation") if isinstance(r.get("rotation"), int) else 0
-            order = rotation_order(m, rot)
+            rot = r.get("rotation")
+            order = rotation_order(m, rot if isinstance(rot, int) else 0)
             shown.append([float(pol[order[k]]) for k in range(m)])
             if isinstance(ne, list) and len(ne) == m:
                 shown_ne.append([float(ne[order[k]]) for k in range(m)])
@@ -171,11 +171,12 @@ def _mode_view(ctx: Ctx, run: RunDir, anchor: str, mode: str, records: list[dict
             [(k + 1, f"{fmt_num(prof.player[k])} {fmt_ci(prof.player_ci[k])}", fmt_num(prof.nash[k]),
               fmt_num(prof.player[k] - prof.nash[k])) for k in range(prof.m)],
             caption=f"{prof.m} rows, {prof.n_games} games", class_="position-bias"))
-        parts.append(ctx.figure(
-            f"{anchor}_{mode}_position_bias_{prof.m}",
-            lambda p=prof: plots.position_bias_plot(list(range(1, p.m + 1)), p.player, p.player_ci,
-                                                       p.nash, f"{run.player()} — {mode}, {p.m} rows"),
-            f"Position bias ({mode})", f"Probability by shown position ({mode}, {prof.m} rows)"))
+        def draw(p: PositionProfile = prof) -> bytes:
+            return plots.position_bias_plot(list(range(1, p.m + 1)), p.player, p.player_ci, p.nash,
+                                            f"{run.player()} — {mode}, {p.m} rows")
+
+        parts.append(ctx.figure(f"{anchor}_{mode}_position_bias_{prof.m}", draw,
+                                f"Position bias ({mode})", f"Probability by shown position ({mode}, {prof.m} rows)"))
     return join(parts)
 
 

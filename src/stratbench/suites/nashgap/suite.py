@@ -55,7 +55,7 @@ class NashgapSuite(SuiteBase):
              seeds: Sequence[int]) -> list[Job]:
         from stratbench.models import split_spec
         from stratbench.suites.nashgap.players import SCRIPTED_AGENTS
-        from stratbench.suites.nashgap.run import NashgapConfig
+        from stratbench.suites.nashgap.config import NashgapConfig
 
         for m in models:  # model specs are checked before any folder exists
             if m.spec.lower() not in SCRIPTED_AGENTS:

@@ -30,23 +30,17 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from stratbench.suites.nashgap.players import SCORED_STATUSES
-from stratbench.suites.nashgap.players import SCRIPTED_AGENTS
-from stratbench.stats import N_BOOT
 from stratbench.errors import InputError
-from stratbench.games.generators import BUCKETS, Bucket
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
 from stratbench.runner.jsonl import read_jsonl, write_json_atomic
+from stratbench.runner.lifecycle import RunResult
+from stratbench.runner.schema import SCORED_STATUSES
 from stratbench.runner.shard import parse_shard
-from stratbench.suites.nashgap.run import (
-    MODE_FILES,
-    SINGLE_FILES,
-    NashgapConfig,
-    NashgapResult,
-    build_games,
-    load_price_table,
-    run_nashgap,
-)
+from stratbench.stats import N_BOOT
+from stratbench.suites.nashgap.config import NashgapConfig, load_price_table
+from stratbench.suites.nashgap.games import BUCKETS, Bucket, build_games
+from stratbench.suites.nashgap.players import SCRIPTED_AGENTS
+from stratbench.suites.nashgap.run import MODE_FILES, SINGLE_FILES, run_nashgap
 
 SUITE = "tiered"
 TIERS = ("A", "B", "C")
@@ -689,7 +683,7 @@ def run_tiered_suite(
     config: TieredConfig,
     progress: Any | None = None,
     resume_dir: str | Path | None = None,
-    on_cell: Callable[[Cell, NashgapResult | None, Path], None] | None = None,
+    on_cell: Callable[[Cell, RunResult | None, Path], None] | None = None,
 ) -> TieredResult:
     """Run (or, with `resume_dir`, finish) a tiered suite and write its folder:
 
@@ -737,7 +731,7 @@ def run_tiered_suite(
     for cell in cells:
         model_dir = models_dir / cell.key
         run_folder, finished = find_cell_folder(model_dir, cell.tag)
-        result: NashgapResult | None = None
+        result: RunResult | None = None
         if not finished:
             before = set(progress.task_ids) if progress is not None else set()
             result = run_nashgap(nashgap_config(config, cell, models_dir), progress=progress,

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stratbench.suites.nashgap.players import Agent, Decision, DecisionRequest
 from stratbench.runner.jsonl import read_jsonl
+from stratbench.suites.nashgap.players import Agent, Decision, DecisionRequest
 from stratbench.suites.nashgap.run import NashgapConfig, run_nashgap
 
 VOLATILE = ("latency_s",)
@@ -238,7 +238,7 @@ def test_order_rotations_map_back_and_measure_position_bias(tmp_path):
     assert s["position_bias"] == pytest.approx(1 - 1 / 3)
     # averaged over rotations, "always first" becomes uniform play
     games = json.loads((first.folder / "games.json").read_text())
-    from stratbench.analysis.zerosum_metrics import zero_sum_metrics
+    from stratbench.suites.nashgap.metrics import zero_sum_metrics
 
     uniform = [zero_sum_metrics(np.array(g["payoff_matrix"]), np.ones(3) / 3,
                                 np.array(g["nash_equilibrium_col"]), g["value"]).exploitability

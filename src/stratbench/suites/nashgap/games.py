@@ -1,4 +1,6 @@
-"""Random zero-sum games and the original benchmark's six difficulty buckets.
+"""The Nash-gap suite's games: random zero-sum games, the original benchmark's six difficulty
+buckets, games files, and each game with its solved equilibrium (`GameEntry`, what games.json
+holds).
 
 Every game's randomness comes from its own generator, seeded by (run seed, game index), so a game
 is the same whatever order or thread generates it. Payoffs are drawn at the precision the prompt
@@ -8,12 +10,16 @@ shows (2 decimals by default): the game the model sees *is* the game that is sco
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from stratbench.errors import InputError
-from stratbench.games.normal_form import MAX_ACTIONS, NormalFormGame
-from stratbench.solvers.zerosum import has_saddle_point, is_pure, solve_zero_sum
+from stratbench.games.normal_form import MAX_ACTIONS, NormalFormGame, load_games
+from stratbench.solvers.zerosum import ZeroSumSolution, has_saddle_point, is_pure, solve_zero_sum
+
+if TYPE_CHECKING:
+    from stratbench.suites.nashgap.config import NashgapConfig
 
 DEFAULT_DECIMALS = 2
 MAX_REJECTIONS = 100_000
@@ -111,3 +117,72 @@ def generate_games(
     if not (np.isfinite(low) and np.isfinite(high) and low < high):
         raise InputError(f"payoff range must be finite with min < max (got {low}, {high})")
     return [random_zero_sum(game_rng(seed, k), rows, cols, low, high, decimals) for k in range(num_games)]
+
+
+@dataclass
+class GameEntry:
+    game_id: int
+    game: NormalFormGame
+    solution: ZeroSumSolution
+    bucket: str | None
+    seed: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "game_id": self.game_id,
+            "payoff_matrix": self.game.payoff_row.tolist(),
+            "nash_equilibrium_row": self.solution.row_strategy.tolist(),
+            "nash_equilibrium_col": self.solution.col_strategy.tolist(),
+            "value": self.solution.value,
+            "bucket": self.bucket,
+            "seed": self.seed,
+            "num_rows": self.game.shape[0],
+            "num_cols": self.game.shape[1],
+            "payoff_range": self.game.payoff_range,
+            "saddle_point": has_saddle_point(self.game.payoff_row),
+            "row_labels": list(self.game.row_labels),
+            "col_labels": list(self.game.col_labels),
+        }
+
+
+def build_games(config: NashgapConfig) -> list[GameEntry]:
+    """The run's games, each solved; game k depends only on (seed, k)."""
+    if config.games_file is not None:
+        games = load_games(config.games_file)
+        for k, g in enumerate(games):
+            if not g.is_zero_sum:
+                raise InputError(f"{config.games_file}: game {k} is not zero-sum")
+        seed = None
+    else:
+        assert config.seed is not None
+        seed = config.seed
+        games = generate_games(
+            config.seed, config.num_games, config.num_rows, config.num_cols,
+            config.payoff_min, config.payoff_max, config.bucket, config.decimals,
+        )
+    return [
+        GameEntry(k, g, solve_zero_sum(g.payoff_row), config.bucket, seed)
+        for k, g in enumerate(games)
+    ]
+
+
+def entries_from_json(items: list[dict[str, Any]]) -> list[GameEntry]:
+    out = []
+    for d in items:
+        g = NormalFormGame.zero_sum(d["payoff_matrix"], d.get("row_labels"), d.get("col_labels"))
+        sol = ZeroSumSolution(
+            np.array(d["nash_equilibrium_row"]), np.array(d["nash_equilibrium_col"]),
+            float(d["value"]), 0.0,
+        )
+        out.append(GameEntry(int(d["game_id"]), g, sol, d.get("bucket"), d.get("seed")))
+    return out
+
+
+def rotation_order(m: int, r: int) -> list[int]:
+    """Presented row k is original row order[k]: rows move cyclically, labels stay in place."""
+    return [(k + r) % m for k in range(m)]
+
+
+def rotate_game(game: NormalFormGame, order: list[int]) -> NormalFormGame:
+    return NormalFormGame(game.payoff_row[order], game.payoff_col[order], game.row_labels,
+                          game.col_labels, game.name)

@@ -12,8 +12,8 @@ import pytest
 
 from stratbench.errors import InputError
 from stratbench.runner.jsonl import read_jsonl, write_json_atomic, write_jsonl_atomic
-from stratbench.workflows.merge import merge_runs
 from stratbench.suites.nashgap.tiered import TieredConfig, find_cell_folder, run_tiered_suite
+from stratbench.workflows.merge import merge_runs
 
 TABLES = ("big_table_all_runs.csv", "big_table_aggregated.csv", "big_table_aggregated.md")
 BUCKETS = ("2x2_lowVar_pure", "3x3_midVar_mixed")

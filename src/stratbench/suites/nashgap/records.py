@@ -1,0 +1,123 @@
+"""The Nash-gap suite's records: one per trial (a decision of the player in one game), written to
+`trials.jsonl` (or, in a combined run, `trials_pure_actions.jsonl` / `trials_mixed_strategy.jsonl`)
+the moment it completes. Actions and policies are in the game's own row order, whatever order the
+rows were shown in."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal, TypedDict, cast
+
+import numpy as np
+
+from stratbench.runner.schema import SCORED_STATUSES
+from stratbench.suites.nashgap.games import GameEntry
+from stratbench.suites.nashgap.metrics import zero_sum_metrics
+from stratbench.suites.nashgap.players import Decision
+
+
+class TrialRecord(TypedDict):
+    """A line of a trials file."""
+
+    game_id: int  # the game (games.json)
+    trial_id: int  # the trial within the game; with log-prob policies, the row-order rotation
+    mode: Literal["pure", "mixed"]  # an action, or a mixed strategy
+    agent: str  # the player
+    rotation: int  # rows were shown rotated by this many places (labels stay in place)
+    llm_decision: int | list[float] | None  # the action (pure) or stated strategy (mixed); None when unscored
+    policy: list[float] | None  # the distribution scored: exact when known, else the decision itself
+    llm_value: float | None  # payoff of `policy` against the Nash column strategy
+    best_response_value: float | None  # the best payoff against it
+    nash_gap: float | None  # best_response_value - llm_value (the original metric)
+    exploitability: float | None  # value - min over columns of policy' A
+    nash_gap_normalized: float | None  # divided by the game's payoff range
+    exploitability_normalized: float | None
+    first_listed_prob: float | None  # probability on the row shown first (position bias)
+    label_mass: float | None  # log-prob policies: probability put on legal labels at all
+    logprobs: list[float] | None  # log-prob policies: each label's log-probability
+    status: Literal["ok", "parsed", "parse_failed", "error"]
+    error: str | None  # why the decision failed (parse_failed / error)
+    renormalized: bool  # a stated strategy did not sum to 1 and was rescaled
+    raw_sum: float | None  # its sum before rescaling
+    raw_response: str | None  # the model's text, verbatim
+    latency_s: float
+    usage: dict[str, Any]  # tokens, cache hits
+    seed: int  # the decision's seed: derive_seed(llm_seed, game, trial, mode)
+    prompt_sha256: str  # the prompt shown
+
+
+def policy_of(decision: Decision, mode: str, n: int) -> np.ndarray | None:
+    """The distribution a decision is scored as (in presented order): the exact policy when the
+    player knows it, else the stated strategy (mixed) or the chosen action (pure)."""
+    if not decision.scored:
+        return None
+    if decision.policy is not None:
+        return np.asarray(decision.policy, dtype=float)
+    if mode == "mixed" and decision.strategy is not None:
+        return np.asarray(decision.strategy, dtype=float)
+    if mode == "pure" and decision.action is not None:
+        v = np.zeros(n)
+        v[decision.action] = 1.0
+        return v
+    return None
+
+
+def _to_original(vec: Any, order: list[int]) -> Any:
+    if vec is None:
+        return None
+    out = [0.0] * len(order)
+    for k, v in enumerate(vec):
+        out[order[k]] = v
+    return out
+
+
+def make_record(
+    entry: GameEntry, trial_id: int, mode: str, seed: int, prompt: str, decision: Decision,
+    agent_name: str, order: list[int] | None = None, rotation: int = 0,
+) -> TrialRecord:
+    """One trial's record; actions and policies are mapped back to the game's own row order."""
+    n = entry.game.shape[0]
+    order = order or list(range(n))
+    shown = policy_of(decision, mode, n)
+    status = decision.status
+    error = decision.error
+    if decision.scored and shown is None:
+        status, error = "error", "player returned no decision"
+    pi = np.asarray(_to_original(shown.tolist(), order)) if shown is not None else None
+    metrics: dict[str, Any]
+    if pi is not None and status in SCORED_STATUSES:
+        metrics = zero_sum_metrics(
+            entry.game.payoff_row, pi, entry.solution.col_strategy, entry.solution.value
+        ).as_dict()
+    else:
+        metrics = dict.fromkeys(
+            ("llm_value", "best_response_value", "nash_gap", "exploitability",
+             "nash_gap_normalized", "exploitability_normalized")
+        )
+    scored = status in SCORED_STATUSES
+    if mode == "pure":
+        decided: Any = order[decision.action] if scored and decision.action is not None else None
+    else:
+        decided = _to_original(decision.strategy, order) if scored else None
+    return cast(TrialRecord, {
+        "game_id": entry.game_id,
+        "trial_id": trial_id,
+        "mode": mode,
+        "agent": agent_name,
+        "rotation": rotation,
+        "llm_decision": decided,
+        "policy": pi.tolist() if pi is not None else None,
+        **metrics,
+        "first_listed_prob": float(shown[0]) if shown is not None and scored else None,
+        "label_mass": decision.label_mass,
+        "logprobs": _to_original(decision.logprobs, order),
+        "status": status,
+        "error": error,
+        "renormalized": decision.renormalized,
+        "raw_sum": decision.raw_sum,
+        "raw_response": decision.raw_response,
+        "latency_s": decision.latency_s,
+        "usage": decision.usage,
+        "seed": seed,
+        "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(),
+    })
