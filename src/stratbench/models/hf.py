@@ -300,7 +300,8 @@ class HFModel(LocalModel):
                 results.append(ScoreResult(None, error=errors[qi] or "hf: scoring failed", latency_s=latency))
             else:
                 results.append(ScoreResult(
-                    [float(v) for v in logprobs[qi]], n_tokens[qi], tokens_in=tokens_in[qi], latency_s=latency,
+                    [float(v) for v in logprobs[qi] if v is not None], n_tokens[qi], tokens_in=tokens_in[qi],
+                    latency_s=latency,
                 ))
         return results
 
@@ -362,6 +363,7 @@ class HFModel(LocalModel):
                     nxt.append(self._pad_id)
                     continue
                 if req.temperature > 0:
+                    assert probs is not None  # sampling
                     tok = int(torch.multinomial(probs[i], 1, generator=gens[i]).item())
                 else:
                     tok = int(greedy[i])

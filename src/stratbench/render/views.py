@@ -129,9 +129,14 @@ class Leaderboard:
 class ViewedSuite(Protocol):
     """What :func:`default_view` needs of a suite (`stratbench.suites.base.SuiteBase` has it)."""
 
-    name: str
-    headline_keys: tuple[str, ...]
-    leaderboard: Leaderboard | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def headline_keys(self) -> tuple[str, ...]: ...
+
+    @property
+    def leaderboard(self) -> Leaderboard | None: ...
 
     def leaderboard_group(self, config: Mapping[str, Any], summary: Mapping[str, Any]) -> str: ...
 

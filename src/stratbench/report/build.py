@@ -18,6 +18,7 @@ from typing import Any
 import stratbench
 from stratbench.errors import InputError
 from stratbench.report.discover import SuiteDir, discover
+from stratbench.report.plots import leaderboard_plot
 from stratbench.suites import SUITES
 from stratbench.render.html import Html, el, fmt_num, join, kv_table, table
 from stratbench.report.sections import (
@@ -120,7 +121,7 @@ def _leaderboards(ctx: Ctx, views: list[RunView]) -> list[Html]:
         key = next((k for k, _ in cols if any(isinstance(e.summary.get(k), (int, float)) for e in entries)), None)
         if key is None:
             continue
-        ranked = sorted(entries, key=lambda e, k=key, lb=lower_better: _rank_key(e, k, lb))
+        ranked = sorted(entries, key=lambda e: _rank_key(e, key, lower_better))
         shown_cols = [(k, lab) for k, lab in cols if any(k in e.summary for e in entries)]
         rows = []
         for i, e in enumerate(ranked, 1):
@@ -140,20 +141,15 @@ def _leaderboards(ctx: Ctx, views: list[RunView]) -> list[Html]:
             names = [e.name for e in with_vals]
             values = [float(e.summary[key]) for e in with_vals]
             cis = [e.summary.get(f"{key}_ci95") for e in with_vals]
-            parts.append(ctx.figure(
-                f"{anchor}_leaderboard",
-                lambda n=names, v=values, c=cis, lab=label: _plots().leaderboard_plot(n, v, c, lab, f"{lab} (95% CI)"),
-                f"Leaderboard: {label}", f"{label} with 95% CI, per model", per_run=False))
+            def draw(n: list[str] = names, v: list[float] = values, c: list[Any] = cis, lab: str = label) -> bytes:
+                return leaderboard_plot(n, v, c, lab, f"{lab} (95% CI)")
+
+            parts.append(ctx.figure(f"{anchor}_leaderboard", draw, f"Leaderboard: {label}",
+                                    f"{label} with 95% CI, per model", per_run=False))
         out.append((group, el("div", join(parts), id=anchor)))
     if len(out) > MAX_OPEN_LEADERBOARDS:  # e.g. a tiered suite: one group per bucket × seed × mode
         return [el("details", el("summary", title), body) for title, body in out]
     return [join([el("h3", title), body]) for title, body in out]
-
-
-def _plots() -> Any:
-    from stratbench.report import plots
-
-    return plots
 
 
 def _suite_section(s: SuiteDir) -> Html:
@@ -162,12 +158,12 @@ def _suite_section(s: SuiteDir) -> Html:
     for p in s.problems:
         parts.append(el("p", p, class_="warn"))
     order = sorted(s.tables, key=lambda p: (0 if "aggregated" in p.name and p.suffix == ".csv" else 1, p.name))
-    for i, p in enumerate(order):
-        compact = compact_csv_table(p) if p.suffix == ".csv" else None
+    for i, table_path in enumerate(order):
+        compact = compact_csv_table(table_path) if table_path.suffix == ".csv" else None
         if compact is not None:
-            parts.append(el("details", el("summary", f"{p.name} (headline columns)"), compact, open=(i == 0)))
-        body = csv_table(p) if p.suffix == ".csv" else text_file(p)
-        parts.append(el("details", el("summary", p.name + (" (all columns)" if compact is not None else "")),
+            parts.append(el("details", el("summary", f"{table_path.name} (headline columns)"), compact, open=(i == 0)))
+        body = csv_table(table_path) if table_path.suffix == ".csv" else text_file(table_path)
+        parts.append(el("details", el("summary", table_path.name + (" (all columns)" if compact is not None else "")),
                         body, open=(i == 0 and compact is None)))
     if isinstance(s.metadata, dict):
         parts.append(el("details", el("summary", "suite_metadata.json"), kv_table(s.metadata)))

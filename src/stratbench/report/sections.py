@@ -194,7 +194,7 @@ def metadata_view(run: RunDir) -> Html:
     meta = run.run
     if not isinstance(meta, Mapping):
         return el("p", "No run.json: versions, revision and config unknown.", class_="warn")
-    git = meta.get("git") if isinstance(meta.get("git"), Mapping) else {}
+    git: Mapping[str, Any] = meta["git"] if isinstance(meta.get("git"), Mapping) else {}
     commit = git.get("commit")
     info = {
         "suite": meta.get("suite"),

@@ -40,7 +40,7 @@ C = TypeVar("C")
 class Progress(Protocol):
     """What the lifecycle needs of a progress display (rich's `Progress` fits)."""
 
-    def add_task(self, description: str, total: float | None = ..., completed: float = ...) -> Any: ...
+    def add_task(self, description: str, *, total: float | None = ..., completed: int = ...) -> Any: ...
 
     def advance(self, task_id: Any, advance: float = ...) -> None: ...
 
@@ -263,7 +263,9 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
 
     records = asyncio.run(fill_all())
     outcome = plan.summarise(folder, records)
-    meta.update(end_time=now_iso(), status="finished", totals=plan.totals(records, outcome))  # type: ignore[typeddict-item]
+    meta["end_time"] = now_iso()
+    meta["status"] = "finished"
+    meta["totals"] = plan.totals(records, outcome)  # type: ignore[typeddict-item]
     write_json_atomic(folder / "run.json", meta)
     return RunResult(folder, outcome.summaries, outcome.n_errors, meta["totals"])
 
