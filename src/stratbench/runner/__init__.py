@@ -1,5 +1,8 @@
-"""Suite-independent run machinery: streaming JSONL, bounded async worker pools, run folders with
-metadata, and progress display."""
+"""Suite-independent run machinery (core): the run lifecycle every suite uses (``lifecycle``:
+validate → folder → run.json → streamed records → summary → totals), the written schema of run.json
+(``schema``), streaming JSONL (``jsonl``), bounded async worker pools (``pool``), run folders and
+their metadata (``folders``), ``--shard i/n`` (``shard``) and the suite-independent half of merging
+shards (``merge``). It imports only errors, seeding and other core modules — never a suite."""
 
 from stratbench.runner.jsonl import JsonlWriter, read_jsonl, rewrite_sorted
 from stratbench.runner.pool import run_pool

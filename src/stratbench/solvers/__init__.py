@@ -1,4 +1,5 @@
-"""Equilibrium solvers: exact zero-sum LP, best responses, exploitability, pure Nash equilibria."""
+"""Equilibrium solvers: exact zero-sum LP, best responses, exploitability, pure Nash equilibria.
+Core: imports only numpy/scipy and the game type."""
 
 from stratbench.solvers.zerosum import (
     ZeroSumSolution,
