@@ -14,7 +14,6 @@ from stratbench.cli.options import (
     MaxConcurrency,
     NoCache,
     OutputDir,
-    Policy,
     Quiet,
     Resume,
     Seed,
@@ -36,7 +35,7 @@ def tmgbench_games(
     """List the 144 games (id, grid position, payoffs, pure Nash equilibria)."""
     import json
 
-    from stratbench.games.robinson_goforth import all_games, to_json
+    from stratbench.suites.tmgbench.games import all_games, to_json
 
     if format == "json":
         print(json.dumps([to_json(g) for g in all_games()], indent=1))
@@ -90,7 +89,7 @@ def tmgbench_run(
     quiet: Quiet = False,
 ) -> int:
     """Run TMGBench (classic or story setting, atomic games or complex forms): answers, metrics, heat maps."""
-    from stratbench.suites.tmgbench.run import TmgbenchConfig
+    from stratbench.suites.tmgbench.config import TmgbenchConfig
 
     kw = dict(model=model, policy=policy, prompting=prompting, setting=setting, form=form,
               repeats=repeats, games=games, seed=seed, base_url=base_url, stories_dir=stories_dir,

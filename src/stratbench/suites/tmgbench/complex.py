@@ -64,24 +64,25 @@ import ast
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from stratbench.seeding import derive_seed
 from stratbench.stats import bootstrap_ci
-from stratbench.games.robinson_goforth import (
+from stratbench.suites.tmgbench.answers import (  # the same block-selection rules as atomic answers
+    QUOTES,
+    AnswerSetParse,
+    find_expression,
+    parse_answer_set,
+)
+from stratbench.suites.tmgbench.games import (
     RGGame,
     all_games,
     game_by_id,
     standard_answer,
 )
-from stratbench.parsing.answer_sets import (  # private helpers: same block-selection rules as atomic
-    _QUOTES,
-    AnswerSetParse,
-    _find_expression,
-    parse_answer_set,
-)
-from stratbench.prompts.tmgbench import (
+from stratbench.suites.tmgbench.prompts import (
     CHOICE_CELLS,
     SYSTEM_PROMPT,
     canonical_method,
@@ -90,7 +91,6 @@ from stratbench.prompts.tmgbench import (
     method_instructions,
     user_prompt,
 )
-from stratbench.seeding import derive_seed
 
 __all__ = [
     "FORMS",
@@ -266,6 +266,7 @@ def nested_answer(
     if free is None:
         raise ValueError(f"core game {core.id} must have exactly one pure NE")
     bound = core_outcome(core, restricted_player, restricted_choice)
+    assert bound is not None  # a restricted core game always has a continuation
     ca, cb = np.array(core.payoff_A), np.array(core.payoff_B)
 
     def util(o: int) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -431,7 +432,7 @@ def _parse_multi(text: str, k: int) -> list[AnswerSetParse]:
 
     if not text or not str(text).strip():
         return failed("empty response")
-    expr = _find_expression(str(text).translate(_QUOTES))
+    expr = find_expression(str(text).translate(QUOTES))
     if expr is None:
         return failed("no `answer = ...` assignment or answer code block found")
     expr = expr.strip()
@@ -446,7 +447,7 @@ def _parse_multi(text: str, k: int) -> list[AnswerSetParse]:
         keys = [_game_key(kn) if kn is not None else None for kn in node.keys]
         if sorted(x for x in keys if x is not None) != list(range(1, k + 1)) or None in keys:
             return failed(f"dict answer must have game keys 1..{k}")
-        elts = [v for _, v in sorted(zip(keys, node.values), key=lambda kv: kv[0])]  # type: ignore[arg-type]
+        elts = [v for _, v in sorted(zip(cast("list[int]", keys), node.values), key=lambda kv: kv[0])]
     elif isinstance(node, (ast.List, ast.Tuple)):
         elts = list(node.elts)
     else:

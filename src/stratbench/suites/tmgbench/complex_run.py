@@ -1,9 +1,10 @@
 """Running TMGBench's complex forms (sequential, parallel, nested) for one player.
 
-Tasks are sampled reproducibly (`tmgbench_complex.sample_tasks`); each task is one work unit and
-one record in `tasks.jsonl`, streamed and resumable like every run. Complex forms need written
-answers, so model players use sampled generations (log-prob scoring covers atomic DA tasks only);
-the reference players `oracle` and `empty` answer exactly.
+Tasks are sampled reproducibly (`complex.sample_tasks`); each task is one work unit and one record
+in `tasks.jsonl`, streamed and resumable like every run (a :class:`ComplexPlan` executed by the
+shared lifecycle). Complex forms need written answers, so model players use sampled generations
+(log-prob scoring covers atomic DA tasks only); the reference players `oracle` and `empty` answer
+exactly.
 
 The model interface sends one prompt (plus an optional system message) per call, so a sequential
 task's history — earlier games and the model's own replies — is written into the prompt as a
@@ -12,22 +13,52 @@ transcript ("User:" / "Assistant:" turns) rather than sent as separate chat mess
 
 from __future__ import annotations
 
-import asyncio
-import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from stratbench.errors import InputError
-from stratbench.runner.folders import create_run_folder, now_iso, read_run_json, run_metadata
-from stratbench.runner.jsonl import read_jsonl, resume_records, rewrite_sorted, write_json_atomic, write_jsonl_atomic
-from stratbench.runner.pool import stream_pool
+from stratbench.models.base import GenerateRequest, LanguageModel
+from stratbench.runner.folders import read_run_json
+from stratbench.runner.jsonl import write_json_atomic
+from stratbench.runner.lifecycle import (
+    FolderSpec,
+    Outcome,
+    Progress,
+    RunPlan,
+    RunResult,
+    Stream,
+    check_meta,
+    execute,
+    merge_streams,
+    rebuild_config,
+)
+from stratbench.runner.schema import Record, RunMeta
 from stratbench.runner.shard import shard_tag
 from stratbench.seeding import derive_seed, fresh_seed
-from stratbench.suites.tmgbench.run import TmgbenchConfig, TmgbenchResult, resumed_config, shard_units
+from stratbench.suites.tmgbench.complex import (
+    PAPER_K,
+    ComplexTask,
+    complex_messages,
+    parse_complex_answer,
+    sample_tasks,
+    score_complex,
+    summarise_complex,
+)
+from stratbench.suites.tmgbench.config import (
+    SUITE,
+    TmgbenchConfig,
+    check_resume_shard,
+    refuse_repeated_units,
+    shard_units,
+)
+from stratbench.suites.tmgbench.records import TaskRecord
+
+__all__ = ["COMPLEX_SCRIPTED", "ComplexConfig", "ComplexPlan", "merge_complex", "run_complex"]
 
 COMPLEX_SCRIPTED = ("oracle", "empty")
+TASKS = "tasks.jsonl"
 
 
 @dataclass
@@ -36,6 +67,15 @@ class ComplexConfig(TmgbenchConfig):
 
     k: int | None = None  # games per task (default 3; nested: 2)
     num_tasks: int = 50
+
+
+def as_complex(config: TmgbenchConfig, k: int | None = None, num_tasks: int | None = None) -> ComplexConfig:
+    """A complex-form config from TMGBench settings; ``k`` / ``num_tasks`` given here win."""
+    if isinstance(config, ComplexConfig) and k is None and num_tasks is None:
+        return config
+    base = {f.name: getattr(config, f.name) for f in fields(TmgbenchConfig)}
+    return ComplexConfig(**base, k=k if k is not None else getattr(config, "k", None),
+                         num_tasks=num_tasks if num_tasks is not None else getattr(config, "num_tasks", 50))
 
 
 def _transcript(messages: list[dict[str, str]]) -> tuple[str | None, str]:
@@ -49,10 +89,7 @@ def _transcript(messages: list[dict[str, str]]) -> tuple[str | None, str]:
     return system, "\n\n".join(lines) + "\n\nAssistant:"
 
 
-async def _run_task(model: Any, spec: str, config: TmgbenchConfig, task: Any) -> dict[str, Any]:
-    from stratbench.models.base import GenerateRequest
-    from stratbench.suites.tmgbench.complex import complex_messages, parse_complex_answer, score_complex
-
+async def _run_task(model: LanguageModel | None, spec: str, config: TmgbenchConfig, task: ComplexTask) -> TaskRecord:
     rec: dict[str, Any] = {"task_index": task.index, "player": spec, "prompting": config.prompting,
                            **{f"task_{k}": v for k, v in task.to_json().items()}}
     t0 = time.perf_counter()
@@ -74,16 +111,16 @@ async def _run_task(model: Any, spec: str, config: TmgbenchConfig, task: Any) ->
             if not res.ok:
                 rec.update(status="error", error=res.error, raw_responses=replies)
                 rec["latency_s"] = time.perf_counter() - t0
-                return rec
+                return cast(TaskRecord, rec)
             replies.append(res.text or "")
-        answers = parse_complex_answer(replies if task.form == "sequential" else replies[0], task)
+        parsed = parse_complex_answer(replies if task.form == "sequential" else replies[0], task)
         rec["raw_responses"] = replies
-        if answers is None:
+        if parsed is None:
             rec.update(status="parse_failed", **score_complex(task, None))
         else:
-            rec.update(status="parsed", **score_complex(task, answers))
+            rec.update(status="parsed", **score_complex(task, parsed))
     rec["latency_s"] = time.perf_counter() - t0
-    return _jsonable(rec)
+    return cast(TaskRecord, _jsonable(rec))
 
 
 def _jsonable(x: Any) -> Any:
@@ -96,114 +133,124 @@ def _jsonable(x: Any) -> Any:
     return x
 
 
-def _write_summary(folder: Path, records: list[dict[str, Any]], config: TmgbenchConfig, k: int,
-                   spec: str) -> dict[str, Any]:
-    """summary.json of a complex-form run; shared by a run and by merging its shards."""
-    from stratbench.suites.tmgbench.complex import summarise_complex
+class ComplexPlan(RunPlan):
+    """One complex-form run (or shard) for one player, as the lifecycle runs it."""
 
-    scored = [r for r in records if r["status"] != "error"]
-    summary = summarise_complex(scored) if scored else {"n_tasks": 0}
-    n_errors = len(records) - len(scored)
-    summary.update(form=config.form, k=k, player=spec, error_rate=n_errors / len(records) if records else 0.0)
-    if not config.shard_spec.whole:
-        summary["shard"] = str(config.shard_spec)
-    write_json_atomic(folder / "summary.json", summary)
-    return summary
+    suite = SUITE
+    kind = "complex"
 
+    def __init__(self, config: ComplexConfig) -> None:
+        self.config = config
+        self.tasks: list[ComplexTask] = []
+        self.model: LanguageModel | None = None
 
-def merge_complex_shards(folders: list[Path], out: Path) -> dict[str, Any]:
-    """Merge the shards of one complex-form run: every sampled task once, in task order, and the
-    summary recomputed from all of them."""
-    from stratbench.suites.tmgbench.complex import sample_tasks
+    # -- before any folder exists -----------------------------------------------------------------
+    def prepare(self) -> None:
+        c = self.config
+        if c.form not in PAPER_K:
+            raise InputError(f"unknown --form {c.form!r}")
+        c.k = c.k or (2 if c.form == "nested" else 3)
+        if c.num_tasks < 1:
+            raise InputError(f"--num-tasks must be at least 1 (got {c.num_tasks})")
+        if c.seed is None:
+            if not c.shard_spec.whole:
+                raise InputError(f"--shard {c.shard_spec} needs --seed: every shard must sample the same tasks")
+            c.seed = fresh_seed()
+        c.shard = c.shard_spec.to_json()
+        self._build()
 
-    saved = dict(json.loads((folders[0] / "run.json").read_text())["config"], shard=None)
-    config = TmgbenchConfig(**{k2: v for k2, v in saved.items() if k2 in TmgbenchConfig.__annotations__})
-    records = sorted((r for f in folders for r in read_jsonl(f / "tasks.jsonl")), key=lambda r: r["task_index"])
-    got = [r["task_index"] for r in records]
-    want = [t.index for t in sample_tasks(config.form, saved["k"], saved["num_tasks"], config.seed or 0)]
-    if got != want:
-        raise InputError(f"the shards hold {len(set(got) & set(want))} of the run's {len(want)} tasks"
-                         + (f" and {len(got) - len(set(got))} duplicates" if len(got) != len(set(got)) else "")
-                         + "; merge all shards of one run once, each after it has finished")
-    write_jsonl_atomic(out / "tasks.jsonl", records)
-    return _write_summary(out, records, config, saved["k"], saved["player"])
+    def resume_from(self, meta: RunMeta, folder: Path) -> None:
+        check_meta(meta, folder, SUITE, (self.kind,))
+        given = self.config
+        self.config = rebuild_config(ComplexConfig, meta["config"])  # the saved config, shard included
+        check_resume_shard(given.shard, self.config.shard_spec, str(folder))
+        self._build()
 
-
-def run_complex(config: TmgbenchConfig, k: int | None, n_tasks: int, progress: Any | None = None,
-                resume_dir: str | Path | None = None) -> TmgbenchResult:
-    from stratbench.suites.tmgbench.complex import PAPER_K, sample_tasks
-
-    if resume_dir is not None:
-        folder = Path(resume_dir)
-        meta = read_run_json(folder, "--resume ")
-        saved = meta["config"]
-        config = resumed_config(config, saved, folder)
-        k, n_tasks = saved["k"], saved["num_tasks"]
-    else:
-        if config.form not in PAPER_K:
-            raise InputError(f"unknown --form {config.form!r}")
-        k = k or (2 if config.form == "nested" else 3)
-        if n_tasks < 1:
-            raise InputError(f"--num-tasks must be at least 1 (got {n_tasks})")
-        if config.seed is None:
-            if not config.shard_spec.whole:
-                raise InputError(f"--shard {config.shard_spec} needs --seed: every shard must sample the same tasks")
-            config.seed = fresh_seed()
-        config.shard = config.shard_spec.to_json()
-    spec = config.player
-    if config.policy == "logprob":
-        raise InputError("complex forms need written answers: use --policy sample")
-    try:
-        tasks = sample_tasks(config.form, k, n_tasks, config.seed or 0)
-    except ValueError as e:
-        raise InputError(f"--form {config.form} --k {k}: {e}") from None
-    tasks = shard_units(config.shard_spec, tasks, "tasks")  # each task keeps its unsharded index and seed
-    model = None
-    if spec not in COMPLEX_SCRIPTED:
-        if spec == "uniform":
+    def _build(self, shard: bool = True) -> None:
+        """The run's tasks (this shard's, each keeping its unsharded index and seed); refusals of
+        players that cannot answer complex tasks."""
+        c = self.config
+        if c.policy == "logprob":
+            raise InputError("complex forms need written answers: use --policy sample")
+        try:
+            tasks = sample_tasks(c.form, c.k, c.num_tasks, c.seed or 0)  # type: ignore[arg-type]
+        except ValueError as e:
+            raise InputError(f"--form {c.form} --k {c.k}: {e}") from None
+        self.tasks = shard_units(c.shard_spec, tasks, "tasks") if shard else tasks
+        if c.player == "uniform":
             raise InputError("the uniform reference player has no complex-form answers; use oracle or empty")
-        from stratbench.models import open_model
-        from stratbench.models import ModelOptions
 
-        model = open_model(spec, ModelOptions(base_url=config.base_url, max_concurrency=config.max_concurrency,
-                                              chat=config.chat or None), no_cache=config.no_cache)
-    if resume_dir is None:
-        folder = create_run_folder(config.output_dir, f"tmgbench_{config.form}", tag=shard_tag(config.shard_spec)).path
-        meta = run_metadata("tmgbench", {**asdict(config), "player": spec, "k": k, "num_tasks": n_tasks},
-                            kind="complex")
-        meta["agent"] = {"name": spec, "policy": "scripted" if model is None else "sample",
-                         **({"model": model.describe()} if model is not None else {})}
-    else:
-        meta["status"] = "running"
-        meta.setdefault("resumed_at", []).append(now_iso())
-    write_json_atomic(folder / "run.json", meta)
-    path = folder / "tasks.jsonl"
-    kept = resume_records(path)
-    done = {r["task_index"] for r in kept}
-    todo = [t for t in tasks if t.index not in done]
-    bar = progress.add_task(config.form, total=len(tasks), completed=len(done)) if progress else None
+    def open(self) -> None:
+        c = self.config
+        if c.player not in COMPLEX_SCRIPTED:
+            from stratbench.models import ModelOptions, open_model
 
-    async def main() -> None:
-        async def work(task: Any) -> dict[str, Any]:
+            self.model = open_model(c.player, ModelOptions(base_url=c.base_url, max_concurrency=c.max_concurrency,
+                                                           chat=c.chat or None), no_cache=c.no_cache)
+
+    def folder_spec(self) -> FolderSpec:
+        return FolderSpec(self.config.output_dir, f"tmgbench_{self.config.form}", tag=shard_tag(self.config.shard_spec))
+
+    def config_json(self) -> dict[str, Any]:
+        return {**asdict(self.config), "player": self.config.player}
+
+    # -- writing ----------------------------------------------------------------------------------
+    def update_meta(self, meta: RunMeta, new: bool) -> None:
+        if new:
+            meta["agent"] = {"name": self.config.player, "policy": "scripted" if self.model is None else "sample",
+                             **({"model": self.model.describe()} if self.model is not None else {})}
+
+    def streams(self) -> list[Stream[Any]]:
+        model, spec, config = self.model, self.config.player, self.config
+
+        async def work(task: ComplexTask) -> Record:
             try:
-                return await _run_task(model, spec, config, task)
+                return dict(await _run_task(model, spec, config, task))
             except Exception as exc:  # recorded, never hidden
                 return {"task_index": task.index, "player": spec, "status": "error",
                         "error": f"{type(exc).__name__}: {exc}"}
 
-        try:
-            await stream_pool(todo, work, config.max_concurrency, path,
-                              (lambda: progress.advance(bar)) if progress is not None else None)
-        finally:
-            if model is not None:
-                await model.aclose()
+        return [Stream(TASKS, self.tasks, work, unit_key=lambda t: t.index, record_unit=lambda r: r["task_index"],
+                       sort_key=lambda r: r["task_index"], concurrency=config.max_concurrency, label=config.form)]
 
-    asyncio.run(main())
-    records = rewrite_sorted(path, key=lambda r: r["task_index"])
-    summary = _write_summary(folder, records, config, k, spec)
-    n_errors = len(records) - sum(r["status"] != "error" for r in records)
-    usage = model.usage.as_dict() if model is not None else {"calls": 0}
-    meta.update(end_time=now_iso(), status="finished",
-                totals={"records": len(records), "errors": n_errors, **{f"model_{k2}": v for k2, v in usage.items()}})
-    write_json_atomic(folder / "run.json", meta)
-    return TmgbenchResult(folder, summary, n_errors, meta["totals"])
+    def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
+        """summary.json of a complex-form run; shared by a run and by merging its shards."""
+        c, recs = self.config, records[TASKS]
+        scored = [r for r in recs if r["status"] != "error"]
+        summary: dict[str, Any] = summarise_complex(scored) if scored else {"n_tasks": 0}
+        n_errors = len(recs) - len(scored)
+        summary.update(form=c.form, k=c.k, player=c.player, error_rate=n_errors / len(recs) if recs else 0.0)
+        if not c.shard_spec.whole:
+            summary["shard"] = str(c.shard_spec)
+        write_json_atomic(folder / "summary.json", summary)
+        return Outcome({"": summary}, n_errors)
+
+    def usage(self) -> dict[str, Any]:
+        return self.model.usage.as_dict() if self.model is not None else {"calls": 0}
+
+    async def aclose(self) -> None:
+        if self.model is not None:
+            await self.model.aclose()
+
+    # -- merging ----------------------------------------------------------------------------------
+    @classmethod
+    def for_merge(cls, folders: list[Path]) -> ComplexPlan:
+        """The unsharded run whose shards are ``folders``: every sampled task (no model opened)."""
+        plan = cls(rebuild_config(ComplexConfig, read_run_json(folders[0])["config"], shard=None))
+        plan._build(shard=False)
+        return plan
+
+
+def run_complex(config: TmgbenchConfig, k: int | None = None, num_tasks: int | None = None,
+                progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
+    """Run (or finish) one complex-form run; writes tasks.jsonl and summary.json. ``config`` is a
+    :class:`ComplexConfig` (or TMGBench settings with ``k`` and ``num_tasks`` given here)."""
+    return execute(ComplexPlan(as_complex(config, k, num_tasks)), progress, resume_dir)
+
+
+def merge_complex(folders: list[Path], out: Path) -> Outcome:
+    """Merge the shards of one complex-form run: every sampled task once, in task order, and the
+    summary recomputed from all of them."""
+    plan = ComplexPlan.for_merge(folders)
+    refuse_repeated_units(folders, TASKS, lambda r: r["task_index"], "tasks")
+    return merge_streams(plan, folders, out)

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from stratbench.errors import InputError
+from stratbench.render.figures import RC, figure, png
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.colors import Colormap, Normalize
@@ -191,9 +192,9 @@ def validate_grids(grids: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, np.n
         if not isinstance(g, Mapping):
             raise InputError(f"grid #{idx}: expected a dict, got {type(g).__name__}")
         where = f"grid #{idx} (id {g.get('id', '?')})"
-        for key in ("row", "col", "std", "freq"):
-            if key not in g:
-                raise InputError(f"{where}: missing key {key!r}")
+        for needed in ("row", "col", "std", "freq"):
+            if needed not in g:
+                raise InputError(f"{where}: missing key {needed!r}")
         row, col = g["row"], g["col"]
         for name, value in (("row", row), ("col", col)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= N:
@@ -290,26 +291,24 @@ def _draw(
 ) -> Path:
     """Draw one quarter-cell map on the fixed layout and save it as PNG."""
     mpl = _mpl()
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
 
     cmap, norm = colormap_for(kind)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     rc = {
-        "font.family": "DejaVu Sans",  # bundled with matplotlib: same glyphs everywhere
-        "font.size": 9,
-        "figure.facecolor": "white",
-        "savefig.facecolor": "white",
+        **RC,  # the shared look (DejaVu Sans, 9 pt, white, no mathtext), then the heat map's own
+        "axes.spines.top": True,  # the map is framed on all four sides
+        "axes.spines.right": True,
         "savefig.edgecolor": "white",
         "savefig.transparent": False,
+        "savefig.dpi": dpi,  # `png` saves at the figure's own resolution
         "axes.linewidth": 2.2,
         "image.interpolation": "nearest",
     }
     with mpl.rc_context(rc):
-        fig = Figure(figsize=FIGSIZE, dpi=dpi)
-        FigureCanvasAgg(fig)
+        fig = figure(*FIGSIZE)
+        fig.set_dpi(dpi)
         ax = fig.add_axes(AXES_RECT)
         ax.imshow(
             img, cmap=cmap, norm=norm, extent=(0, Q, Q, 0), origin="upper",
@@ -354,7 +353,7 @@ def _draw(
         cb.set_label(_CBAR_LABELS[kind])
         cb.outline.set_linewidth(0.8)
 
-        fig.savefig(out, format="png", dpi=dpi, metadata={"Software": None})
+        out.write_bytes(png(fig))
     return out
 
 

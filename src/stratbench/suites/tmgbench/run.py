@@ -1,4 +1,4 @@
-"""The TMGBench suite: the 144 Robinson–Goforth 2×2 games, classic setting, atomic form.
+"""The TMGBench suite: the 144 Robinson–Goforth 2×2 games, classic and story settings, atomic form.
 
 Two ways to play, like every suite:
 - `logprob` (raw models): the prompt is a plain completion ending where the answer list starts;
@@ -9,36 +9,76 @@ Two ways to play, like every suite:
   anything; unparseable answers are counted, not guessed.
 Scripted players (`oracle`, `empty`, `uniform`) give exact reference distributions.
 
-Work units are (game, repetition); each record is appended to `answers.jsonl` as it completes and a
-run resumes from its folder.
+A run is an :class:`AtomicPlan` executed by the shared lifecycle (:func:`run_tmgbench`): work units
+are (game, story variant, repetition); each record is appended to `answers.jsonl` as it completes
+and a run resumes from its folder. :func:`merge_atomic` puts the shards of one run back together.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Hashable, Sequence
+from dataclasses import asdict
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, cast
 
 import numpy as np
 
 from stratbench.errors import InputError
-from stratbench.runner.folders import create_run_folder, now_iso, read_run_json, run_metadata
-from stratbench.runner.jsonl import read_jsonl, resume_records, rewrite_sorted, write_json_atomic, write_jsonl_atomic
-from stratbench.runner.pool import stream_pool
-from stratbench.runner.shard import Shard, as_shard, shard_tag
+from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
+from stratbench.runner.folders import read_run_json
+from stratbench.runner.jsonl import read_jsonl, write_json_atomic, write_jsonl_atomic
+from stratbench.runner.lifecycle import (
+    FolderSpec,
+    Outcome,
+    Progress,
+    RunPlan,
+    RunResult,
+    Stream,
+    check_meta,
+    execute,
+    merge_streams,
+    rebuild_config,
+)
+from stratbench.runner.schema import Record, RunMeta
+from stratbench.runner.shard import shard_tag
 from stratbench.seeding import derive_seed, fresh_seed
+from stratbench.suites.tmgbench.answers import parse_answer_set
+from stratbench.suites.tmgbench.config import (
+    METHODS,
+    SCRIPTED,
+    SUITE,
+    TmgbenchConfig,
+    check_resume_shard,
+    refuse_repeated_units,
+    selected_games,
+    shard_units,
+)
+from stratbench.suites.tmgbench.games import RGGame, standard_answer
+from stratbench.suites.tmgbench.metrics import (
+    Answer,
+    GridKey,
+    TMGBenchMetrics,
+    metrics_from_distributions,
+    metrics_from_samples,
+    summary_keys,
+)
+from stratbench.suites.tmgbench.prompts import build_completion_prompt, build_messages, completion_candidates
+from stratbench.suites.tmgbench.records import AnswerRecord
+from stratbench.suites.tmgbench.stories import Story, load_story_dir, verify_story
 
-SUITE = "tmgbench"
-METHODS = ("DA", "CoT", "FoToM", "SoToM", "reFoToM", "reSoToM")
-SCRIPTED = ("oracle", "empty", "uniform")
+__all__ = ["METHODS", "SCRIPTED", "AtomicPlan", "TmgbenchConfig", "merge_atomic", "run_tmgbench", "subset_key"]
+
 ALL_SUBSETS: tuple[frozenset[int], ...] = tuple(
     frozenset(c) for k in range(5) for c in combinations((1, 2, 3, 4), k)
 )
+ANSWERS = "answers.jsonl"
+
+Item = tuple[RGGame, int, "Story | None"]  # (game, story variant, story): one per game or story file
+Unit = tuple[RGGame, int, "Story | None", int]  # an item and a repetition
 
 
 def subset_key(s: frozenset[int]) -> str:
@@ -46,105 +86,14 @@ def subset_key(s: frozenset[int]) -> str:
     return "".join(str(o) for o in sorted(s))
 
 
-@dataclass
-class TmgbenchConfig:
-    model: str | None = None
-    policy: str | None = None
-    prompting: str = "DA"
-    setting: str = "classic"
-    form: str = "atomic"
-    repeats: int = 4
-    seed: int | None = None
-    output_dir: str = "results"
-    max_concurrency: int = 8
-    no_cache: bool = False
-    temperature: float = 1.0
-    max_tokens: int = 1024
-    chat: bool = False
-    base_url: str | None = None
-    games: str | None = None  # comma-separated ids; default all 144
-    stories_dir: str | None = None  # story setting: folder of {id}_{k}.txt story files
-    # `--shard i/n` ("2/3") or run.json's {"index", "count"}; None = the whole run. Atomic runs split
-    # the (game, story variant) items, each with all its repetitions; complex runs split the tasks.
-    shard: Any = None
-
-    @property
-    def player(self) -> str:
-        return (self.model or "embedded").strip()
-
-    @property
-    def shard_spec(self) -> Shard:
-        return as_shard(self.shard)
-
-    def validate(self) -> None:
-        if self.prompting not in METHODS:
-            raise InputError(f"unknown --prompting {self.prompting!r}; known: {', '.join(METHODS)}")
-        if self.setting not in ("classic", "story"):
-            raise InputError(f"unknown --setting {self.setting!r}; use classic or story")
-        if self.setting == "story" and not self.stories_dir:
-            raise InputError("--setting story needs --stories-dir with {id}_{k}.txt story files")
-        if self.form not in ("atomic", "sequential", "parallel", "nested"):
-            raise InputError(f"unknown --form {self.form!r}; use atomic, sequential, parallel or nested")
-        if self.form != "atomic" and self.setting != "classic":
-            raise InputError(f"--form {self.form} runs on the classic games only")
-        if self.repeats < 1:
-            raise InputError(f"--repeats must be at least 1 (got {self.repeats})")
-        if self.policy not in (None, "logprob", "sample"):
-            raise InputError(f"unknown --policy {self.policy!r}; use logprob or sample")
-        if self.policy == "logprob" and self.prompting != "DA":
-            raise InputError("--policy logprob scores direct answers only: use --prompting DA "
-                             "(or --policy sample for reasoning prompts)")
-        if not self.shard_spec.whole and self.seed is None:
-            raise InputError(f"--shard {self.shard_spec} needs --seed: every shard must draw the same samples")
-
-
-def shard_units(shard: Shard, units: list[Any], what: str) -> list[Any]:
-    """This shard's units; a split into more shards than units is refused (a shard would be empty)."""
-    if shard.count > len(units):
-        raise InputError(f"--shard {shard}: more shards than {what} ({len(units)})")
-    return shard.select(units)
-
-
-def resumed_config(config: TmgbenchConfig, saved: dict[str, Any], folder: Path) -> TmgbenchConfig:
-    """The saved config of a run being resumed; it keeps its shard (a different --shard is refused)."""
-    out = TmgbenchConfig(**{k: v for k, v in saved.items() if k in TmgbenchConfig.__annotations__})
-    if config.shard is not None and as_shard(config.shard) != out.shard_spec:
-        raise InputError(f"--resume {folder}: the folder is shard {out.shard_spec}, not {config.shard}")
-    return out
-
-
-@dataclass
-class TmgbenchResult:
-    folder: Path
-    summary: dict[str, Any]
-    n_errors: int = 0
-    totals: dict[str, Any] = field(default_factory=dict)
-
-
-def selected_games(config: TmgbenchConfig) -> list[Any]:
-    from stratbench.games.robinson_goforth import all_games, game_by_id
-
-    if not config.games:
-        return all_games()
-    out = []
-    for gid in config.games.split(","):
-        try:
-            out.append(game_by_id(gid.strip()))
-        except (KeyError, ValueError):
-            raise InputError(f"--games: unknown TMGBench game id {gid.strip()!r}") from None
-    return out
-
-
-def load_units(config: TmgbenchConfig, games: list[Any]) -> list[tuple[Any, int, Any]]:
+def load_units(config: TmgbenchConfig, games: list[RGGame]) -> list[Item]:
     """(game, variant, story) work items: one per game in the classic setting (variant 0), one per
     story file in the story setting. Every story is verified against its classic game first: a
     story whose payoff matrix is not the game's would measure something else."""
     if config.setting == "classic":
         return [(g, 0, None) for g in games]
-    from stratbench.games.tmgbench_stories import load_story_dir, verify_story
-
     wanted = {g.id: g for g in games}
-    units = []
+    units: list[Item] = []
     for story in load_story_dir(config.stories_dir):  # type: ignore[arg-type]
         g = wanted.get(story.game_id)
         if g is None:
@@ -171,12 +120,11 @@ class _Player:
 
     def __init__(self, config: TmgbenchConfig) -> None:
         self.spec = config.player
-        self.model = None
+        self.model: LanguageModel | None = None
         if self.spec in SCRIPTED:
             self.policy = "scripted"
             return
-        from stratbench.models import open_model
-        from stratbench.models import ModelOptions
+        from stratbench.models import ModelOptions, open_model
 
         self.model = open_model(
             self.spec, ModelOptions(base_url=config.base_url, max_concurrency=config.max_concurrency,
@@ -199,14 +147,9 @@ class _Player:
         return d
 
 
-async def _answer(player: _Player, config: TmgbenchConfig, game: Any, repeat: int,
-                  variant: int = 0, story: Any = None) -> dict[str, Any]:
+async def _answer(player: _Player, config: TmgbenchConfig, game: RGGame, repeat: int,
+                  variant: int = 0, story: Story | None = None) -> AnswerRecord:
     """One task → one record (never raises for model failures)."""
-    from stratbench.games.robinson_goforth import standard_answer
-    from stratbench.models.base import GenerateRequest, ScoreRequest
-    from stratbench.parsing.answer_sets import parse_answer_set
-    from stratbench.prompts.tmgbench import build_completion_prompt, build_messages, completion_candidates
-
     std = standard_answer(game)
     rec: dict[str, Any] = {"game_id": game.id, "row": game.row, "col": game.col, "variant": variant,
                            "setting": config.setting, "repeat": repeat,
@@ -254,24 +197,18 @@ async def _answer(player: _Player, config: TmgbenchConfig, game: Any, repeat: in
             else:
                 rec.update(status="parse_failed", error=p.error)
     rec["latency_s"] = time.perf_counter() - t0
-    return rec
+    return cast(AnswerRecord, rec)
 
 
-def _distribution(rec: dict[str, Any]) -> dict[Any, float] | None:
+def _distribution(rec: Record) -> dict[Any, float] | None:
     if rec.get("distribution") is not None:
         return {frozenset(int(c) for c in k): v for k, v in rec["distribution"].items()}
     return None
 
 
-def summarise(records: Sequence[dict[str, Any]], seed: int) -> tuple[dict[str, Any], Any]:
+def summarise(records: Sequence[Record], seed: int) -> tuple[dict[str, Any], TMGBenchMetrics | None]:
     """Paper metrics (percent) from the records: exact distributions where the player gave them,
     else the T sampled answers per grid (parse failures count as wrong answers)."""
-    from stratbench.analysis.tmgbench_metrics import (
-        metrics_from_distributions,
-        metrics_from_samples,
-        summary_keys,
-    )
-
     errors = sum(r["status"] == "error" for r in records)
     usable = [r for r in records if r["status"] != "error"]
     if not usable:
@@ -282,13 +219,13 @@ def summarise(records: Sequence[dict[str, Any]], seed: int) -> tuple[dict[str, A
         by: dict[str, list[dict[Any, float]]] = {}
         for r in usable:
             by.setdefault(r["game_id"], []).append(_distribution(r))  # type: ignore[arg-type]
-        avg = {}
+        avg: dict[GridKey, dict[Any, float]] = {}
         for gid, ds in by.items():
             keys = set().union(*ds)
             avg[gid] = {k: sum(d.get(k, 0.0) for d in ds) / len(ds) for k in keys}
         m = metrics_from_distributions(avg, seed=seed)
     else:
-        samples: dict[str, list[Any]] = {}
+        samples: dict[GridKey, list[Answer]] = {}
         for r in usable:
             ans = frozenset(r["answer"]) if r["status"] == "parsed" else None
             samples.setdefault(r["game_id"], []).append(ans)
@@ -307,13 +244,13 @@ _SPREAD_KEYS = ("par_pct", "id_pct", "bd_pct", "par_0_pct", "par_1_pct", "par_2_
                 "id_1_pct", "id_2_pct", "bd_0_pct", "bd_1_pct", "bd_2_pct")
 
 
-def summarise_variants(records: Sequence[dict[str, Any]], seed: int) -> tuple[dict[str, Any], Any]:
+def summarise_variants(records: Sequence[Record], seed: int) -> tuple[dict[str, Any], TMGBenchMetrics | None]:
     """Story setting: metrics per story variant, then mean ± std over variants (the paper's
     report for the story setting). Classic runs have one variant and no spread."""
     variants = sorted({r.get("variant", 0) for r in records})
     if len(variants) <= 1:
         return summarise(records, seed)
-    per = {}
+    per: dict[Any, dict[str, Any]] = {}
     for v in variants:
         per[v], _ = summarise([r for r in records if r.get("variant", 0) == v], seed)
     s: dict[str, Any] = {}
@@ -324,7 +261,7 @@ def summarise_variants(records: Sequence[dict[str, Any]], seed: int) -> tuple[di
     s["n_variants"] = len(variants)
     s["n_records"] = len(records)
     s["error_rate"] = sum(r["status"] == "error" for r in records) / len(records)
-    fails = [p.get("parse_failure_rate") for p in per.values() if p.get("parse_failure_rate") is not None]
+    fails = [p["parse_failure_rate"] for p in per.values() if p.get("parse_failure_rate") is not None]
     s["parse_failure_rate"] = float(np.mean(fails)) if fails else 0.0
     s["status_counts"] = {k: sum(r["status"] == k for r in records)
                           for k in ("ok", "parsed", "parse_failed", "error")}
@@ -332,12 +269,16 @@ def summarise_variants(records: Sequence[dict[str, Any]], seed: int) -> tuple[di
     return s, None
 
 
-def _record_order(r: dict[str, Any]) -> tuple[Any, ...]:
+def _record_order(r: Record) -> tuple[Any, ...]:
     """The canonical order of answers.jsonl (records arrive in completion order)."""
     return (r.get("variant", 0), r["row"], r["col"], r["repeat"])
 
 
-def _write_outputs(folder: Path, records: list[dict[str, Any]], config: TmgbenchConfig, player: str,
+def _record_unit(r: Record) -> Hashable:
+    return (r["game_id"], r.get("variant", 0), r["repeat"])
+
+
+def _write_outputs(folder: Path, records: list[Record], config: TmgbenchConfig, player: str,
                    policy: str, repeats: int) -> dict[str, Any]:
     """summary.json, grids.json and (all 144 games) the heat maps from an atomic run's records;
     shared by a run and by merging its shards, so both compute the same thing."""
@@ -350,109 +291,136 @@ def _write_outputs(folder: Path, records: list[dict[str, Any]], config: Tmgbench
     if metrics is not None:
         write_json_atomic(folder / "grids.json", metrics.grids)
         if len(metrics.grids) == 144:
-            from stratbench.suites.tmgbench.heatmaps import write_all_heatmaps
+            from stratbench.suites.tmgbench.heatmaps import write_all_heatmaps  # matplotlib: only when drawn
 
             write_all_heatmaps(metrics.grids, folder)
     return summary
 
 
-def run_tmgbench(config: TmgbenchConfig, progress: Any | None = None,
-                 resume_dir: str | Path | None = None) -> TmgbenchResult:
-    """Run (or finish) TMGBench for one player; writes answers.jsonl, summary.json, grids.json
-    and the heat maps. Bad input fails before any folder is created."""
-    if resume_dir is not None:
-        folder = Path(resume_dir)
-        meta = read_run_json(folder, "--resume ")
-        if meta.get("suite") != SUITE:
-            raise InputError(f"--resume {folder}: folder is a {meta.get('suite')!r} run, not tmgbench")
-        keep = config.max_concurrency
-        config = resumed_config(config, meta["config"], folder)
-        config.max_concurrency = keep
-        games = selected_games(config)
-        units_all = shard_units(config.shard_spec, load_units(config, games), "games")
-        player = _Player(config)
-        meta["status"] = "running"
-        meta.setdefault("resumed_at", []).append(now_iso())
-    else:
-        config.validate()
-        if config.seed is None:
-            config.seed = fresh_seed()
-        games = selected_games(config)
-        units_all = shard_units(config.shard_spec, load_units(config, games), "games")
-        config.shard = config.shard_spec.to_json()
-        player = _Player(config)
-        folder = create_run_folder(config.output_dir, "tmgbench", tag=shard_tag(config.shard_spec)).path
-        meta = run_metadata(SUITE, {**asdict(config), "player": config.player}, kind="atomic")
-        meta["agent"] = player.describe()
-    write_json_atomic(folder / "run.json", meta)
+class AtomicPlan(RunPlan):
+    """One atomic TMGBench run (or shard) for one player, as the lifecycle runs it."""
 
-    path = folder / "answers.jsonl"
-    kept = resume_records(path)
-    done = {(r["game_id"], r.get("variant", 0), r["repeat"]) for r in kept}
-    repeats = 1 if player.exact else config.repeats
-    units = [(g, v, st, t) for g, v, st in units_all for t in range(repeats) if (g.id, v, t) not in done]
-    task = progress.add_task("tmgbench", total=len(units_all) * repeats, completed=len(done)) if progress else None
+    suite = SUITE
+    kind = "atomic"
 
-    async def main() -> None:
-        async def work(unit: tuple[Any, int, Any, int]) -> dict[str, Any]:
-            g, v, st, t = unit
+    def __init__(self, config: TmgbenchConfig) -> None:
+        self.config = config
+        self.items: list[Item] = []
+        self.player: _Player | None = None
+        # who answered and how: set by `open` (a run) or from the shards' summaries (a merge)
+        self.spec = config.player
+        self.policy = ""
+        self.repeats = config.repeats
+
+    # -- before any folder exists -----------------------------------------------------------------
+    def prepare(self) -> None:
+        c = self.config
+        c.validate()
+        if c.seed is None:
+            c.seed = fresh_seed()
+        self.items = shard_units(c.shard_spec, load_units(c, selected_games(c.games)), "games")
+        c.shard = c.shard_spec.to_json()
+
+    def resume_from(self, meta: RunMeta, folder: Path) -> None:
+        check_meta(meta, folder, SUITE, (self.kind,))
+        given = self.config
+        # the saved config, with this command's concurrency; it keeps its shard
+        self.config = rebuild_config(TmgbenchConfig, meta["config"], max_concurrency=given.max_concurrency)
+        check_resume_shard(given.shard, self.config.shard_spec, str(folder))
+        c = self.config
+        self.items = shard_units(c.shard_spec, load_units(c, selected_games(c.games)), "games")
+
+    def open(self) -> None:
+        self.player = _Player(self.config)
+        self.spec, self.policy = self.player.spec, self.player.policy
+        self.repeats = 1 if self.player.exact else self.config.repeats
+
+    def folder_spec(self) -> FolderSpec:
+        return FolderSpec(self.config.output_dir, "tmgbench", tag=shard_tag(self.config.shard_spec))
+
+    def config_json(self) -> dict[str, Any]:
+        return {**asdict(self.config), "player": self.config.player}
+
+    # -- writing ----------------------------------------------------------------------------------
+    def update_meta(self, meta: RunMeta, new: bool) -> None:
+        if new and self.player is not None:
+            meta["agent"] = self.player.describe()
+
+    def streams(self) -> list[Stream[Any]]:
+        player, config = self.player, self.config
+
+        async def work(unit: Unit) -> Record:
+            g, v, story, t = unit
             try:
-                return await _answer(player, config, g, t, v, st)
+                assert player is not None
+                return dict(await _answer(player, config, g, t, v, story))
             except Exception as exc:  # recorded, never hidden
                 return {"game_id": g.id, "row": g.row, "col": g.col, "variant": v, "repeat": t,
-                        "player": player.spec, "status": "error",
-                        "error": f"{type(exc).__name__}: {exc}"}
+                        "player": self.spec, "status": "error", "error": f"{type(exc).__name__}: {exc}"}
 
-        try:
-            await stream_pool(units, work, config.max_concurrency, path,
-                              (lambda: progress.advance(task)) if progress is not None else None)
-        finally:
-            if player.model is not None:
-                await player.model.aclose()
+        units: list[Unit] = [(g, v, st, t) for g, v, st in self.items for t in range(self.repeats)]
+        return [Stream(ANSWERS, units, work, unit_key=lambda u: (u[0].id, u[1], u[3]), record_unit=_record_unit,
+                       sort_key=_record_order, concurrency=config.max_concurrency, label="tmgbench")]
 
-    asyncio.run(main())
-    records = rewrite_sorted(path, key=_record_order)
-    summary = _write_outputs(folder, records, config, player.spec, player.policy, repeats)
-    n_errors = summary.get("status_counts", {}).get("error", 0)
-    usage = player.model.usage.as_dict() if player.model is not None else {"calls": 0}
-    meta.update(end_time=now_iso(), status="finished",
-                totals={"records": len(records), "errors": n_errors,
-                        **{f"model_{k}": v for k, v in usage.items()}})
-    write_json_atomic(folder / "run.json", meta)
-    return TmgbenchResult(folder, summary, n_errors, meta["totals"])
+    def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
+        summary = _write_outputs(folder, records[ANSWERS], self.config, self.spec, self.policy, self.repeats)
+        return Outcome({"": summary}, summary.get("status_counts", {}).get("error", 0))
+
+    def usage(self) -> dict[str, Any]:
+        model = self.player.model if self.player is not None else None
+        return model.usage.as_dict() if model is not None else {"calls": 0}
+
+    async def aclose(self) -> None:
+        if self.player is not None and self.player.model is not None:
+            await self.player.model.aclose()
+
+    # -- merging ----------------------------------------------------------------------------------
+    @classmethod
+    def for_merge(cls, folders: Sequence[Path]) -> AtomicPlan:
+        """The unsharded run whose finished shards are ``folders``: its config from run.json, its
+        player, policy and repetitions from the shards' summaries (which must agree). No model is
+        opened."""
+        config = rebuild_config(TmgbenchConfig, read_run_json(folders[0])["config"], shard=None)
+        summaries = []
+        for f in folders:
+            if not (f / "summary.json").is_file():
+                raise InputError(f"{f}: no summary.json; finish the shard with --resume {f}")
+            summaries.append(json.loads((f / "summary.json").read_text()))
+        first = summaries[0]
+        for f, sm in zip(folders, summaries):
+            for k in ("player", "policy", "repeats"):
+                if sm.get(k) != first.get(k):
+                    raise InputError(f"{f}: summary.json has {k}={sm.get(k)!r}, {folders[0]} has {first.get(k)!r}")
+        plan = cls(config)
+        plan.spec, plan.policy, plan.repeats = first["player"], first["policy"], int(first["repeats"])
+        if config.setting == "classic":
+            plan.items = load_units(config, selected_games(config.games))
+        return plan
 
 
-def merge_shards(folders: list[Path], out: Path) -> dict[str, Any]:
-    """Combine the finished shards of one TMGBench run into `out` (see `stratbench merge`): the
+def run_tmgbench(config: TmgbenchConfig, progress: Progress | None = None,
+                 resume_dir: str | Path | None = None) -> RunResult:
+    """Run (or finish) TMGBench for one player; writes answers.jsonl, summary.json, grids.json
+    and the heat maps. Bad input fails before any folder is created."""
+    return execute(AtomicPlan(config), progress, resume_dir)
+
+
+def merge_atomic(folders: list[Path], out: Path) -> Outcome:
+    """Combine the finished shards of one atomic run into `out` (see `stratbench merge`): the
     shards' records in the unsharded order, then the summary, grids and heat maps computed from all
-    of them exactly as an unsharded run computes them. Complex-form runs merge their tasks."""
-    metas = [json.loads((f / "run.json").read_text()) for f in folders]
-    saved = dict(metas[0]["config"], shard=None)
-    if saved.get("form", "atomic") != "atomic":
-        from stratbench.suites.tmgbench.complex_run import merge_complex_shards
+    of them exactly as an unsharded run computes them.
 
-        return merge_complex_shards(folders, out)
-    config = TmgbenchConfig(**{k: v for k, v in saved.items() if k in TmgbenchConfig.__annotations__})
-    summaries = []
-    for f in folders:
-        if not (f / "summary.json").is_file():
-            raise InputError(f"{f}: no summary.json; finish the shard with --resume {f}")
-        summaries.append(json.loads((f / "summary.json").read_text()))
-    first = summaries[0]
-    for f, sm in zip(folders, summaries):
-        for k in ("player", "policy", "repeats"):
-            if sm.get(k) != first.get(k):
-                raise InputError(f"{f}: summary.json has {k}={sm.get(k)!r}, {folders[0]} has {first.get(k)!r}")
-    records = [r for f in folders for r in read_jsonl(f / "answers.jsonl")]
-    records.sort(key=_record_order)
-    keys = [(r["game_id"], r.get("variant", 0), r["repeat"]) for r in records]
+    Classic runs are checked to hold every (game, repetition) of the run exactly once. A story run's
+    units are its story files, which the merging machine may not have: its shards are checked to
+    hold no answer twice."""
+    plan = AtomicPlan.for_merge(folders)
+    if plan.config.setting == "classic":
+        refuse_repeated_units(folders, ANSWERS, _record_unit, "answers")
+        return merge_streams(plan, folders, out)
+    records = sorted((r for f in folders for r in read_jsonl(f / ANSWERS)), key=_record_order)
+    keys = [_record_unit(r) for r in records]
     if len(set(keys)) != len(keys):
         raise InputError(f"the shards hold {len(keys) - len(set(keys))} answers twice; "
                          "merge each shard of one run once")
-    if config.setting == "classic":
-        want = {(g.id, 0, t) for g in selected_games(config) for t in range(int(first["repeats"]))}
-        if set(keys) != want:
-            raise InputError(f"the shards hold {len(set(keys) & want)} of the run's {len(want)} answers; "
-                             "merge all shards of one run, each after it has finished")
-    write_jsonl_atomic(out / "answers.jsonl", records)
-    return _write_outputs(out, records, config, first["player"], first["policy"], int(first["repeats"]))
+    write_jsonl_atomic(out / ANSWERS, records)
+    return plan.summarise(out, {ANSWERS: records})

@@ -4,21 +4,32 @@ Any configured model is asked, with the paper's generation prompt and a topic, t
 a classic game. A story is accepted only if it parses and its payoff matrix *equals* the classic
 game's — the paper relied on GPT-4o getting this right; here it is checked. Every attempt is
 recorded (accepted, mismatch, unparseable, call error) in `generation.jsonl`; accepted stories are
-written as `story-based/{id}_{k}.txt` in the paper's file format.
+written as `story-based/{id}_{k}.txt` in the paper's file format. A run is a :class:`StoryGenPlan`
+executed by the shared lifecycle; it cannot be resumed (run it again: the cache makes it cheap).
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from stratbench.errors import GameFormatError, InputError
-from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
-from stratbench.runner.jsonl import JsonlWriter, write_json_atomic
-from stratbench.runner.pool import run_pool
+from stratbench.models.base import GenerateRequest, LanguageModel
+from stratbench.runner.jsonl import write_json_atomic
+from stratbench.runner.lifecycle import FolderSpec, Outcome, Progress, RunPlan, RunResult, Stream, execute
+from stratbench.runner.schema import Record, RunMeta
 from stratbench.seeding import derive_seed, fresh_seed
+from stratbench.suites.tmgbench.config import selected_games
+from stratbench.suites.tmgbench.games import RGGame, game_by_id
+from stratbench.suites.tmgbench.prompts import STORY_TOPICS, generation_prompt
+from stratbench.suites.tmgbench.records import StoriesSummary, StoryAttemptRecord
+from stratbench.suites.tmgbench.stories import format_story, load_story_dir, parse_story, verify_story
+
+__all__ = ["StoryGenConfig", "StoryGenPlan", "generate_stories", "verify_story_dir"]
+
+GENERATION = "generation.jsonl"
+STORY_DIR = "story-based"
 
 
 @dataclass
@@ -38,104 +49,130 @@ class StoryGenConfig:
     output_dir: str = "results"
 
 
-@dataclass
-class StoryGenResult:
-    folder: Path
-    summary: dict[str, Any]
-
-
-def generate_stories(config: StoryGenConfig, progress: Any | None = None) -> StoryGenResult:
-    from stratbench.models import open_model
-    from stratbench.games.tmgbench_stories import format_story, parse_story, verify_story
-    from stratbench.models.base import GenerateRequest
-    from stratbench.models import ModelOptions
-    from stratbench.prompts.tmgbench import STORY_TOPICS, generation_prompt
-    from stratbench.suites.tmgbench.run import TmgbenchConfig, selected_games
-
-    if config.variants < 1 or config.max_attempts < 1:
-        raise InputError("--variants and --max-attempts must be at least 1")
-    topics = [t.strip() for t in config.topics.split(",")] if config.topics else list(STORY_TOPICS)
-    if not all(topics):
-        raise InputError("--topics: empty topic name")
-    games = selected_games(TmgbenchConfig(games=config.games))
-    spec = (config.model or "embedded").strip()
-    if config.seed is None:
-        config.seed = fresh_seed()
-    model = open_model(spec, ModelOptions(base_url=config.base_url, max_concurrency=config.max_concurrency,
-                                          chat=config.chat or None), no_cache=config.no_cache)
-    folder = create_run_folder(config.output_dir, "stories").path
-    out_dir = folder / "story-based"
-    out_dir.mkdir()
-    meta = run_metadata("tmgbench-stories", {**asdict(config), "player": spec}, kind="stories")
-    meta["agent"] = model.describe()
-    write_json_atomic(folder / "run.json", meta)
-    units = [(g, k) for g in games for k in range(config.variants)]
-    task = progress.add_task("stories", total=len(units)) if progress else None
-
-    async def one(unit: tuple[Any, int]) -> list[dict[str, Any]]:
-        g, k = unit
-        topic = topics[k % len(topics)]
-        prompt = generation_prompt(g.payoff_A, g.payoff_B, topic)
-        attempts: list[dict[str, Any]] = []
-        for a in range(config.max_attempts):
-            (res,) = await model.generate([GenerateRequest(
-                prompt, max_tokens=config.max_tokens, temperature=config.temperature,
-                seed=derive_seed(config.seed or 0, int(g.id), k), sample_index=a, chat=config.chat)])
-            rec: dict[str, Any] = {"game_id": g.id, "variant": k, "attempt": a, "topic": topic,
-                                   "raw_response": res.text}
-            if not res.ok:
-                rec.update(status="error", error=res.error)
-            else:
-                try:
-                    story = parse_story(res.text or "", g.id, k)
-                except GameFormatError as e:
-                    rec.update(status="parse_failed", error=str(e))
-                else:
-                    problems = verify_story(story, g.payoff_A, g.payoff_B)
-                    if problems:
-                        rec.update(status="rejected", error="; ".join(problems))
-                    else:
-                        path = out_dir / f"{g.id}_{k}.txt"
-                        path.write_text(format_story(story))
-                        rec.update(status="accepted", path=str(path))
-            attempts.append(rec)
-            if rec["status"] == "accepted":
-                break
-        return attempts
-
-    async def main() -> None:
-        with JsonlWriter(folder / "generation.jsonl") as writer:
-            def on_result(_: Any, recs: list[dict[str, Any]]) -> None:
-                for r in recs:
-                    writer.write(r)
-                if progress is not None:
-                    progress.advance(task)
-
+async def _write_story(model: LanguageModel, c: StoryGenConfig, g: RGGame, k: int, topic: str,
+                       out_dir: Path) -> list[StoryAttemptRecord]:
+    """Story ``k`` of game ``g``: up to ``max_attempts`` generations, stopping at the first whose
+    matrix is the game's (written to ``out_dir``); one record per attempt."""
+    prompt = generation_prompt(g.payoff_A, g.payoff_B, topic)
+    attempts: list[StoryAttemptRecord] = []
+    for a in range(c.max_attempts):
+        (res,) = await model.generate([GenerateRequest(
+            prompt, max_tokens=c.max_tokens, temperature=c.temperature,
+            seed=derive_seed(c.seed or 0, int(g.id), k), sample_index=a, chat=c.chat)])
+        rec = StoryAttemptRecord(game_id=g.id, variant=k, attempt=a, topic=topic, raw_response=res.text,
+                                 status="error", error=res.error)
+        if res.ok:
             try:
-                await run_pool(units, one, config.max_concurrency, on_result)
-            finally:
-                await model.aclose()
+                story = parse_story(res.text or "", g.id, k)
+            except GameFormatError as e:
+                rec["status"], rec["error"] = "parse_failed", str(e)
+            else:
+                problems = verify_story(story, g.payoff_A, g.payoff_B)
+                if problems:
+                    rec["status"], rec["error"] = "rejected", "; ".join(problems)
+                else:
+                    path = out_dir / f"{g.id}_{k}.txt"
+                    path.write_text(format_story(story))
+                    del rec["error"]
+                    rec["status"], rec["path"] = "accepted", str(path)
+        attempts.append(rec)
+        if rec["status"] == "accepted":
+            break
+    return attempts
 
-    asyncio.run(main())
-    from stratbench.runner.jsonl import read_jsonl
 
-    recs = read_jsonl(folder / "generation.jsonl")
-    counts = {s: sum(r["status"] == s for r in recs) for s in ("accepted", "rejected", "parse_failed", "error")}
-    summary = {"n_requested": len(units), "n_accepted": counts["accepted"],
-               "acceptance_rate": counts["accepted"] / len(units), "attempts": len(recs),
-               "attempt_status_counts": counts, "stories_dir": str(out_dir)}
-    write_json_atomic(folder / "summary.json", summary)
-    meta.update(end_time=now_iso(), status="finished",
-                totals={f"model_{k}": v for k, v in model.usage.as_dict().items()})
-    write_json_atomic(folder / "run.json", meta)
-    return StoryGenResult(folder, summary)
+class StoryGenPlan(RunPlan):
+    """Generate `variants` stories for each selected game, as the lifecycle runs it."""
+
+    suite = "tmgbench-stories"
+    kind = "stories"
+
+    def __init__(self, config: StoryGenConfig) -> None:
+        self.config = config
+        self.spec = (config.model or "embedded").strip()
+        self.topics: list[str] = []
+        self.games: list[RGGame] = []
+        self.model: LanguageModel | None = None
+        self.out_dir: Path | None = None
+
+    def prepare(self) -> None:
+        c = self.config
+        if c.variants < 1 or c.max_attempts < 1:
+            raise InputError("--variants and --max-attempts must be at least 1")
+        self.topics = [t.strip() for t in c.topics.split(",")] if c.topics else list(STORY_TOPICS)
+        if not all(self.topics):
+            raise InputError("--topics: empty topic name")
+        self.games = selected_games(c.games)
+        if c.seed is None:
+            c.seed = fresh_seed()
+
+    def open(self) -> None:
+        from stratbench.models import ModelOptions, open_model
+
+        c = self.config
+        self.model = open_model(self.spec, ModelOptions(base_url=c.base_url, max_concurrency=c.max_concurrency,
+                                                        chat=c.chat or None), no_cache=c.no_cache)
+
+    def folder_spec(self) -> FolderSpec:
+        return FolderSpec(self.config.output_dir, "stories")
+
+    def config_json(self) -> dict[str, Any]:
+        return {**asdict(self.config), "player": self.spec}
+
+    def write_inputs(self, folder: Path) -> None:
+        self.out_dir = folder / STORY_DIR
+        self.out_dir.mkdir()
+
+    def update_meta(self, meta: RunMeta, new: bool) -> None:
+        assert self.model is not None
+        meta["agent"] = self.model.describe()
+
+    def streams(self) -> list[Stream[Any]]:
+        c, model, out_dir, topics = self.config, self.model, self.out_dir, self.topics
+        assert model is not None and out_dir is not None
+        order = {g.id: i for i, g in enumerate(self.games)}
+
+        async def work(unit: tuple[RGGame, int]) -> list[Record]:
+            g, k = unit
+            return [dict(r) for r in await _write_story(model, c, g, k, topics[k % len(topics)], out_dir)]
+
+        return [Stream(GENERATION, [(g, k) for g in self.games for k in range(c.variants)], work,
+                       unit_key=lambda u: (u[0].id, u[1]), record_unit=lambda r: (r["game_id"], r["variant"]),
+                       sort_key=lambda r: (order[r["game_id"]], r["variant"], r["attempt"]),
+                       concurrency=c.max_concurrency, label="stories")]
+
+    def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
+        recs = records[GENERATION]
+        n_requested = len(self.games) * self.config.variants
+        counts = {s: sum(r["status"] == s for r in recs) for s in ("accepted", "rejected", "parse_failed", "error")}
+        summary = StoriesSummary(n_requested=n_requested, n_accepted=counts["accepted"],
+                                 acceptance_rate=counts["accepted"] / n_requested, attempts=len(recs),
+                                 attempt_status_counts=counts, stories_dir=str(folder / STORY_DIR))
+        write_json_atomic(folder / "summary.json", summary)
+        return Outcome({"": dict(summary)}, 0)  # failed attempts are counted in the summary, not errors
+
+    def totals(self, records: dict[str, list[Record]], outcome: Outcome) -> dict[str, Any]:
+        """Story generation's run.json totals are the model's usage only."""
+        return {f"model_{k}": v for k, v in self.usage().items()}
+
+    def usage(self) -> dict[str, Any]:
+        return self.model.usage.as_dict() if self.model is not None else {"calls": 0}
+
+    async def aclose(self) -> None:
+        if self.model is not None:
+            await self.model.aclose()
+
+
+def generate_stories(config: StoryGenConfig, progress: Progress | None = None,
+                     resume_dir: str | Path | None = None) -> RunResult:
+    """Generate story files with a model; writes generation.jsonl, summary.json and story-based/."""
+    if resume_dir is not None:
+        raise InputError("story generation cannot be resumed; run it again (the cache makes it cheap)")
+    return execute(StoryGenPlan(config), progress, resume_dir)
 
 
 def verify_story_dir(directory: str) -> list[tuple[str, list[str]]]:
     """(file, problems) for every story file in `directory`, checked against its classic game."""
-    from stratbench.games.robinson_goforth import game_by_id
-    from stratbench.games.tmgbench_stories import load_story_dir, verify_story
-
     out = []
     for story in load_story_dir(directory):
         try:

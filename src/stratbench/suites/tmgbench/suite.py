@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from stratbench.errors import InputError
 from stratbench.render.html import el, fmt_num, table
@@ -32,7 +32,6 @@ HEADLINE_KEYS = (
 LEADERBOARD = Leaderboard((("par_pct", "PAR %"), ("id_pct", "ID %"), ("bd_pct", "BD %"),
                            ("accuracy_pct", "accuracy %"), ("parse_failure_rate", "parse failures"),
                            ("error_rate", "errors")), lower_is_better=False)
-SCRIPTED = ("oracle", "empty", "uniform")
 
 
 class TmgbenchSuite(SuiteBase):
@@ -41,7 +40,7 @@ class TmgbenchSuite(SuiteBase):
     family = "tmgbench"
     kinds = ("atomic",)
     description = "the 144 Robinson–Goforth 2×2 games: PAR, ID, BD"
-    cli = "stratbench.cli.tmgbench"
+    cli: ClassVar[str | None] = "stratbench.cli.tmgbench"
     headline_keys = HEADLINE_KEYS
     leaderboard = LEADERBOARD
     compare_metrics = ("par", "id_term")
@@ -55,18 +54,17 @@ class TmgbenchSuite(SuiteBase):
     def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
         from stratbench.suites.tmgbench.run import run_tmgbench
 
-        r = run_tmgbench(config, progress=progress, resume_dir=resume_dir)
-        return RunResult(r.folder, {"": r.summary}, r.n_errors, r.totals)  # type: ignore[arg-type]
+        return run_tmgbench(config, progress=progress, resume_dir=resume_dir)
 
     def merge(self, folders: list[Path], out: Path) -> Any:
-        from stratbench.suites.tmgbench.run import merge_shards
+        from stratbench.suites.tmgbench.run import merge_atomic
 
-        return merge_shards(folders, out)
+        return merge_atomic(folders, out)
 
     def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
              seeds: Sequence[int]) -> list[Job]:
         from stratbench.models import split_spec
-        from stratbench.suites.tmgbench.run import TmgbenchConfig
+        from stratbench.suites.tmgbench.config import SCRIPTED, TmgbenchConfig
 
         for m in models:  # model specs are checked before any folder exists
             if m.spec.lower() not in SCRIPTED:
@@ -134,9 +132,12 @@ class TmgbenchComplexSuite(TmgbenchSuite):
     def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
         from stratbench.suites.tmgbench.complex_run import run_complex
 
-        r = run_complex(config, getattr(config, "k", None), getattr(config, "num_tasks", 50), progress=progress,
-                        resume_dir=resume_dir)
-        return RunResult(r.folder, {"": r.summary}, r.n_errors, r.totals)  # type: ignore[arg-type]
+        return run_complex(config, progress=progress, resume_dir=resume_dir)
+
+    def merge(self, folders: list[Path], out: Path) -> Any:
+        from stratbench.suites.tmgbench.complex_run import merge_complex
+
+        return merge_complex(folders, out)
 
     def headline(self, folder: Path) -> list[HeadlineRow]:
         return headline_rows(read_summary(folder), ("accuracy_pct",))
@@ -154,10 +155,7 @@ class StoriesSuite(SuiteBase):
     def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
         from stratbench.suites.tmgbench.stories_gen import generate_stories
 
-        if resume_dir is not None:
-            raise InputError("story generation cannot be resumed; run it again (the cache makes it cheap)")
-        r = generate_stories(config, progress)
-        return RunResult(r.folder, {"": r.summary}, 0)
+        return generate_stories(config, progress, resume_dir)
 
 
 ATOMIC = TmgbenchSuite()

@@ -1,4 +1,4 @@
-"""Tests for stratbench.analysis.tmgbench_metrics: PAR, ID, BD, sub-metrics, AntiID/AntiBD, SD.
+"""Tests for stratbench.suites.tmgbench.metrics: PAR, ID, BD, sub-metrics, AntiID/AntiBD, SD.
 
 Expected values are worked out by hand in the comments from the 18/108/18 split of 0/1/2-NE games,
 not from the module's own helpers.
@@ -11,15 +11,15 @@ import math
 
 import pytest
 
-from stratbench.analysis.tmgbench_metrics import (
+from stratbench.suites.tmgbench.answers import parse_answer_set
+from stratbench.suites.tmgbench.games import all_games, game_at, standard_answer
+from stratbench.suites.tmgbench.metrics import (
     TMGBenchMetrics,
     metrics_from_distributions,
     metrics_from_samples,
     samples_to_distribution,
     summary_keys,
 )
-from stratbench.games.robinson_goforth import all_games, game_at, standard_answer
-from stratbench.parsing.answer_sets import parse_answer_set
 
 GAMES = all_games()
 ALL_SUBSETS = [frozenset(c) for k in range(5) for c in itertools.combinations([1, 2, 3, 4], k)]

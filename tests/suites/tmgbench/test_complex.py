@@ -6,8 +6,6 @@ import os
 
 import pytest
 
-from stratbench.games.robinson_goforth import game_by_id, standard_answer
-from stratbench.prompts.tmgbench import SYSTEM_PROMPT, payoff_table
 from stratbench.suites.tmgbench.complex import (
     PAPER_K,
     ComplexTask,
@@ -23,6 +21,8 @@ from stratbench.suites.tmgbench.complex import (
     summarise_by_form,
     summarise_complex,
 )
+from stratbench.suites.tmgbench.games import game_by_id, standard_answer
+from stratbench.suites.tmgbench.prompts import SYSTEM_PROMPT, payoff_table
 
 FORM_K = [(f, k) for f, ks in PAPER_K.items() for k in ks]
 

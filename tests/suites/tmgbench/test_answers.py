@@ -1,4 +1,4 @@
-"""Tests for stratbench.parsing.answer_sets: TMGBench's "python-style" answer sets, never executed."""
+"""Tests for stratbench.suites.tmgbench.answers: TMGBench's "python-style" answer sets, never executed."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stratbench.parsing.answer_sets import AnswerSetParse, parse_answer_set
+from stratbench.suites.tmgbench.answers import AnswerSetParse, parse_answer_set
 
 SETTINGS = settings(max_examples=150, deadline=None)
 CELL = {1: ("A1", "B1"), 2: ("A1", "B2"), 3: ("A2", "B1"), 4: ("A2", "B2")}

@@ -1,4 +1,4 @@
-"""Tests for stratbench.games.tmgbench_stories: story files in the paper's format."""
+"""Tests for stratbench.suites.tmgbench.stories: story files in the paper's format."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from stratbench.errors import GameFormatError, InputError
-from stratbench.games.tmgbench_stories import (
+from stratbench.suites.tmgbench import prompts as tp
+from stratbench.suites.tmgbench.stories import (
     Story,
     format_story,
     load_story,
@@ -17,9 +18,8 @@ from stratbench.games.tmgbench_stories import (
     parse_story,
     verify_story,
 )
-from stratbench.prompts import tmgbench as tp
 
-DATA = Path(__file__).parent / "data" / "tmgbench_stories"
+DATA = Path(__file__).parents[2] / "data" / "tmgbench_stories"
 
 # The classic games of the three fixtures, [r][c] = (A{r+1}, B{c+1}).
 # 111: the Prisoner's Dilemma in the paper's orientation (Appendix E.1, classic/111: A1B1 = 1 \ 4,

@@ -27,7 +27,7 @@ P(answer == standard set). Then, averaging over grids as the paper's 1/144 Σ do
   the "yellow" pattern, and its sister (9,10) cells 1 and 4, the "green" one). The paper calls SD
   "confined in [0, 1]", but as written it lies in [−0.5, 0.5]: positive when the model shows the
   pattern, negative for the mirrored one. We implement the formula as written. Under the alternative
-  grid layout (rows and columns exchanged; see games.robinson_goforth) the blocks would move.
+  grid layout (rows and columns exchanged; see the games module) the blocks would move.
 
 Unparseable answers (`unparseable=`):
 
@@ -51,14 +51,14 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 import numpy as np
 
 from stratbench.stats import bootstrap_ci
-from stratbench.games.robinson_goforth import (
+from stratbench.suites.tmgbench.answers import AnswerSetParse
+from stratbench.suites.tmgbench.games import (
     REF,
     RGGame,
     game_at,
     game_by_id,
     standard_answer,
 )
-from stratbench.parsing.answer_sets import AnswerSetParse
 
 GridKey = Union[str, tuple[int, int], RGGame]
 Answer = Union[frozenset[int], set[int], Sequence[int], AnswerSetParse, None]

@@ -1,4 +1,4 @@
-"""Tests for stratbench.games.robinson_goforth: the 144 TMGBench games built from their patterns.
+"""Tests for stratbench.suites.tmgbench.games: the 144 TMGBench games built from their patterns.
 
 The reference data here (the pattern list and the anchor matrices) is typed from the project notes
 and the paper, independently of the generator, so a mistake in either shows up as a mismatch.
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from stratbench.games.normal_form import NormalFormGame
-from stratbench.games.robinson_goforth import (
+from stratbench.suites.tmgbench.games import (
     CHOICES,
     REF,
     RGGame,

@@ -36,7 +36,8 @@ from dataclasses import dataclass
 
 MAX_EXPR_CHARS = 4000
 
-_QUOTES = str.maketrans(
+#: typographic quotes and no-break spaces → their ASCII forms, applied before an answer is read
+QUOTES = str.maketrans(
     {
         "\u2018": "'",  # ‘
         "\u2019": "'",  # ’
@@ -261,7 +262,11 @@ def _interpret(expr: str) -> frozenset[int]:
     raise _Reject(f"only literals are read, found {type(node).__name__}")
 
 
-def _find_expression(text: str) -> str | None:
+def find_expression(text: str) -> str | None:
+    """The answer expression of a reply (quotes already normalised with :data:`QUOTES`): the last
+    ``answer = ...`` (or bare literal) in the last code block that has one, else the last
+    ``answer = ...`` anywhere; None when there is none. The complex forms read their answer lists
+    with the same rules."""
     blocks = _code_blocks(text)
     for block in reversed(blocks):
         rhs = _last_assignment(block)
@@ -281,8 +286,8 @@ def parse_answer_set(text: str | None) -> AnswerSetParse:
     if text is None or not str(text).strip():
         return AnswerSetParse(None, "empty response")
     try:
-        clean = str(text).translate(_QUOTES)
-        expr = _find_expression(clean)
+        clean = str(text).translate(QUOTES)
+        expr = find_expression(clean)
         if expr is None:
             return AnswerSetParse(None, "no `answer = ...` assignment or answer code block found")
         return AnswerSetParse(_interpret(expr), None)

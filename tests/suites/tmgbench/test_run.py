@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from fake_openai_server import FakeOpenAIServer
+
 from stratbench.runner.jsonl import read_jsonl
 from stratbench.suites.tmgbench.run import TmgbenchConfig, run_tmgbench
 
@@ -93,7 +93,7 @@ def test_bad_flags(tmp_path, cli, args, needle):
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
 
 
-FIXTURES = Path(__file__).parent / "data" / "tmgbench_stories"
+FIXTURES = Path(__file__).parents[2] / "data" / "tmgbench_stories"
 
 
 def test_story_setting_variants_mean_and_std(tmp_path):
@@ -125,57 +125,6 @@ def test_story_that_does_not_match_its_game_is_rejected(tmp_path, cli):
     assert r.returncode == 1 and "MISMATCH" in r.stdout
 
 
-def test_story_generation_accepts_only_matching_stories(tmp_path):
-    from stratbench.suites.tmgbench.stories_gen import StoryGenConfig, generate_stories
-
-    story_111 = (FIXTURES / "111_0.txt").read_text()
-    with FakeOpenAIServer(canned_text=story_111) as server:
-        res = generate_stories(StoryGenConfig(
-            model="openai-compatible:fake", base_url=server.base_url, games="111,122", variants=1,
-            max_attempts=2, seed=1, no_cache=True, output_dir=str(tmp_path)))
-    s = res.summary
-    assert s["n_accepted"] == 1 and s["attempts"] == 3
-    assert s["attempt_status_counts"]["rejected"] == 2
-    assert (Path(s["stories_dir"]) / "111_0.txt").exists()
-    assert not (Path(s["stories_dir"]) / "122_0.txt").exists()
-    # the accepted file is a valid story of game 111
-    from stratbench.games.robinson_goforth import game_by_id
-    from stratbench.games.tmgbench_stories import load_story, verify_story
-
-    g = game_by_id("111")
-    assert verify_story(load_story(Path(s["stories_dir"]) / "111_0.txt"), g.payoff_A, g.payoff_B) == []
-
-
-@pytest.mark.parametrize("form, k", [("sequential", 3), ("parallel", 5), ("nested", 2)])
-def test_complex_forms_reference_players(tmp_path, cli, form, k):
-    r = cli("tmgbench", "run", "--model", "oracle", "--form", form, "--k", str(k), "--num-tasks", "8",
-            "--seed", "2", "--quiet", "--output-dir", str(tmp_path))
-    assert r.returncode == 0, r.stderr
-    (folder,) = list(tmp_path.iterdir())
-    s = json.loads((folder / "summary.json").read_text())
-    assert s["accuracy_pct"] == 100.0 and s["n_tasks"] == 8 and s["k"] == k
-    assert len(read_jsonl(folder / "tasks.jsonl")) == 8
-
-
-def test_complex_sequential_model_sees_its_history_and_nothing_runs(tmp_path):
-    from stratbench.suites.tmgbench.complex_run import run_complex
-
-    marker = tmp_path / "pwned"
-    payload = f"```python\nanswer = __import__('os').system('touch {marker}')\n```"
-    with FakeOpenAIServer(canned_text=payload) as server:
-        res = run_complex(TmgbenchConfig(model="openai-compatible:fake", base_url=server.base_url,
-                                         policy="sample", form="sequential", seed=4, no_cache=True,
-                                         output_dir=str(tmp_path)), 3, 2)
-        prompts = [r.body["prompt"] for r in server.requests if r.path.endswith("/completions")]
-    assert not marker.exists()
-    assert len(prompts) == 6  # 2 tasks × 3 turns
-    third = [p for p in prompts if p.count("Assistant:") == 3]
-    assert third and payload in third[0]  # earlier replies are in the transcript
-    recs = read_jsonl(res.folder / "tasks.jsonl")
-    assert all(r["status"] == "parse_failed" for r in recs)
-    assert res.summary["accuracy_pct"] == 0.0 and res.summary["parse_failure_rate"] == 1.0
-
-
 def _cut(path: Path, keep: int) -> None:
     lines = path.read_text().splitlines(keepends=True)
     path.write_text("".join(lines[:keep]) + '{"game_id": "1')  # and a torn record
@@ -200,3 +149,39 @@ def test_resume_atomic_and_complex_runs_end_identical(tmp_path, cli):
     r = cli("tmgbench", "run", "--resume", str(folder), "--quiet")
     assert r.returncode == 0, r.stderr
     assert strip(read_jsonl(folder / "tasks.jsonl")) == strip(ref)
+
+
+def test_resume_keeps_the_folder_shard_and_kind(tmp_path):
+    from stratbench.errors import InputError
+    from stratbench.suites.tmgbench.complex_run import ComplexConfig, run_complex
+
+    shard = run_tmgbench(TmgbenchConfig(model="uniform", games="111,122,444", seed=8, shard="1/2",
+                                        output_dir=str(tmp_path / "s")))
+    with pytest.raises(InputError, match="the folder is shard 1/2, not 2/2"):
+        run_tmgbench(TmgbenchConfig(shard="2/2"), resume_dir=shard.folder)
+    again = run_tmgbench(TmgbenchConfig(max_concurrency=1), resume_dir=shard.folder)
+    meta = json.loads((again.folder / "run.json").read_text())
+    assert meta["config"]["shard"] == {"index": 1, "count": 2}  # run.json keeps the config it started with
+    assert len(meta["resumed_at"]) == 1 and again.totals["records"] == 2
+    tasks = run_complex(ComplexConfig(model="oracle", form="nested", num_tasks=2, seed=1, output_dir=str(tmp_path / "c")))
+    with pytest.raises(InputError, match="not tmgbench atomic"):
+        run_tmgbench(TmgbenchConfig(), resume_dir=tasks.folder)
+    with pytest.raises(InputError, match="not tmgbench complex"):
+        run_complex(ComplexConfig(), resume_dir=shard.folder)
+
+
+def test_merge_refuses_an_answer_held_twice(tmp_path):
+    from stratbench.errors import InputError
+    from stratbench.runner.jsonl import write_jsonl_atomic
+    from stratbench.workflows.merge import merge_runs
+
+    shards = [run_tmgbench(TmgbenchConfig(model="uniform", games="111,122,444", seed=8, shard=f"{i}/2",
+                                          output_dir=str(tmp_path / "s"))).folder for i in (1, 2)]
+    recs = read_jsonl(shards[0] / "answers.jsonl")
+    write_jsonl_atomic(shards[0] / "answers.jsonl", recs + recs[:1])  # one answer copied within a shard
+    with pytest.raises(InputError, match="the shards hold 1 answers twice"):
+        merge_runs(shards, tmp_path / "m")
+    write_jsonl_atomic(shards[0] / "answers.jsonl", recs[1:])  # one answer lost
+    with pytest.raises(InputError, match="hold 2 of the run's 3 units"):
+        merge_runs(shards, tmp_path / "m")
+    assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())

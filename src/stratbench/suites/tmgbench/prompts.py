@@ -59,7 +59,7 @@ Where the paper is ambiguous, and what this module chose
    lines around them and carry Markdown hard-break spaces (``{  ``). We write plain text and lay
    the response format out like the paper's example story file ``story-based/111_0.txt`` (tag,
    content, closing tag on consecutive lines), which is the format that file -- and
-   ``stratbench.games.tmgbench_stories`` -- uses. Paragraph blank lines are kept.
+   ``stratbench.suites.tmgbench.stories`` -- uses. Paragraph blank lines are kept.
 9. Topics. The paper used 20 topics (Figure 11a, an image); its text names only eight: Business,
    Ecology, Sports, Technology, Health Care, Politics (E.3) and law, transportation (Section 2.3).
    ``STORY_TOPICS`` holds those eight; ``generation_prompt`` accepts any topic string.
@@ -360,7 +360,7 @@ def _scenario_text(story: Any) -> str:
 def story_task(story: Any) -> str:
     """The story-based task description: the story's scenario in ``[Scenario]`` tags.
 
-    `story` is a ``stratbench.games.tmgbench_stories.Story`` (anything with ``.scenario``) or the
+    `story` is a ``stratbench.suites.tmgbench.stories.Story`` (anything with ``.scenario``) or the
     scenario text itself."""
     return STORY_SCENARIO_TEMPLATE.replace("{scenario}", _scenario_text(story))
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from stratbench.errors import GameFormatError
+from stratbench.suites.tmgbench.prompts import payoff_table  # the same table as the classic setting
 
 __all__ = [
     "SECTIONS",
@@ -409,7 +410,6 @@ def verify_story(
 def format_story(story: Story) -> str:
     """A story in the paper's file layout (``story-based/111_0.txt``); ``parse_story`` reads it
     back to an equal `Story`."""
-    from stratbench.prompts.tmgbench import payoff_table  # the same table as the classic setting
 
     def dump(obj: Any) -> str:
         return json.dumps(obj, indent=2, ensure_ascii=False)

@@ -1,4 +1,4 @@
-"""Tests for stratbench.prompts.tmgbench: the paper's prompts, chat messages and the raw-model
+"""Tests for stratbench.suites.tmgbench.prompts: the paper's prompts, chat messages and the raw-model
 completion format with its 16 candidate answers."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from stratbench.prompts import tmgbench as tp
+from stratbench.suites.tmgbench import prompts as tp
 
 # classic/111 as printed in the paper (Appendix E.1): A1B1 = 1 \ 4, A1B2 = 3 \ 3, ...
 PD_A = [[1, 3], [2, 4]]
