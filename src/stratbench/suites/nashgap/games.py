@@ -10,16 +10,13 @@ shows (2 decimals by default): the game the model sees *is* the game that is sco
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from stratbench.errors import InputError
-from stratbench.games.normal_form import MAX_ACTIONS, NormalFormGame, load_games
+from stratbench.games.normal_form import MAX_ACTIONS, NormalFormGame
 from stratbench.solvers.zerosum import ZeroSumSolution, has_saddle_point, is_pure, solve_zero_sum
-
-if TYPE_CHECKING:
-    from stratbench.suites.nashgap.config import NashgapConfig
 
 DEFAULT_DECIMALS = 2
 MAX_REJECTIONS = 100_000
@@ -143,27 +140,6 @@ class GameEntry:
             "row_labels": list(self.game.row_labels),
             "col_labels": list(self.game.col_labels),
         }
-
-
-def build_games(config: NashgapConfig) -> list[GameEntry]:
-    """The run's games, each solved; game k depends only on (seed, k)."""
-    if config.games_file is not None:
-        games = load_games(config.games_file)
-        for k, g in enumerate(games):
-            if not g.is_zero_sum:
-                raise InputError(f"{config.games_file}: game {k} is not zero-sum")
-        seed = None
-    else:
-        assert config.seed is not None
-        seed = config.seed
-        games = generate_games(
-            config.seed, config.num_games, config.num_rows, config.num_cols,
-            config.payoff_min, config.payoff_max, config.bucket, config.decimals,
-        )
-    return [
-        GameEntry(k, g, solve_zero_sum(g.payoff_row), config.bucket, seed)
-        for k, g in enumerate(games)
-    ]
 
 
 def entries_from_json(items: list[dict[str, Any]]) -> list[GameEntry]:

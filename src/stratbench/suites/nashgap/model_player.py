@@ -14,10 +14,12 @@ from typing import Any, Literal
 
 import numpy as np
 
+from stratbench.errors import InputError
+from stratbench.models import ModelOptions, open_model
 from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
 from stratbench.parsing import parse_action
 from stratbench.suites.nashgap.answers import parse_distribution
-from stratbench.suites.nashgap.players import Agent, Decision, DecisionRequest
+from stratbench.suites.nashgap.players import SCRIPTED_AGENTS, Agent, Decision, DecisionRequest
 
 Policy = Literal["logprob", "sample"]
 
@@ -101,3 +103,28 @@ class ModelAgent(Agent):
 
     async def aclose(self) -> None:
         await self.model.aclose()
+
+
+def make_agent(
+    spec: str,
+    policy: str | None = None,
+    *,
+    model_options: ModelOptions | None = None,
+    no_cache: bool = False,
+    cache_path: str | None = None,
+    temperature: float = 1.0,
+    max_tokens: int = 512,
+    chat: bool = False,
+) -> Agent:
+    """Build the player named by `spec` (scripted name or model spec)."""
+    key = spec.strip().lower()
+    if key in SCRIPTED_AGENTS:  # scripted players have no policy choice
+        return SCRIPTED_AGENTS[key]()
+    if policy not in (None, "logprob", "sample"):
+        raise InputError(f"unknown --policy {policy!r}; use logprob or sample")
+    model = open_model(spec, model_options, no_cache=no_cache, cache_path=cache_path)
+    if policy is None:
+        policy = "logprob" if model.supports_logprobs else "sample"
+    elif policy == "logprob" and not model.supports_logprobs:
+        raise InputError(f"{spec}: this backend gives no log-probabilities; use --policy sample")
+    return ModelAgent(model, policy, temperature=temperature, max_tokens=max_tokens, chat=chat)  # type: ignore[arg-type]

@@ -24,7 +24,6 @@ import numpy as np
 
 from stratbench.errors import InputError
 from stratbench.games.normal_form import NormalFormGame
-from stratbench.models import ModelOptions
 from stratbench.runner.schema import SCORED_STATUSES, Status
 from stratbench.solvers.zerosum import solve_zero_sum
 
@@ -201,31 +200,3 @@ def resolve_player_spec(model: str | None, llm_type: str | None, llm_model: str 
         f"unknown --llm-type {llm_type!r}; known: {', '.join(SCRIPTED_AGENTS)}, embedded, "
         + ", ".join(LLM_TYPE_PROVIDERS)
     )
-
-
-def make_agent(
-    spec: str,
-    policy: str | None = None,
-    *,
-    model_options: ModelOptions | None = None,
-    no_cache: bool = False,
-    cache_path: str | None = None,
-    temperature: float = 1.0,
-    max_tokens: int = 512,
-    chat: bool = False,
-) -> Agent:
-    """Build the player named by `spec` (scripted name or model spec)."""
-    key = spec.strip().lower()
-    if key in SCRIPTED_AGENTS:  # scripted players have no policy choice
-        return SCRIPTED_AGENTS[key]()
-    if policy not in (None, "logprob", "sample"):
-        raise InputError(f"unknown --policy {policy!r}; use logprob or sample")
-    from stratbench.models import open_model
-    from stratbench.suites.nashgap.model_player import ModelAgent
-
-    model = open_model(spec, model_options, no_cache=no_cache, cache_path=cache_path)
-    if policy is None:
-        policy = "logprob" if model.supports_logprobs else "sample"
-    elif policy == "logprob" and not model.supports_logprobs:
-        raise InputError(f"{spec}: this backend gives no log-probabilities; use --policy sample")
-    return ModelAgent(model, policy, temperature=temperature, max_tokens=max_tokens, chat=chat)  # type: ignore[arg-type]

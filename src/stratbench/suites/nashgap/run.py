@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from stratbench.errors import InputError
-from stratbench.games.normal_form import NormalFormGame
+from stratbench.games.normal_form import NormalFormGame, load_games
 from stratbench.runner.jsonl import write_json_atomic
 from stratbench.runner.lifecycle import (
     FolderSpec,
@@ -34,16 +34,18 @@ from stratbench.runner.lifecycle import (
 from stratbench.runner.schema import Record, RunMeta
 from stratbench.runner.shard import as_shard, shard_tag
 from stratbench.seeding import derive_seed, fresh_seed
+from stratbench.solvers.zerosum import solve_zero_sum
 from stratbench.suites.nashgap.config import NashgapConfig, load_price_table
 from stratbench.suites.nashgap.games import (
     GameEntry,
-    build_games,
     entries_from_json,
+    generate_games,
     rotate_game,
     rotation_order,
 )
 from stratbench.suites.nashgap.metrics import summarise
-from stratbench.suites.nashgap.players import Agent, Decision, DecisionRequest, make_agent
+from stratbench.suites.nashgap.model_player import make_agent
+from stratbench.suites.nashgap.players import Agent, Decision, DecisionRequest
 from stratbench.suites.nashgap.prompts import nashgap_prompt
 from stratbench.suites.nashgap.records import make_record
 
@@ -70,6 +72,27 @@ def player_from_config(config: NashgapConfig) -> Agent:
         no_cache=config.no_cache, temperature=config.temperature, max_tokens=config.max_tokens,
         chat=config.chat,
     )
+
+
+def build_games(config: NashgapConfig) -> list[GameEntry]:
+    """The run's games, each solved; game k depends only on (seed, k)."""
+    if config.games_file is not None:
+        games = load_games(config.games_file)
+        for k, g in enumerate(games):
+            if not g.is_zero_sum:
+                raise InputError(f"{config.games_file}: game {k} is not zero-sum")
+        seed = None
+    else:
+        assert config.seed is not None
+        seed = config.seed
+        games = generate_games(
+            config.seed, config.num_games, config.num_rows, config.num_cols,
+            config.payoff_min, config.payoff_max, config.bucket, config.decimals,
+        )
+    return [
+        GameEntry(k, g, solve_zero_sum(g.payoff_row), config.bucket, seed)
+        for k, g in enumerate(games)
+    ]
 
 
 def mode_files(config: NashgapConfig, mode: str) -> tuple[str, str]:

@@ -54,8 +54,8 @@ class NashgapSuite(SuiteBase):
     def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
              seeds: Sequence[int]) -> list[Job]:
         from stratbench.models import split_spec
-        from stratbench.suites.nashgap.players import SCRIPTED_AGENTS
         from stratbench.suites.nashgap.config import NashgapConfig
+        from stratbench.suites.nashgap.players import SCRIPTED_AGENTS
 
         for m in models:  # model specs are checked before any folder exists
             if m.spec.lower() not in SCRIPTED_AGENTS:

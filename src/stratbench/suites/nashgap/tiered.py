@@ -38,9 +38,9 @@ from stratbench.runner.schema import SCORED_STATUSES
 from stratbench.runner.shard import parse_shard
 from stratbench.stats import N_BOOT
 from stratbench.suites.nashgap.config import NashgapConfig, load_price_table
-from stratbench.suites.nashgap.games import BUCKETS, Bucket, build_games
+from stratbench.suites.nashgap.games import BUCKETS, Bucket
 from stratbench.suites.nashgap.players import SCRIPTED_AGENTS
-from stratbench.suites.nashgap.run import MODE_FILES, SINGLE_FILES, run_nashgap
+from stratbench.suites.nashgap.run import MODE_FILES, SINGLE_FILES, build_games, run_nashgap
 
 SUITE = "tiered"
 TIERS = ("A", "B", "C")
