@@ -23,7 +23,7 @@ def main() -> None:
                                 mechanisms=["memory"], rounds=30, games="1,11", bootstrap=0, restarts=3,
                                 output_dir=tmp, **kw)
             t = time.perf_counter()
-            folder, s, _ = run_chbench(cfg)
+            folder = run_chbench(cfg).folder
             dt = time.perf_counter() - t
             import json
 
@@ -35,7 +35,7 @@ def main() -> None:
                                 mechanisms=["baseline"], rounds=30, games="1,11", bootstrap=0, restarts=3,
                                 output_dir=tmp)
             t = time.perf_counter()
-            folder, s, _ = run_chbench(cfg)
+            folder = run_chbench(cfg).folder
             tot = json.loads((folder / "run.json").read_text())["totals"]
             print(f"baseline, cache, run {rep}      {time.perf_counter() - t:6.1f} s  "
                   f"{tot['model_calls']} model calls, {tot['model_cache_hits']} cache hits")

@@ -62,9 +62,9 @@ def results_dir(tmp_path_factory) -> Path:
         simulate_rounds,
         write_observations_csv,
     )
-    from stratbench.suites.chbench.fit_run import run_fit
+    from stratbench.suites.chbench.fit_run import FitConfig, run_fit
     from stratbench.suites.tmgbench.run import TmgbenchConfig, run_tmgbench
-    from stratbench.suites.tom.baseline_run import run_tom_baseline
+    from stratbench.suites.tom.baseline_run import BaselineConfig, run_tom_baseline
 
     out = tmp_path_factory.mktemp("results")
     for player in ("random", "nash"):
@@ -73,12 +73,12 @@ def results_dir(tmp_path_factory) -> Path:
     run_nashgap(NashgapConfig(num_games=6, num_trials=3, seed=5, model="first-action", order_rotations=3,
                               folder_tag="first", output_dir=str(out)))
     run_tmgbench(TmgbenchConfig(model="uniform", repeats=1, seed=1, output_dir=str(out)))
-    run_tom_baseline(["rps"], ["single_action"], 8, 20, 0, str(out))
+    run_tom_baseline(BaselineConfig(["rps"], ["single_action"], 8, 20, 0, str(out)))
     cat = recoverable(build_catalogue())
     rows = simulate_rounds(cat, CHAgent("ch-1.5", "poisson", lam=1.5), CHAgent("ch<0.5>", "poisson", lam=0.5),
                            rounds=60, seed=3)
     write_observations_csv(out / "play.csv", rows)
-    run_fit(str(out / "play.csv"), 4, 2, 0, str(out))
+    run_fit(FitConfig(str(out / "play.csv"), 4, 2, 0, str(out)))
     return out
 
 

@@ -46,13 +46,13 @@ def test_compare_tom_baseline_runs_pairs_episodes(tmp_path, cli):
 
 
 def test_compare_chbench_runs_pairs_models_by_position(tmp_path):
-    from stratbench.workflows.compare import compare_runs
     from stratbench.suites.chbench.run import ChbenchConfig, run_chbench
+    from stratbench.workflows.compare import compare_runs
 
     def run(model, out):
         cfg = ChbenchConfig(models=[model], opponents=["random"], self_play=False, rounds=20, games="recoverable",
                             bootstrap=0, restarts=2, output_dir=str(tmp_path / out))
-        return run_chbench(cfg)[0]
+        return run_chbench(cfg).folder
 
     res = compare_runs(run("level-k:0", "a"), run("level-k:1", "b"))
     rows = {x["part"]: x for x in res["rows"]}

@@ -64,7 +64,7 @@ def chbench_run(
         temperature=temperature, chat=chat, base_url=base_url, max_concurrency=max_concurrency,
         no_cache=no_cache, prefix_reuse=prefix_reuse, self_play=self_play, k_hat=k_hat, restarts=restarts,
         bootstrap=bootstrap, corrections=corrections, keep_prompts=keep_prompts, output_dir=output_dir,
-        shard=shard)  # type: ignore[arg-type]
+        shard=shard)
     with progress_bar(quiet) as progress:
         result = get_suite("chbench").run(cfg, progress=progress, resume_dir=resume)
     folder, summary, n_err = result.folder, result.summary, result.n_errors
@@ -95,7 +95,7 @@ def chbench_fit(
     output_dir: OutputDir = "results",
 ) -> int:
     """Fit Level-K and Poisson cognitive-hierarchy models to observed play."""
-    from stratbench.suites.chbench.suite import FitConfig
+    from stratbench.suites.chbench.fit_run import FitConfig
 
     result = get_suite("chbench-fit").run(FitConfig(data, k_hat, restarts, seed, output_dir, corrections))
     console.print(f"CHBench fit — {result.folder}")

@@ -1,9 +1,31 @@
-"""`stratbench chbench fit` as a user runs it."""
+"""`stratbench chbench run` and `chbench fit` as a user runs them."""
 
 from __future__ import annotations
 
 import json
+import re
 
+
+def test_cli_bad_inputs_exit_2_without_a_folder(cli, tmp_path):
+    for args, msg in ((["--mechanism", "telepathy"], "unknown --mechanism"),
+                      (["--models", "level-k:9"], "scripted levels"),
+                      (["--models", "nosuch:model"], ""),
+                      (["--games", "99"], "no game 99")):
+        r = cli("chbench", "run", "--output-dir", str(tmp_path), "--opponents", "random", *args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert "Traceback" not in r.stderr and msg in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    assert not any(tmp_path.iterdir())
+
+
+def test_cli_run_scripted_quiet_prints_folder(cli, tmp_path):
+    r = cli("chbench", "run", "--models", "level-k:1", "--opponents", "random", "--games", "1,3",
+            "--rounds", "5", "--bootstrap", "0", "--output-dir", str(tmp_path), "--quiet")
+    assert r.returncode == 0, r.stderr
+    folder = r.stdout.strip().splitlines()[-1]
+    s = json.loads(open(f"{folder}/summary.json").read())
+    assert s["n_matches"] == 4 and s["n_rounds"] == 20 and s["error_rate"] == 0.0
+    assert re.search(r"chbench_\d{8}_\d{6}", folder)
 
 
 def test_chbench_fit_command_recovers_lambda(tmp_path, cli):

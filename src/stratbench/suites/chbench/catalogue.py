@@ -195,6 +195,30 @@ def load_corrections(
     return tuple(fixed.get(g.id, g) for g in cat)
 
 
+def select_games(games: str, corrections: str | None = None) -> list[CHGame]:
+    """The games a run plays: ``all``, ``recoverable`` or ids like ``1,2,11`` (in the given order),
+    from the catalogue with ``corrections`` applied. Bad selections are one InputError line."""
+    cat = build_catalogue()
+    if corrections:
+        cat = load_corrections(corrections, cat)
+    key = games.strip().lower()
+    if key == "all":
+        return list(cat)
+    if key == "recoverable":
+        return list(recoverable(cat))
+    by_id = {g.id: g for g in cat}
+    out = []
+    for part in key.split(","):
+        try:
+            gid = int(part)
+        except ValueError:
+            raise InputError(f"--games {games!r}: expected all, recoverable or ids like 1,2,11") from None
+        if gid not in by_id:
+            raise InputError(f"--games: no game {gid} (the catalogue has 1..{len(cat)})")
+        out.append(by_id[gid])
+    return out
+
+
 # ----------------------------------------------------------------------------- classic structure
 
 

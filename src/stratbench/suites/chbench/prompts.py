@@ -65,7 +65,7 @@ def game_rules(own: np.ndarray, opp: np.ndarray, rounds: int) -> str:
 
 
 def record_line(r: PastRound) -> str:
-    if r.own_action is None or r.opp_action is None:
+    if r.own_action is None or r.opp_action is None or r.own_payoff is None or r.opp_payoff is None:
         me = "you gave no valid choice" if r.own_action is None else f"you chose {r.own_action + 1}"
         op = ("your opponent gave no valid choice" if r.opp_action is None
               else f"your opponent chose {r.opp_action + 1}")

@@ -5,32 +5,45 @@ with the repeated-game engine. Pairs: every unordered pair of ``models`` includi
 paper's utility tables have a diagonal), plus every (model, opponent) pair for ``opponents`` (which
 do not play each other). Asymmetric games are also played with roles swapped (not for self-play).
 
-A match's rounds are appended to ``rounds.jsonl`` the moment the match ends; ``--resume`` keeps
-finished matches and replays partial or errored ones (cached calls cost nothing). At the end the
-file is put in canonical unit order, so concurrency and sharding never change it, and the analysis
-(fits, tables, plots) is a pure function of the records — shared with ``stratbench merge``.
+The run goes through the shared lifecycle (:func:`stratbench.runner.lifecycle.execute`): a match's
+rounds are appended to ``rounds.jsonl`` the moment the match ends; ``--resume`` keeps finished
+matches (every round there, none an error) and replays partial or errored ones (cached calls cost
+nothing). At the end the file is put in canonical match order, so concurrency and sharding never
+change it, and the analysis (fits, tables, plots: :mod:`.tables`) is a pure function of the
+records — shared with ``stratbench merge`` (:func:`merge_chbench`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import json
 from dataclasses import asdict, dataclass, field
 from itertools import combinations_with_replacement
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from stratbench.errors import InputError
-from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
-from stratbench.runner.jsonl import JsonlWriter, read_jsonl, write_json_atomic, write_jsonl_atomic
-from stratbench.runner.pool import run_pool
-from stratbench.runner.shard import Shard, parse_shard, shard_from_json
+from stratbench.runner.folders import read_run_json
+from stratbench.runner.lifecycle import (
+    FolderSpec,
+    Outcome,
+    Progress,
+    RunPlan,
+    RunResult,
+    Stream,
+    check_meta,
+    execute,
+    merge_streams,
+    rebuild_config,
+)
+from stratbench.runner.schema import Record, RunMeta
+from stratbench.runner.shard import Shard, as_shard
 from stratbench.seeding import derive_seed
-from stratbench.suites.chbench.catalogue import CHGame, build_catalogue, load_corrections, recoverable
+from stratbench.suites.chbench.catalogue import CHGame, select_games
 from stratbench.suites.chbench.prompts import MECHANISMS
+from stratbench.suites.chbench.records import RoundRecord, round_record
 
 SUITE = "chbench"
+KIND = "run"
 ROUNDS_FILE = "rounds.jsonl"
 
 
@@ -58,7 +71,8 @@ class ChbenchConfig:
     corrections: str | None = None
     keep_prompts: bool = True
     output_dir: str = "results"
-    shard: dict[str, int] | None = None
+    # as given: None (the whole run), "i/n" or a Shard; run.json records {"index", "count"} or None
+    shard: dict[str, int] | str | Shard | None = None
 
     def validate(self) -> None:
         from stratbench.suites.chbench.players import scripted_agent
@@ -84,30 +98,10 @@ class ChbenchConfig:
         select_games(self.games, self.corrections)
 
 
-def select_games(games: str, corrections: str | None = None) -> list[CHGame]:
-    cat = build_catalogue()
-    if corrections:
-        cat = load_corrections(corrections, cat)
-    key = games.strip().lower()
-    if key == "all":
-        return list(cat)
-    if key == "recoverable":
-        return list(recoverable(cat))
-    by_id = {g.id: g for g in cat}
-    out = []
-    for part in key.split(","):
-        try:
-            gid = int(part)
-        except ValueError:
-            raise InputError(f"--games {games!r}: expected all, recoverable or ids like 1,2,11") from None
-        if gid not in by_id:
-            raise InputError(f"--games: no game {gid} (the catalogue has 1..{len(cat)})")
-        out.append(by_id[gid])
-    return out
-
-
 @dataclass(frozen=True)
 class Match:
+    """A unit of work: ``rounds`` rounds of one game between two seats under one mechanism."""
+
     mechanism: str
     game: CHGame
     row: str
@@ -155,8 +149,7 @@ class PlayerFactory:
         self.policies: dict[str, str] = {}
 
     def _model(self, spec: str, seat: int) -> Any:
-        from stratbench.models import open_model
-        from stratbench.models import ModelOptions
+        from stratbench.models import ModelOptions, open_model
 
         key = (spec, seat if self.config.prefix_reuse else 0)
         if key not in self._models:
@@ -199,117 +192,132 @@ class PlayerFactory:
             await m.aclose()
 
 
-# ----------------------------------------------------------------------------- running
+# ----------------------------------------------------------------------------- the run plan
 
 
-def _load_resume(folder: Path) -> tuple[ChbenchConfig, dict[str, Any]]:
-    try:
-        meta = json.loads((folder / "run.json").read_text())
-        if meta.get("suite") != SUITE or "mechanisms" not in meta["config"]:
-            raise KeyError
-        c = dict(meta["config"])
-    except (OSError, ValueError, KeyError):
-        raise InputError(f"--resume {folder}: not a chbench run folder") from None
-    return ChbenchConfig(**c), meta
+class ChbenchPlan(RunPlan):
+    """One CHBench run (or shard) for :func:`~stratbench.runner.lifecycle.execute`: its units are
+    matches, each writing its rounds to ``rounds.jsonl``."""
 
+    suite = SUITE
+    kind = KIND
 
-def run_chbench(
-    config: ChbenchConfig, resume_dir: str | None = None, shard: str | Shard | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> tuple[Path, dict[str, Any], int]:
-    """Play every match (of this shard), then fit and tabulate. Returns (folder, summary, n_error_rounds)."""
-    if resume_dir:
-        folder: Path | None = Path(resume_dir)
-        config, meta = _load_resume(folder)  # type: ignore[arg-type]
-    else:
-        folder = None
-        config.shard = parse_shard(shard).to_json()
-        config.validate()
-    sh = shard_from_json(config.shard)
-    units = sh.select(all_matches(config))
-    order = {m.id: i for i, m in enumerate(units)}
-    factory = PlayerFactory(config)
-    from stratbench.suites.chbench.players import scripted_agent
+    def __init__(self, config: ChbenchConfig) -> None:
+        self.config = config
+        self.matches: list[Match] = []  # the unsharded run's matches, in canonical order
+        self.units: list[Match] = []  # this shard's
+        self._order: dict[str, int] = {}  # match id → position in the unsharded run
+        self.factory: PlayerFactory | None = None
+        self.meta: RunMeta | None = None
 
-    for spec in sorted({s for m in units for s in (m.row, m.col)}):
-        if scripted_agent(spec) is None:
-            factory.policy_for(spec)  # open each model (and check its policy) before any file is written
-    if folder is None:
-        folder = create_run_folder(config.output_dir, "chbench").path
-        meta = run_metadata(SUITE, asdict(config), kind="run")
-        meta["games"] = [{"id": g.id, "name": g.game.name, "symmetric": g.symmetric, "uncertain": g.uncertain}
-                         for g in select_games(config.games, config.corrections)]
-    path = folder / ROUNDS_FILE
-    prev = read_jsonl(path, repair=True) if path.exists() else []
-    by: dict[str, list[dict[str, Any]]] = {}
-    for r in prev:
-        by.setdefault(r["match_id"], []).append(r)
-    done = {mid for mid, rs in by.items()
-            if len(rs) == config.rounds and all(r["status"] != "error" for r in rs)}
-    kept = [r for r in prev if r["match_id"] in done]
-    if len(kept) != len(prev):
-        write_jsonl_atomic(path, kept)
-    todo = [m for m in units if m.id not in done]
-    meta.setdefault("players", {})
-    write_json_atomic(folder / "run.json", meta)
+    def build_units(self) -> None:
+        """The matches of the run and of this shard (from the config, nothing opened)."""
+        self.matches = all_matches(self.config)
+        self.units = as_shard(self.config.shard).select(self.matches)
+        self._order = {m.id: i for i, m in enumerate(self.matches)}
 
-    from stratbench.suites.chbench.repeated import play_match
+    # -- before any folder exists
+    def prepare(self) -> None:
+        self.config.shard = as_shard(self.config.shard).to_json()
+        self.config.validate()
+        self.build_units()
 
-    async def worker(m: Match) -> list[dict[str, Any]]:
-        row = factory.player(m.row, 0, m.mechanism)
-        col = factory.player(m.col, 1, m.mechanism)
-        recs = await play_match(m.game.game, row, col, config.rounds, m.seed(config.seed),
-                                keep_prompts=config.keep_prompts)
+    def resume_from(self, meta: RunMeta, folder: Path) -> None:
+        check_chbench_meta(meta, folder)
+        self.config = rebuild_config(ChbenchConfig, meta["config"])
+        self.build_units()
+
+    def open(self) -> None:
+        from stratbench.suites.chbench.players import scripted_agent
+
+        self.factory = PlayerFactory(self.config)
+        for spec in sorted({s for m in self.units for s in (m.row, m.col)}):
+            if scripted_agent(spec) is None:
+                self.factory.policy_for(spec)  # open each model (and check its policy) before any file is written
+
+    def folder_spec(self) -> FolderSpec:
+        return FolderSpec(self.config.output_dir, "chbench")
+
+    def config_json(self) -> dict[str, Any]:
+        return asdict(self.config)
+
+    # -- writing
+    def update_meta(self, meta: RunMeta, new: bool) -> None:
+        if new:
+            meta["games"] = [{"id": g.id, "name": g.game.name, "symmetric": g.symmetric, "uncertain": g.uncertain}
+                             for g in select_games(self.config.games, self.config.corrections)]
+        meta.setdefault("players", {})
+        self.meta = meta  # the players' identities and policies are added when the run finishes
+
+    def streams(self) -> list[Stream[Any]]:
+        rounds = self.config.rounds
+        return [Stream(
+            file=ROUNDS_FILE, units=self.units, work=self._play, unit_key=lambda m: m.id,
+            record_unit=lambda r: r["match_id"],
+            sort_key=lambda r: (self._order.get(r["match_id"], len(self._order)), r["round"]),
+            concurrency=1 if self.config.prefix_reuse else max(1, self.config.max_concurrency),
+            unit_done=lambda rs: len(rs) == rounds and all(r["status"] != "error" for r in rs),
+            label="matches")]
+
+    async def _play(self, m: Match) -> list[Record]:
+        from stratbench.suites.chbench.repeated import play_match
+
+        assert self.factory is not None
+        row = self.factory.player(m.row, 0, m.mechanism)
+        col = self.factory.player(m.col, 1, m.mechanism)
+        played = await play_match(m.game.game, row, col, self.config.rounds, m.seed(self.config.seed),
+                                  keep_prompts=self.config.keep_prompts)
         head = {"match_id": m.id, "mechanism": m.mechanism, "game_id": m.game.id, "game": m.game.game.name,
                 "row_player": m.row, "col_player": m.col}
-        return [{**head, **r} for r in recs]
+        out: list[RoundRecord] = [round_record(head, r) for r in played]
+        return out  # type: ignore[return-value]
 
-    finished = [len(done)]
+    def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
+        from stratbench.suites.chbench.tables import analyse_records
 
-    async def main() -> None:
-        try:
-            with JsonlWriter(path) as w:
-                def on_result(_: Match, recs: list[dict[str, Any]]) -> None:
-                    for r in recs:
-                        w.write(r)
-                    finished[0] += 1
-                    if progress:
-                        progress(finished[0], len(units))
+        rounds = records.get(ROUNDS_FILE, [])
+        summary = analyse_records(folder, self.config, rounds)
+        return Outcome({"": summary}, sum(1 for r in rounds if r["status"] == "error"),
+                       {"matches": len({r["match_id"] for r in rounds})})
 
-                conc = 1 if config.prefix_reuse else max(1, config.max_concurrency)
-                await run_pool(todo, worker, conc, on_result)
-        finally:
-            await factory.aclose()
+    def totals(self, records: dict[str, list[Record]], outcome: Outcome) -> dict[str, Any]:
+        if self.meta is not None and self.factory is not None:
+            old = self.meta.get("players", {})
+            self.meta["players"] = {**old, **self.factory.describe(), **{
+                s: {"policy": p} | old.get(s, {}) for s, p in self.factory.policies.items()}}
+        return {"matches": outcome.totals["matches"], **super().totals(records, outcome)}
 
-    asyncio.run(main())
-    records = read_jsonl(path)
-    records.sort(key=lambda r: (order.get(r["match_id"], len(order)), r["round"]))
-    write_jsonl_atomic(path, records)
-    summary = analyse(folder, config, records)
-    n_err = sum(1 for r in records if r["status"] == "error")
-    meta["players"] = {**meta.get("players", {}), **factory.describe(), **{
-        s: {"policy": p} | meta.get("players", {}).get(s, {}) for s, p in factory.policies.items()}}
-    usage = factory.usage()
-    meta.update(end_time=now_iso(), status="finished", totals={
-        "matches": len({r["match_id"] for r in records}), "records": len(records), "errors": n_err,
-        **{f"model_{k}": v for k, v in usage.items()}})
-    write_json_atomic(folder / "run.json", meta)
-    return folder, summary, n_err
+    def usage(self) -> dict[str, Any]:
+        return self.factory.usage() if self.factory is not None else super().usage()
+
+    async def aclose(self) -> None:
+        if self.factory is not None:
+            await self.factory.aclose()
 
 
-def analyse(folder: Path, config: ChbenchConfig, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Fits, tables and plots from the round records (used by run, resume and merge)."""
-    from stratbench.suites.chbench.tables import analyse_records
+def check_chbench_meta(meta: RunMeta, folder: Path, flag: str = "--resume") -> None:
+    """InputError unless run.json is a CHBench run's (not a fit's)."""
+    check_meta(meta, folder, SUITE, (KIND,), flag)
+    if "mechanisms" not in meta["config"]:  # written before run.json had "kind": a fit has no mechanisms
+        raise InputError(f"{flag} {folder}: not a chbench run folder")
 
-    return analyse_records(folder, config, records)
+
+def run_chbench(config: ChbenchConfig, progress: Progress | None = None,
+                resume_dir: str | Path | None = None) -> RunResult:
+    """Play every match (of ``config.shard``), then fit and tabulate; with ``resume_dir``, finish
+    that folder's run (its saved config is used; ``config`` is ignored)."""
+    return execute(ChbenchPlan(config), progress, resume_dir)
 
 
-def merge_shards(folders: list[Path], out: Path) -> dict[str, Any]:
-    """Combine the shards' rounds into `out` in the unsharded order and redo the analysis."""
-    config, _ = _load_resume(folders[0])
-    config.shard = None
-    order = {m.id: i for i, m in enumerate(all_matches(config))}
-    records = [r for f in folders for r in read_jsonl(Path(f) / ROUNDS_FILE)]
-    records.sort(key=lambda r: (order.get(r["match_id"], len(order)), r["round"]))
-    write_jsonl_atomic(out / ROUNDS_FILE, records)
-    return analyse(out, config, records)
+def merge_chbench(folders: list[Path], out: Path) -> Outcome:
+    """Write into ``out`` the rounds of the finished shards ``folders`` in the unsharded order
+    (every match exactly once) and redo the analysis on them."""
+    meta: RunMeta = read_run_json(folders[0])  # type: ignore[assignment]
+    check_chbench_meta(meta, folders[0], "merge")
+    plan = ChbenchPlan(rebuild_config(ChbenchConfig, meta["config"], shard=None))
+    plan.build_units()
+    return merge_streams(plan, folders, out)
+
+
+__all__ = ["ChbenchConfig", "ChbenchPlan", "Match", "PlayerFactory", "all_matches", "merge_chbench", "pairs",
+           "run_chbench", "select_games"]

@@ -4,11 +4,8 @@ fits of play collected anywhere (`chbench fit`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import Any, ClassVar
 
 from stratbench.render.html import el
 from stratbench.runner.jsonl import read_jsonl
@@ -30,7 +27,7 @@ class ChbenchSuite(SuiteBase):
     family = "chbench"
     kinds = ("run",)
     description = "repeated play between models; Level-K and Poisson cognitive-hierarchy levels"
-    cli = "stratbench.cli.chbench"
+    cli: ClassVar[str | None] = "stratbench.cli.chbench"
     compare_metrics = ("utility",)
     marker_files = ("fit.json", "levels.md")
 
@@ -40,27 +37,12 @@ class ChbenchSuite(SuiteBase):
     def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
         from stratbench.suites.chbench.run import run_chbench
 
-        task: list[Any] = []
-
-        def tick(done: int, total: int) -> None:  # called once per finished match
-            if progress is None:
-                return
-            if not task:
-                task.append(progress.add_task("matches", total=total, completed=done))
-            else:
-                progress.advance(task[0])
-
-        folder, summary, n_err = run_chbench(config, resume_dir=None if resume_dir is None else str(resume_dir),
-                                             shard=config.shard, progress=tick)
-        import json
-
-        totals = json.loads((folder / "run.json").read_text()).get("totals", {})
-        return RunResult(folder, {"": summary}, n_err, totals)
+        return run_chbench(config, progress, resume_dir)
 
     def merge(self, folders: list[Path], out: Path) -> Any:
-        from stratbench.suites.chbench.run import merge_shards
+        from stratbench.suites.chbench.run import merge_chbench
 
-        return merge_shards(folders, out)
+        return merge_chbench(folders, out)
 
     def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
              seeds: Sequence[int]) -> list[Job]:
@@ -87,6 +69,8 @@ class ChbenchSuite(SuiteBase):
         `--models` are keyed by position ("model 1", ...) so two checkpoints' runs pair up; scripted
         opponents by name. CH levels are fitted over all games at once, so they are compared through
         each run's own CIs, not here."""
+        import numpy as np
+
         from stratbench.runner.folders import read_run_json
 
         models = list(read_run_json(folder)["config"].get("models", []))
@@ -104,38 +88,31 @@ class ChbenchSuite(SuiteBase):
         return {part: {g: {"utility": float(np.mean(v))} for g, v in by.items()} for part, by in acc.items()}
 
     def report_view(self, ctx: Any, run: Any, anchor: str) -> Any:
-        from stratbench.render.views import default_view, read_json, run_files
+        from stratbench.render.views import run_files
 
-        view = default_view(ctx, run, self, anchor)
+        view = super().report_view(ctx, run, anchor)
         if run.player() == "?":  # one fit covers several players
             players = read_summary(run.path).get("players")
             view.player = ", ".join(map(str, players)) if isinstance(players, Mapping) and players else None
         if any(p.name.startswith("level_distribution") and p.suffix == ".png" for p in run_files(run)):
             return view
-        fits, _ = read_json(run.path / "fit.json")
-        if isinstance(fits, Mapping) and fits and all(isinstance(f, Mapping) for f in fits.values()):
-            from stratbench.suites.chbench.plots import level_distributions
-
-            try:
-                view.parts.append(ctx.figure(f"{anchor}_level_distribution",
-                                             lambda: level_distributions(fits, "Fitted level distributions"),
-                                             "CH level distributions",
-                                             "Fitted cognitive-hierarchy level distributions (from fit.json)"))
-            except (TypeError, ValueError):
-                view.parts.append(el("p", "fit.json: level distributions could not be drawn", class_="warn"))
+        self._level_figure(ctx, view, anchor, run.path)
         return view
 
+    def _level_figure(self, ctx: Any, view: Any, anchor: str, folder: Path) -> None:
+        """A run whose level_distribution.png is missing (its plot failed): draw it from summary.json."""
+        from stratbench.suites.chbench.plots import level_distributions, run_panels
 
-@dataclass
-class FitConfig:
-    """`chbench fit`: observed play (CSV) and the fit's settings."""
-
-    data: str
-    k_hat: int = 4
-    restarts: int = 10
-    seed: int = 0
-    output_dir: str = "results"
-    corrections: str | None = None
+        summary = read_summary(folder)
+        try:
+            panels = run_panels(summary)
+            if panels:
+                view.parts.append(ctx.figure(f"{anchor}_level_distribution",
+                                             lambda: level_distributions(panels, "Pooled CH level distributions"),
+                                             "CH level distributions",
+                                             "Pooled cognitive-hierarchy level distributions (from summary.json)"))
+        except (AttributeError, KeyError, TypeError, ValueError):
+            view.parts.append(el("p", "summary.json: level distributions could not be drawn", class_="warn"))
 
 
 class ChbenchFitSuite(ChbenchSuite):
@@ -151,9 +128,24 @@ class ChbenchFitSuite(ChbenchSuite):
     def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
         from stratbench.suites.chbench.fit_run import run_fit
 
-        folder, fits = run_fit(config.data, config.k_hat, config.restarts, config.seed, config.output_dir,
-                               config.corrections)
-        return RunResult(folder, {"": read_summary(folder), "fits": fits}, 0)
+        return run_fit(config, progress, resume_dir)
+
+    def _level_figure(self, ctx: Any, view: Any, anchor: str, folder: Path) -> None:
+        """A fit folder has no PNG of its own: draw the fitted distributions from fit.json."""
+        from stratbench.render.views import read_json
+        from stratbench.suites.chbench.plots import fit_panels, level_distributions
+
+        fits, _ = read_json(folder / "fit.json")
+        if not (isinstance(fits, Mapping) and fits and all(isinstance(f, Mapping) for f in fits.values())):
+            return
+        try:
+            panels = fit_panels(fits)
+            view.parts.append(ctx.figure(f"{anchor}_level_distribution",
+                                         lambda: level_distributions(panels, "Fitted level distributions"),
+                                         "CH level distributions",
+                                         "Fitted cognitive-hierarchy level distributions (from fit.json)"))
+        except (TypeError, ValueError):
+            view.parts.append(el("p", "fit.json: level distributions could not be drawn", class_="warn"))
 
     def merge(self, folders: list[Path], out: Path) -> Any:
         return SuiteBase.merge(self, folders, out)

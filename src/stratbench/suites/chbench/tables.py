@@ -23,9 +23,12 @@ from typing import Any
 
 import numpy as np
 
-from stratbench.stats import bootstrap_ci
 from stratbench.runner.jsonl import write_json_atomic
+from stratbench.runner.schema import Record
 from stratbench.seeding import derive_seed
+from stratbench.stats import bootstrap_ci
+from stratbench.suites.chbench import plots
+from stratbench.suites.chbench.catalogue import select_games
 from stratbench.suites.chbench.fit import (
     CSV_COLUMNS,
     PlayerObservations,
@@ -124,9 +127,10 @@ def _move_rates(records: list[dict[str, Any]], player: str) -> dict[str, Any]:
             "error_rate": (st.count("error") / n) if n else None}
 
 
-def analyse_records(folder: Path, config: Any, records: list[dict[str, Any]]) -> dict[str, Any]:
-    from stratbench.suites.chbench.run import select_games
-
+def analyse_records(folder: Path, config: Any, records: list[Record]) -> dict[str, Any]:
+    """Fits, tables and the level-distribution plot of a run (or merged shards) from its round
+    records: writes fit.json, observations_<mechanism>.csv, the tables and summary.json, and returns
+    the summary. ``config`` is the run's ChbenchConfig."""
     games_all = select_games(config.games, config.corrections)
     by_id = {g.id: g for g in games_all}
     players = _players(config)
@@ -219,7 +223,10 @@ def analyse_records(folder: Path, config: Any, records: list[dict[str, Any]]) ->
     write_json_atomic(folder / "fit.json", fits_out)
     write_tables(folder, summary, players)
     try:
-        plot_level_distributions(folder, summary)
+        panels = plots.run_panels(summary)
+        if panels:
+            png = plots.level_distributions(panels, "Pooled CH level distributions")
+            (folder / "level_distribution.png").write_bytes(png)
     except Exception as e:  # a failed plot must not lose the numbers: it is recorded in summary.json
         summary["plot_error"] = f"{type(e).__name__}: {e}"
     write_json_atomic(folder / "summary.json", summary)
@@ -274,12 +281,12 @@ def write_tables(folder: Path, summary: dict[str, Any], players: list[str]) -> N
     for m in mechs:
         opps = sorted({o for p in players for o in (summary["mechanisms"][m].get(p) or {}).get("utility_by_opponent", {})})
         with (folder / f"utilities_{m}.csv").open("w", newline="") as fh:
-            w = csv.writer(fh)
-            w.writerow(["player"] + opps)
+            uw = csv.writer(fh)
+            uw.writerow(["player"] + opps)
             for p in players:
                 u = (summary["mechanisms"][m].get(p) or {}).get("utility_by_opponent")
                 if u:
-                    w.writerow([p] + [_fmt(u.get(o)) for o in opps])
+                    uw.writerow([p] + [_fmt(u.get(o)) for o in opps])
         lines = [f"# Average utility per round under {m} (player \\ opponent)", "",
                  "| Player \\ Opponent | " + " | ".join(opps) + " |", "|---|" + "---|" * len(opps)]
         for p in players:
@@ -295,35 +302,4 @@ def write_tables(folder: Path, summary: dict[str, Any], players: list[str]) -> N
     (folder / "utility_variance.md").write_text("\n".join(lines) + "\n")
 
 
-def plot_level_distributions(folder: Path, summary: dict[str, Any]) -> None:
-    """level_distribution.png: pooled level distribution per player, one panel per (CH model, mechanism)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    mechs = list(summary["mechanisms"])
-    if not mechs:
-        return
-    fig, axes = plt.subplots(2, len(mechs), figsize=(4.5 * len(mechs), 6.5), squeeze=False)
-    for ci, (cm, title) in enumerate((("level_k", "Level-K CH"), ("poisson", "Poisson CH"))):
-        for mi, m in enumerate(mechs):
-            ax = axes[ci][mi]
-            ps = [p for p, s in summary["mechanisms"][m].items() if s.get(f"{cm}_level_distribution")]
-            width = 0.8 / max(1, len(ps))
-            for j, p in enumerate(ps):
-                d = summary["mechanisms"][m][p][f"{cm}_level_distribution"]
-                ax.bar(np.arange(len(d)) + j * width - 0.4 + width / 2, d, width, label=p)
-            ax.set_title(f"{title} — {m}")
-            ax.set_xlabel("level k")
-            ax.set_ylabel("probability")
-            ax.set_ylim(0, 1)
-            if ps:
-                ax.set_xticks(range(len(summary["mechanisms"][m][ps[0]][f"{cm}_level_distribution"])))
-            ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(folder / "level_distribution.png", dpi=110)
-    plt.close(fig)
-
-
-__all__ = ["analyse_records", "write_tables", "plot_level_distributions", "CSV_COLUMNS"]
+__all__ = ["CSV_COLUMNS", "analyse_records", "write_tables"]
