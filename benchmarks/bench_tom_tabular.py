@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from stratbench.suites.tom import PAPER_TABULAR, run_baseline
+from stratbench.suites.tom.tabular import PAPER_TABULAR, run_baseline
 
 
 def _ci(res: dict, key: str, scale: float = 1.0) -> str:

@@ -25,7 +25,7 @@ def tom_baseline(
     shard: Shard = None,
 ) -> int:
     """The tabular R-max baseline: regret per step vs the optimal T-step response, ToM accuracy."""
-    from stratbench.suites.tom.suite import BaselineConfig
+    from stratbench.suites.tom.baseline_run import BaselineConfig
 
     cfg = BaselineConfig([g.strip() for g in game.split(",")], [p.strip() for p in partner.split(",")], episodes,
                          rounds, seed, output_dir, shard)

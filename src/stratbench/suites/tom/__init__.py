@@ -9,34 +9,12 @@ Modules: ``games`` (payoffs, action labels), ``partners`` (finite-state partner 
 ``regret`` (exact DP optimum, regret, ToM accuracy, CIs), ``tabular`` (the paper's R-max +
 count-predictor baseline), ``prompts`` / ``episodes`` (LM prompting: log-probs with prefix reuse),
 ``gen_prompts`` / ``strategies`` / ``gen_episodes`` (QA, CoT, Social, Plans+Insights, Reflexion,
-Oracle, Oracle+Max, CoT 3-shot, S2A: generated answers, template parsing, bounded re-queries), ``results``
-(records → summary, shared by runs and merges), ``model_run`` / ``baseline_run`` (the commands'
-result folders) and ``shards`` (``stratbench merge`` of ``--shard i/n`` runs).
+Oracle, Oracle+Max, CoT 3-shot, S2A: generated answers, template parsing, bounded re-queries),
+``records`` (the records' and summaries' keys), ``results`` (records → summary, shared by runs
+and merges), ``plots`` (the regret-curve figure), ``model_run`` / ``baseline_run`` (the commands'
+configs, run plans for the shared lifecycle, and shard merges) and ``suite`` (the registered
+entries ``tom`` and ``tom-baseline``).
+
+Imports the core (games, models, runner, parsing, render, stats, seeding) and its own modules,
+never another suite, the workflows, the report or the CLI. Importing the package imports nothing.
 """
-
-from stratbench.suites.tom.games import GAMES, RepeatedGame, get_game
-from stratbench.suites.tom.partners import PARTNERS, FiniteStatePartner, make_partner
-from stratbench.suites.tom.regret import (
-    episode_regret,
-    optimal_values,
-    random_agent_expected_regret,
-    regret_per_step,
-    tom_accuracy,
-)
-from stratbench.suites.tom.tabular import PAPER_TABULAR, run_baseline
-
-__all__ = [
-    "GAMES",
-    "PAPER_TABULAR",
-    "PARTNERS",
-    "FiniteStatePartner",
-    "RepeatedGame",
-    "episode_regret",
-    "get_game",
-    "make_partner",
-    "optimal_values",
-    "random_agent_expected_regret",
-    "regret_per_step",
-    "run_baseline",
-    "tom_accuracy",
-]

@@ -1,79 +1,185 @@
 """`stratbench tom baseline`: the tabular R-max baseline as a result folder.
 
 Files: ``episodes.jsonl`` (one record per episode: its trajectory - actions, predictions, the
-partner's initial state - and its metrics), ``summary.json`` (``settings``: one row per game ×
-partner with the suite's keys and 95% CIs over episodes), ``curves.json`` and
-``regret_curve.png`` (per-step regret). The summary and curves are computed from the records
-(:func:`results.summarize_baseline`), which is what makes a merge of shards equal to the unsharded
-run. ``--shard i/n`` keeps every n-th episode of each setting (round-robin over the episode index);
-episode e always plays with its own seed ``derive_seed(seed, e)``.
+partner's initial state - and its metrics; :class:`records.BaselineEpisodeRecord`),
+``summary.json`` (``settings``: one row per game × partner with the suite's keys and 95% CIs over
+episodes), ``curves.json`` and ``regret_curve.png`` (per-step regret). The run goes through the
+shared lifecycle (:func:`stratbench.runner.lifecycle.execute`); its units of work are the game ×
+partner settings, each simulating its episodes at once (vectorised) and writing their records. The
+summary and curves are computed from the records (:func:`results.summarize_baseline`), which is
+what makes a merge of shards equal to the unsharded run. ``--shard i/n`` keeps every n-th episode
+of each setting (round-robin over the episode index); episode e always plays with its own seed
+``derive_seed(seed, e)``. Runs take seconds: they are not resumable.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Hashable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from stratbench.errors import InputError
-from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
-from stratbench.runner.jsonl import JsonlWriter, write_json_atomic
-from stratbench.runner.shard import as_shard, shard_tag
+from stratbench.runner.folders import read_run_json
+from stratbench.runner.jsonl import read_jsonl, write_json_atomic, write_jsonl_atomic
+from stratbench.runner.lifecycle import (
+    FolderSpec,
+    Outcome,
+    Progress,
+    RunPlan,
+    RunResult,
+    Stream,
+    execute,
+    rebuild_config,
+)
+from stratbench.runner.schema import Record, RunMeta
+from stratbench.runner.shard import Shard, as_shard, shard_tag
+from stratbench.suites.tom.records import EPISODES_FILE, BaselineSummary, BaselineTotals
+
+AGENT = "tabular-rmax"
+M = 1  # R-max's "known" threshold: partners are deterministic given the state (see tabular)
+
+Setting = tuple[str, str]  # (game, partner)
 
 
-def write_baseline_outputs(folder: Path, records: list[dict[str, Any]], config: dict[str, Any],
-                           shard: str | None = None) -> list[dict[str, Any]]:
-    """summary.json, curves.json and the plot, from the records (used by the run and the merge)."""
-    from stratbench.suites.tom.results import plot_curves, summarize_baseline
+@dataclass
+class BaselineConfig:
+    """`tom baseline`: the tabular R-max agent on every game × partner."""
 
-    rows, curves = summarize_baseline(records, config)
-    summary: dict[str, Any] = {"settings": rows}
-    if shard:
-        summary["shard"] = shard
-    write_json_atomic(folder / "summary.json", summary)
-    write_json_atomic(folder / "curves.json", curves)
-    plot_curves(curves, folder / "regret_curve.png", "Tabular R-max baseline: regret per step")
-    return rows
+    games: list[str] = field(default_factory=lambda: ["rps"])
+    partners: list[str] = field(default_factory=lambda: ["single_action"])
+    episodes: int = 300
+    rounds: int = 100
+    seed: int = 0
+    output_dir: str = "results"
+    shard: Any = None
 
 
-def run_tom_baseline(games: list[str], partners: list[str], episodes: int, rounds: int, seed: int,
-                     output_dir: str, shard: str | None = None) -> tuple[Path, list[dict[str, Any]]]:
-    """Run the tabular agent on every game × partner; returns the folder and the summary rows."""
-    from stratbench.suites.tom.games import GAMES
-    from stratbench.suites.tom.results import baseline_episode_records
-    from stratbench.suites.tom.tabular import simulate_rmax
+class BaselinePlan(RunPlan):
+    """One `tom baseline` run (or the unsharded run its shards are merged into)."""
 
-    for g in games:
-        if g not in GAMES:
-            raise InputError(f"unknown --game {g!r}; known: {', '.join(GAMES)}")
-    from stratbench.suites.tom.partners import make_partner
+    suite = "tom"
+    kind = "baseline"
 
-    for p in partners:
-        make_partner(p, games[0])  # raises InputError naming the known partners
-    if episodes < 1 or rounds < 1:
-        raise InputError("--episodes and --rounds must be at least 1")
-    sh = as_shard(shard)
-    ids = sh.select(list(range(episodes)))
-    if sh.count > episodes:
-        raise InputError(f"--shard {sh}: more shards than episodes ({episodes})")
-    folder = create_run_folder(output_dir, "tom_baseline", tag=shard_tag(sh)).path
-    config = {"games": games, "partners": partners, "episodes": episodes, "rounds": rounds,
-              "seed": seed, "agent": "tabular-rmax", "m": 1, "shard": sh.to_json(),
-              "output_dir": str(output_dir)}
-    meta = run_metadata("tom", config, kind="baseline")
-    write_json_atomic(folder / "run.json", meta)
-    t0 = time.perf_counter()
-    records: list[dict[str, Any]] = []
-    with JsonlWriter(folder / "episodes.jsonl") as writer:
-        for g in games:
-            for p in partners:
-                sim = simulate_rmax(GAMES[g], make_partner(p, g), ids, rounds, seed, m=1)
-                for rec in baseline_episode_records(g, p, ids, sim):
-                    writer.write(rec)
-                    records.append(rec)
-    rows = write_baseline_outputs(folder, records, config, None if sh.whole else str(sh))
-    meta.update(end_time=now_iso(), status="finished",
-                totals={"settings": len(rows), "records": len(records), "errors": 0,
-                        "seconds": time.perf_counter() - t0})
-    write_json_atomic(folder / "run.json", meta)
-    return folder, rows
+    def __init__(self, config: BaselineConfig) -> None:
+        self.config = config
+        self.t0 = time.perf_counter()
+
+    @property
+    def shard(self) -> Shard:
+        return as_shard(self.config.shard)
+
+    def prepare(self) -> None:
+        from stratbench.suites.tom.games import GAMES
+        from stratbench.suites.tom.partners import make_partner
+
+        c = self.config
+        for g in c.games:
+            if g not in GAMES:
+                raise InputError(f"unknown --game {g!r}; known: {', '.join(GAMES)}")
+        for p in c.partners:
+            make_partner(p, c.games[0])  # raises InputError naming the known partners
+        if c.episodes < 1 or c.rounds < 1:
+            raise InputError("--episodes and --rounds must be at least 1")
+        shard = self.shard
+        if shard.count > c.episodes:
+            raise InputError(f"--shard {shard}: more shards than episodes ({c.episodes})")
+
+    def resume_from(self, meta: RunMeta, folder: Path) -> None:
+        raise InputError("tom baseline runs cannot be resumed (they take seconds): run it again")
+
+    def folder_spec(self) -> FolderSpec:
+        return FolderSpec(self.config.output_dir, "tom_baseline", tag=shard_tag(self.shard))
+
+    def config_json(self) -> dict[str, Any]:
+        c = self.config
+        return {"games": list(c.games), "partners": list(c.partners), "episodes": c.episodes, "rounds": c.rounds,
+                "seed": c.seed, "agent": AGENT, "m": M, "shard": self.shard.to_json(), "output_dir": str(c.output_dir)}
+
+    def episode_ids(self) -> list[int]:
+        return self.shard.select(list(range(self.config.episodes)))
+
+    def streams(self) -> list[Stream[Any]]:
+        from stratbench.suites.tom.results import baseline_order
+
+        c = self.config
+        self.t0 = time.perf_counter()
+        settings: list[Setting] = [(g, p) for g in c.games for p in c.partners]
+        return [Stream(EPISODES_FILE, settings, self.simulate, unit_key=lambda s: s,
+                       record_unit=setting_of, sort_key=baseline_order(c.games, c.partners), label="settings")]
+
+    async def simulate(self, setting: Setting) -> list[Record]:
+        """The shard's episodes of one game × partner, one record each."""
+        from stratbench.suites.tom.games import GAMES
+        from stratbench.suites.tom.partners import make_partner
+        from stratbench.suites.tom.results import baseline_episode_records
+        from stratbench.suites.tom.tabular import simulate_rmax
+
+        g, p = setting
+        c = self.config
+        ids = self.episode_ids()
+        sim = simulate_rmax(GAMES[g], make_partner(p, g), ids, c.rounds, c.seed, m=M)
+        return [cast(Record, r) for r in baseline_episode_records(g, p, ids, sim)]
+
+    def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
+        """summary.json, curves.json and regret_curve.png from the episode records."""
+        from stratbench.suites.tom.plots import regret_curves_plot
+        from stratbench.suites.tom.results import summarize_baseline
+
+        rows, curves = summarize_baseline(records[EPISODES_FILE], self.config_json())
+        summary: BaselineSummary = {"settings": rows}
+        if not self.shard.whole:
+            summary["shard"] = str(self.shard)
+        write_json_atomic(folder / "summary.json", summary)
+        write_json_atomic(folder / "curves.json", curves)
+        (folder / "regret_curve.png").write_bytes(
+            regret_curves_plot(curves, "Tabular R-max baseline: regret per step"))
+        return Outcome({"": dict(summary)}, 0, totals={"settings": len(rows)})
+
+    def totals(self, records: dict[str, list[Record]], outcome: Outcome) -> dict[str, Any]:
+        """The baseline has no model: settings, records, errors (0) and the seconds it took."""
+        totals: BaselineTotals = {"settings": outcome.totals["settings"], "records": len(records[EPISODES_FILE]),
+                                  "errors": 0, "seconds": time.perf_counter() - self.t0}
+        return dict(totals)
+
+
+def setting_of(record: Record) -> Hashable:
+    return record["game"], record["partner"]
+
+
+def run_tom_baseline(config: BaselineConfig, progress: Progress | None = None) -> RunResult:
+    """Run the tabular agent on every game × partner; the result's summary is ``{"settings": rows}``
+    (and, for a shard, ``"shard"``)."""
+    return execute(BaselinePlan(config), progress)
+
+
+def merge_baselines(folders: list[Path], out: Path) -> Outcome:
+    """`stratbench merge` of `tom baseline` shards (already checked to be shards 1..n of one
+    config): every episode of every setting exactly once, in the unsharded order, summarised by the
+    plan as the unsharded run.
+
+    Not :func:`~stratbench.runner.lifecycle.merge_streams`: the run's units are settings, and every
+    shard holds a part of every setting, so the completeness check is per episode."""
+    saved = read_run_json(folders[0])["config"]
+    plan = BaselinePlan(rebuild_config(BaselineConfig, saved, shard=None))
+    (stream,) = plan.streams()
+    records: list[Record] = []
+    for f in folders:
+        path = Path(f) / EPISODES_FILE
+        if not path.is_file():
+            raise InputError(f"{f}: no {EPISODES_FILE}; not a finished tom shard")
+        try:
+            records.extend(read_jsonl(path))
+        except ValueError as e:
+            raise InputError(str(e)) from None
+    c = plan.config
+    keys = [(r["game"], r["partner"], int(r["episode"])) for r in records]
+    want = {(g, p, e) for g in c.games for p in c.partners for e in range(c.episodes)}
+    if len(set(keys)) != len(keys) or set(keys) != want:
+        missing = len(want - set(keys))
+        raise InputError(f"the shards do not hold every episode exactly once ({missing} missing, "
+                         f"{len(keys) - len(set(keys))} duplicated)")
+    records.sort(key=stream.sort_key)
+    write_jsonl_atomic(out / EPISODES_FILE, records)
+    return plan.summarise(out, {EPISODES_FILE: records})

@@ -287,7 +287,7 @@ async def arun_gen_episode(
             if s.keep_prompts:
                 call["prompt"] = prompt
             calls.append(call)
-            if r.ok:
+            if r.ok and r.logprobs is not None:  # (ok says logprobs is set)
                 prediction = int(np.argmax(r.logprobs))
                 call.update(status="parsed", logprobs=list(r.logprobs), tom_policy=_policy(r.logprobs).tolist())
                 rec["tom_status"] = "parsed"

@@ -7,12 +7,14 @@ PlansInsights, Reflexion, Oracle, OracleMax, S2A, S2ACoT; :mod:`gen_episodes`), 
 (``--tom-variant agent_first``) or before (``partner_first``) the agent acts.
 
 Folder: ``run.json``, ``rounds.jsonl`` (one record per round, ids ``episode``/``t``, written an
-episode at a time), ``summary.json`` and ``regret_curve.png`` - the summary is computed from the
-records by :func:`results.summarize_rounds`. ``--resume`` keeps finished episodes (complete, or
-stopped by a parse failure) and runs the rest again, errored ones included. ``--shard i/n`` plays
-the episodes whose index e has ``e % n == i - 1``, episode e always with seed ``derive_seed(seed,
-e)``, so ``stratbench merge`` of all shards equals the unsharded run record for record (timing and
-cache-hit fields aside).
+episode at a time; :class:`records.RoundRecord`), ``summary.json`` and ``regret_curve.png`` - the
+summary is computed from the records by :func:`results.summarize_rounds`. The run goes through the
+shared lifecycle (:func:`stratbench.runner.lifecycle.execute`): an episode is a unit of work.
+``--resume`` keeps finished episodes (complete, or stopped by a parse failure) and runs the rest
+again, errored ones included. ``--shard i/n`` plays the episodes whose index e has ``e % n == i -
+1``, episode e always with seed ``derive_seed(seed, e)``, so ``stratbench merge`` of all shards
+(:func:`merge_tom_runs`) equals the unsharded run record for record (timing and cache-hit fields
+aside).
 
 Model calls: LM prompting runs episodes one after another on a prefix-reusing backend without the
 response cache (the cache would not save anything the prefix reuse does not, and each round's
@@ -25,23 +27,34 @@ backends; local backends serialise calls anyway.
 
 from __future__ import annotations
 
-import asyncio
-import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from stratbench.errors import InputError
-from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
-from stratbench.runner.jsonl import (
-    JsonlWriter,
-    read_jsonl,
-    write_json_atomic,
-    write_jsonl_atomic,
+from stratbench.runner.folders import read_run_json
+from stratbench.runner.jsonl import write_json_atomic
+from stratbench.runner.lifecycle import (
+    FolderSpec,
+    Outcome,
+    Progress,
+    RunPlan,
+    RunResult,
+    Stream,
+    check_meta,
+    execute,
+    merge_streams,
+    rebuild_config,
 )
+from stratbench.runner.schema import Record, RunMeta
 from stratbench.runner.shard import as_shard, shard_tag
 from stratbench.seeding import derive_seed
-from stratbench.suites.tom.strategies import PROMPTINGS, normalize_prompting  # noqa: F401 (re-export)
+from stratbench.suites.tom.records import ROUNDS_FILE, RoundRecord
+from stratbench.suites.tom.strategies import normalize_prompting
+
+if TYPE_CHECKING:
+    from stratbench.models.base import LanguageModel
+    from stratbench.suites.tom.gen_episodes import GenSettings
 
 
 @dataclass
@@ -103,7 +116,8 @@ class TomRunConfig:
             self.gen_settings()  # validates the generation settings
         return self
 
-    def gen_settings(self) -> Any:
+    def gen_settings(self) -> GenSettings:
+        """The generation strategies' settings (InputError when they are invalid)."""
         from stratbench.suites.tom.gen_episodes import GenSettings
 
         return GenSettings(prompting=self.prompting, label_set=self.label_set, predict=self.predict,
@@ -112,117 +126,125 @@ class TomRunConfig:
                            max_tokens=self.max_tokens, memory=self.memory, keep_prompts=self.keep_prompts)
 
 
-def _load_resume(folder: Path) -> tuple[dict[str, Any], TomRunConfig]:
-    try:
-        meta = json.loads((folder / "run.json").read_text())
-        saved = meta["config"]
-        if meta.get("suite") != "tom" or "prompting" not in saved:
-            raise KeyError
-    except (OSError, ValueError, KeyError, TypeError):
-        raise InputError(f"--resume {folder}: not a tom run folder") from None
-    known = {f.name for f in fields(TomRunConfig)}
-    return meta, TomRunConfig(**{k: v for k, v in saved.items() if k in known})
+class TomRunPlan(RunPlan):
+    """One `tom run` (or the unsharded run its shards are merged into): episodes are the units of
+    work, each writing its round records."""
 
+    suite = "tom"
+    kind = "run"
 
-def finished_episodes(records: list[dict[str, Any]], rounds: int) -> set[int]:
-    """Episodes a resumed run keeps: complete, or stopped by a parse failure (a model error is
-    retried)."""
-    from stratbench.suites.tom.results import episode_groups, episode_status
+    def __init__(self, config: TomRunConfig) -> None:
+        self.config = config
+        self.model: LanguageModel | None = None
 
-    return {e for e, rs in episode_groups(records).items() if episode_status(rs, rounds) in ("complete", "parse_failed")}
+    @property
+    def lm(self) -> bool:
+        return self.config.prompting == "LM"
 
+    def prepare(self) -> None:
+        self.config.resolve()
 
-def write_run_outputs(folder: Path, records: list[dict[str, Any]], config: dict[str, Any],
-                      shard: str | None = None) -> dict[str, Any]:
-    """summary.json and regret_curve.png from the round records (used by the run and the merge)."""
-    from stratbench.suites.tom.results import plot_curves, summarize_rounds
+    def resume_from(self, meta: RunMeta, folder: Path) -> None:
+        """The saved config, with this invocation's shard checked and its connection settings
+        (concurrency, server, cache bypass) applied."""
+        check_meta(meta, folder, self.suite, (self.kind,))
+        if "prompting" not in meta["config"]:
+            raise InputError(f"--resume {folder}: not a tom run folder")
+        c = self.config
+        saved = rebuild_config(TomRunConfig, meta["config"])
+        if c.shard is not None and as_shard(c.shard) != as_shard(saved.shard):
+            raise InputError(f"--resume {folder}: the folder is shard {as_shard(saved.shard)}, not {c.shard}")
+        saved.max_concurrency, saved.base_url = c.max_concurrency, c.base_url or saved.base_url
+        saved.no_cache = c.no_cache
+        self.config = saved.resolve()
 
-    summary, curve = summarize_rounds(records, config)
-    if shard:
-        summary["shard"] = shard
-    write_json_atomic(folder / "summary.json", summary)
-    name = f"{config['game']}/{config['partner']} ({config.get('prompting', 'LM')})"
-    plot_curves({name: curve} if curve else {}, folder / "regret_curve.png",
-                f"{config.get('model')}: regret per step")
-    return summary
+    def open(self) -> None:
+        from stratbench.models import ModelOptions, open_model
 
+        c = self.config
+        opts = ModelOptions(prefix_reuse=self.lm, base_url=c.base_url, max_concurrency=c.max_concurrency,
+                            chat=bool(c.chat))
+        self.model = open_model(c.model, opts, no_cache=self.lm or c.no_cache)
 
-def run_tom_model(config: TomRunConfig, resume: str | None = None) -> tuple[Path, dict[str, Any]]:
-    """Run (or resume) `tom run`; returns the folder and the summary."""
-    from stratbench.models import open_model
-    from stratbench.models import ModelOptions
-    from stratbench.suites.tom.results import ROUNDS_FILE, canonical_rounds
+    def folder_spec(self) -> FolderSpec:
+        return FolderSpec(self.config.output_dir, "tom", tag=shard_tag(as_shard(self.config.shard)))
 
-    if resume:
-        folder = Path(resume)
-        meta, saved = _load_resume(folder)
-        if config.shard is not None and as_shard(config.shard) != as_shard(saved.shard):
-            raise InputError(f"--resume {folder}: the folder is shard {as_shard(saved.shard)}, not {config.shard}")
-        saved.max_concurrency, saved.base_url = config.max_concurrency, config.base_url or saved.base_url
-        saved.no_cache = config.no_cache
-        config = saved.resolve()
-        meta["status"] = "running"
-        meta.setdefault("resumed_at", []).append(now_iso())
-    else:
-        config.resolve()
-        folder = create_run_folder(config.output_dir, "tom", tag=shard_tag(as_shard(config.shard))).path
-        meta = run_metadata("tom", asdict(config), kind="run")
-    lm = config.prompting == "LM"
-    opts = ModelOptions(prefix_reuse=lm, base_url=config.base_url, max_concurrency=config.max_concurrency,
-                        chat=bool(config.chat))
-    model = open_model(config.model, opts, no_cache=lm or config.no_cache)
-    meta["agent"] = {"name": config.model, "policy": "logprob" if lm else "generate",
-                     "model": model.describe()}
-    write_json_atomic(folder / "run.json", meta)
+    def config_json(self) -> dict[str, Any]:
+        return asdict(self.config)
 
-    path = folder / ROUNDS_FILE
-    prev = read_jsonl(path, repair=True)
-    done = finished_episodes(prev, config.rounds)
-    kept = [r for r in prev if r["episode"] in done]
-    if len(kept) != len(prev):
-        write_jsonl_atomic(path, kept)
-    shard = as_shard(config.shard)
-    todo = [e for e in shard.select(list(range(config.episodes))) if e not in done]
+    def update_meta(self, meta: RunMeta, new: bool) -> None:
+        assert self.model is not None
+        meta["agent"] = {"name": self.config.model, "policy": "logprob" if self.lm else "generate",
+                         "model": self.model.describe()}
 
-    async def play(e: int) -> dict[str, Any]:
-        seed = derive_seed(config.seed, e)
-        if lm:
+    def streams(self) -> list[Stream[Any]]:
+        from stratbench.suites.tom.results import episode_kept, round_order
+
+        c = self.config
+        episodes: list[int] = as_shard(c.shard).select(list(range(c.episodes)))
+        return [Stream(ROUNDS_FILE, episodes, self.play, unit_key=lambda e: e,
+                       record_unit=lambda r: int(r["episode"]), sort_key=round_order,
+                       concurrency=1 if self.lm else c.max_concurrency,
+                       unit_done=lambda rs: episode_kept(rs, c.rounds), label="episodes")]
+
+    async def play(self, e: int) -> list[Record]:
+        """Episode ``e`` (seed ``derive_seed(seed, e)``): its round records, up to the round that
+        stopped it."""
+        c = self.config
+        assert self.model is not None
+        seed = derive_seed(c.seed, e)
+        if self.lm:
             from stratbench.suites.tom.episodes import arun_lm_episode
 
-            return await arun_lm_episode(model, config.game, config.partner, config.rounds, seed,
-                                         label_set=config.label_set, predict=config.predict,
-                                         tom_variant=config.tom_variant, keep_prompts=config.keep_prompts,
-                                         history=config.history, payoffs=config.payoffs)
-        from stratbench.suites.tom.gen_episodes import arun_gen_episode
+            ep = await arun_lm_episode(self.model, c.game, c.partner, c.rounds, seed, label_set=c.label_set,
+                                       predict=c.predict, tom_variant=c.tom_variant, keep_prompts=c.keep_prompts,
+                                       history=c.history, payoffs=c.payoffs)
+        else:
+            from stratbench.suites.tom.gen_episodes import arun_gen_episode
 
-        return await arun_gen_episode(model, config.game, config.partner, config.rounds, seed,
-                                      config.gen_settings())
+            ep = await arun_gen_episode(self.model, c.game, c.partner, c.rounds, seed, c.gen_settings())
+        return [cast(Record, self.round_record(e, ep["initial_state"], r)) for r in ep["records"]]
 
-    async def main() -> None:
-        from stratbench.runner.pool import run_pool
+    def round_record(self, e: int, initial_state: int, r: dict[str, Any]) -> RoundRecord:
+        c = self.config
+        return cast(RoundRecord, {"episode": e, "game": c.game, "partner": c.partner, "prompting": c.prompting,
+                                  "initial_state": initial_state, **r})
 
-        try:
-            with JsonlWriter(path) as w:
-                def write(e: int, ep: dict[str, Any]) -> None:
-                    for r in ep["records"]:
-                        w.write({"episode": e, "game": config.game, "partner": config.partner,
-                                 "prompting": config.prompting, "initial_state": ep["initial_state"], **r})
+    def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
+        """summary.json and regret_curve.png from the round records (a run's, or its shards')."""
+        from stratbench.suites.tom.plots import regret_curves_plot
+        from stratbench.suites.tom.results import summarize_rounds
 
-                await run_pool(todo, play, 1 if lm else config.max_concurrency, write)
-        finally:
-            await model.aclose()
+        cfg = self.config_json()
+        summary, curve = summarize_rounds(records[ROUNDS_FILE], cfg)
+        shard = as_shard(self.config.shard)
+        if not shard.whole:
+            summary["shard"] = str(shard)
+        write_json_atomic(folder / "summary.json", summary)
+        name = f"{cfg['game']}/{cfg['partner']} ({cfg['prompting']})"
+        (folder / "regret_curve.png").write_bytes(
+            regret_curves_plot({name: curve} if curve else {}, f"{cfg['model']}: regret per step"))
+        return Outcome({"": dict(summary)}, summary["n_error_episodes"], totals={
+            "episodes": summary["n_episodes_run"], "complete_episodes": summary["n_episodes"],
+            "parse_failed_episodes": summary["n_parse_failed_episodes"],
+            "tokens_evaluated": summary["tokens_evaluated"], "tokens_generated": summary["tokens_generated"]})
 
-    asyncio.run(main())
-    records = canonical_rounds(read_jsonl(path))
-    write_jsonl_atomic(path, records)  # episodes finish in any order under concurrency
-    cfg = asdict(config)
-    summary = write_run_outputs(folder, records, cfg, None if shard.whole else str(shard))
-    usage = model.usage.as_dict()
-    meta.update(end_time=now_iso(), status="finished", totals={
-        "records": len(records), "episodes": summary["n_episodes_run"], "complete_episodes": summary["n_episodes"],
-        "parse_failed_episodes": summary["n_parse_failed_episodes"],
-        "errors": summary["n_error_episodes"], "tokens_evaluated": summary["tokens_evaluated"],
-        "tokens_generated": summary["tokens_generated"], **{f"model_{k}": v for k, v in usage.items()},
-    })
-    write_json_atomic(folder / "run.json", meta)
-    return folder, summary
+    def usage(self) -> dict[str, Any]:
+        return self.model.usage.as_dict() if self.model is not None else {"calls": 0}
+
+    async def aclose(self) -> None:
+        if self.model is not None:
+            await self.model.aclose()
+
+
+def run_tom_model(config: TomRunConfig, progress: Progress | None = None,
+                  resume_dir: str | Path | None = None) -> RunResult:
+    """Run (or, with ``resume_dir``, finish) `tom run`; the result's summary is summary.json's."""
+    return execute(TomRunPlan(config), progress, resume_dir)
+
+
+def merge_tom_runs(folders: list[Path], out: Path) -> Outcome:
+    """`stratbench merge` of `tom run` shards (already checked to be shards 1..n of one config):
+    every episode exactly once, in the unsharded order, summarised as the unsharded run."""
+    saved = read_run_json(folders[0])["config"]
+    return merge_streams(TomRunPlan(rebuild_config(TomRunConfig, saved, shard=None)), folders, out)

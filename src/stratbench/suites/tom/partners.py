@@ -107,6 +107,8 @@ class FiniteStatePartner:
         """Initial states of n episodes; from the uniforms ``u`` (shape (n,)) when given, so each
         episode's draw can come from its own seeded stream (inverse CDF of ``init_dist``)."""
         if u is None:
+            if rng is None:
+                raise ValueError("reset_many needs a generator or uniforms")
             return rng.choice(self.n_states, size=n, p=self.init_dist).astype(np.int64)
         cum = np.cumsum(self.init_dist)
         return np.minimum((np.asarray(u)[:, None] >= cum[None, :]).sum(axis=1), self.n_states - 1).astype(np.int64)
@@ -117,7 +119,11 @@ class FiniteStatePartner:
         if self.is_deterministic:
             return np.argmax(self.action_probs[states], axis=1).astype(np.int64)
         cum = np.cumsum(self.action_probs[states], axis=1)
-        uu = (rng.random(states.shape[0]) if u is None else np.asarray(u))[:, None]
+        if u is None:
+            if rng is None:
+                raise ValueError("act_many needs a generator or uniforms")
+            u = np.asarray(rng.random(states.shape[0]))
+        uu = np.asarray(u)[:, None]
         return np.minimum((uu >= cum).sum(axis=1), cum.shape[1] - 1).astype(np.int64)
 
     def update_many(self, states: np.ndarray, mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:

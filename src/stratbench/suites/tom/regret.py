@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stratbench.stats import bootstrap_ci
 from stratbench.errors import InputError
+from stratbench.stats import bootstrap_ci
 from stratbench.suites.tom.games import T_DEFAULT, RepeatedGame, get_game
 from stratbench.suites.tom.partners import FiniteStatePartner
 

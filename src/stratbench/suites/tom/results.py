@@ -1,8 +1,10 @@
 """Records → summary, for `tom run`, `tom baseline` and the merge of their shards.
 
-A summary is always recomputed from the records on disk by the functions here - the run commands
-call them on their own records, :mod:`shards` calls them on the shards' records put back in the
-unsharded order - so a merged folder's summary is, number for number, the unsharded one.
+A summary is always recomputed from the records on disk by the functions here - the runs' plans
+(:mod:`model_run`, :mod:`baseline_run`) call them on their own records when a run ends and on the
+shards' records put back in the unsharded order when `stratbench merge` rebuilds a run - so a
+merged folder's summary is, number for number, the unsharded one. Record and summary keys are
+documented in :mod:`records`.
 
 Metrics per episode (from the actions, the partner's initial state and the predictions, through
 the exact DP of :mod:`regret`):
@@ -20,21 +22,20 @@ stopped early (a parse failure or a model error) are counted, never averaged in.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
+from stratbench.runner.schema import Record
 from stratbench.suites.tom.games import RepeatedGame, get_game
 from stratbench.suites.tom.partners import FiniteStatePartner, make_partner
+from stratbench.suites.tom.records import BaselineEpisodeRecord, BaselineRow, EpisodeStatus, RunSummary
 from stratbench.suites.tom.regret import mean_ci, regret_per_step
 
 VOLATILE_KEYS = frozenset({"latency_s", "seconds", "cached"})
 """Record keys that say how fast a call ran or whether it came from the cache: the only keys in
 which a re-run (or a merge of shards) may differ from the original."""
-
-ROUNDS_FILE = "rounds.jsonl"
-EPISODES_FILE = "episodes.jsonl"
 
 
 def trajectory_metrics(game: RepeatedGame | str, partner: FiniteStatePartner, mine: np.ndarray,
@@ -70,29 +71,38 @@ def _ci_keys(name: str, values: np.ndarray, seed: int) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------- tom run
-def episode_groups(records: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+def episode_groups(records: Sequence[Record]) -> dict[int, list[Record]]:
     """Round records grouped by episode, each group in round order."""
-    by: dict[int, list[dict[str, Any]]] = {}
+    by: dict[int, list[Record]] = {}
     for r in records:
         by.setdefault(int(r["episode"]), []).append(r)
     return {e: sorted(rs, key=lambda r: r["t"]) for e, rs in sorted(by.items())}
 
 
-def episode_status(rs: list[dict[str, Any]], rounds: int) -> str:
-    """"complete", "parse_failed", "error" or "partial" (an interrupted write)."""
-    if rs and rs[-1].get("status") in ("parse_failed", "error"):
-        return rs[-1]["status"]
+def episode_status(rs: Sequence[Record], rounds: int) -> EpisodeStatus:
+    """"complete", "parse_failed", "error" or "partial" (an interrupted write) for one episode's
+    round records in round order."""
+    last = rs[-1].get("status") if rs else None
+    if last == "parse_failed" or last == "error":
+        return last
     if len(rs) == rounds and all("my_action" in r and "partner_action" in r for r in rs):
         return "complete"
     return "partial"
 
 
-def canonical_rounds(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Round records in the unsharded run's order: by episode, then round."""
-    return sorted(records, key=lambda r: (int(r["episode"]), int(r["t"])))
+def episode_kept(rs: Sequence[Record], rounds: int) -> bool:
+    """Whether a resumed run keeps an episode's records: complete, or stopped by a parse failure
+    (an answer that never parsed would not parse again); an error or a partial write is played
+    again."""
+    return episode_status(sorted(rs, key=lambda r: int(r["t"])), rounds) in ("complete", "parse_failed")
 
 
-def summarize_rounds(records: list[dict[str, Any]], config: dict[str, Any]) -> tuple[dict[str, Any], list[float] | None]:
+def round_order(r: Record) -> tuple[int, int]:
+    """Sort key of round records in the unsharded run's order: by episode, then round."""
+    return int(r["episode"]), int(r["t"])
+
+
+def summarize_rounds(records: Sequence[Record], config: dict[str, Any]) -> tuple[RunSummary, list[float] | None]:
     """`tom run`'s summary (flat keys) and mean per-step regret curve from its round records.
 
     ``config`` is run.json's config (game, partner, prompting, model, rounds, seed, ...).
@@ -147,24 +157,26 @@ def summarize_rounds(records: list[dict[str, Any]], config: dict[str, Any]) -> t
     out["tokens_evaluated_per_episode"] = tok_in / n_run
     out["tokens_generated"] = tok_out
     out["tokens_generated_per_episode"] = tok_out / n_run
-    return out, curve
+    return cast(RunSummary, out), curve
 
 
 # ------------------------------------------------------------------------------- tom baseline
-def canonical_episodes(records: list[dict[str, Any]], games: list[str], partners: list[str]) -> list[dict[str, Any]]:
-    """Baseline episode records in the unsharded order: settings as listed, then episode."""
+def baseline_order(games: Sequence[str], partners: Sequence[str]) -> Callable[[Record], tuple[int, int, int]]:
+    """Sort key of baseline episode records in the unsharded order: settings as listed (games,
+    then partners), then episode."""
     gi = {g: i for i, g in enumerate(games)}
     pi = {p: i for i, p in enumerate(partners)}
-    return sorted(records, key=lambda r: (gi[r["game"]], pi[r["partner"]], int(r["episode"])))
+    return lambda r: (gi[r["game"]], pi[r["partner"]], int(r["episode"]))
 
 
-def baseline_episode_records(game: str, partner: str, episode_ids: list[int], sim: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+def baseline_episode_records(game: str, partner: str, episode_ids: Sequence[int],
+                             sim: dict[str, np.ndarray]) -> list[BaselineEpisodeRecord]:
     """One record per simulated episode: the whole trajectory (so metrics can be recomputed) and
     its metrics."""
     g = get_game(game)
     p = make_partner(partner, g)
     m = trajectory_metrics(g, p, sim["mine"], sim["theirs"], sim["pred"], sim["s0"])
-    out = []
+    out: list[BaselineEpisodeRecord] = []
     for i, e in enumerate(episode_ids):
         out.append({
             "game": game, "partner": partner, "episode": int(e), "status": "ok",
@@ -178,10 +190,11 @@ def baseline_episode_records(game: str, partner: str, episode_ids: list[int], si
     return out
 
 
-def summarize_baseline(records: list[dict[str, Any]], config: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, list[float]]]:
+def summarize_baseline(records: Sequence[Record], config: dict[str, Any]) -> tuple[list[BaselineRow], dict[str, list[float]]]:
     """`tom baseline`'s summary rows (one per game × partner) and regret curves from its records."""
     seed, T = int(config["seed"]), int(config["rounds"])
-    rows, curves = [], {}
+    rows: list[BaselineRow] = []
+    curves: dict[str, list[float]] = {}
     for game in config["games"]:
         for partner in config["partners"]:
             rs = sorted((r for r in records if r["game"] == game and r["partner"] == partner),
@@ -202,25 +215,5 @@ def summarize_baseline(records: list[dict[str, Any]], config: dict[str, Any]) ->
                 for k in ("regret_per_step", "tom_accuracy", "tom_regret_per_step"):
                     row[k], row[f"{k}_ci95"] = None, None
             row["n_episodes"] = len(rs)
-            rows.append(row)
+            rows.append(cast(BaselineRow, row))
     return rows, curves
-
-
-# ------------------------------------------------------------------------------- plots
-def plot_curves(curves: dict[str, list[float]], path: Path, title: str) -> None:
-    """Per-step regret (mean over episodes) of each setting, one line each."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7, 4), dpi=110)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    for name, ys in curves.items():
-        ax.plot(range(1, len(ys) + 1), ys, label=name)
-    ax.set_xlabel("step")
-    ax.set_ylabel("regret (vs optimal T-step response)")
-    ax.set_title(title)
-    if curves:
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)

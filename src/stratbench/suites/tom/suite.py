@@ -1,15 +1,14 @@
 """Functional theory of mind as registered suites: a model playing repeated games against
-scripted partners (`tom run`) and the tabular R-max baseline (`tom baseline`)."""
+scripted partners (`tom run`) and the tabular R-max baseline (`tom baseline`).
+
+Imported by the CLI at start-up: the run, merge and report code is imported inside the hooks."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import Any, ClassVar
 
 from stratbench.errors import InputError
 from stratbench.runner.jsonl import read_jsonl
@@ -35,83 +34,40 @@ LEADERBOARD = Leaderboard((("regret_per_step", "regret/step"), ("tom_accuracy", 
 METRICS = ("regret_per_step", "tom_accuracy", "tom_regret_per_step")
 
 
-class TomSuite(SuiteBase):
-    in_suite_files = True
-    name = "tom"
+# Spellings of the Nash-gap suite's scripted players (suites do not import each other): a suite
+# file naming one of them for a tom section is refused with a pointer to `tom baseline`.
+NASHGAP_SCRIPTED = ("random", "dummy", "nash", "maximin-pure", "first-action")
+
+
+class _TomBase(SuiteBase):
+    """What both ToM entries share: their family, headline keys, comparison and report view."""
+
     family = "tom"
-    kinds = ("run",)
-    description = "repeated RPS / Battle of the Sexes / Prisoner's Dilemma against scripted partners"
-    cli = "stratbench.cli.tom"
     headline_keys = HEADLINE_KEYS
     leaderboard = LEADERBOARD
     compare_metrics = METRICS
     marker_files = ("regret_curve.png", "curves.json")
-
-    def legacy_owns(self, config: Mapping[str, Any]) -> bool:
-        return "prompting" in config
-
-    def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
-        from stratbench.suites.tom.model_run import run_tom_model
-
-        folder, s = run_tom_model(config, None if resume_dir is None else str(resume_dir))
-        import json
-
-        totals = json.loads((folder / "run.json").read_text()).get("totals", {})
-        return RunResult(folder, {"": s}, int(s.get("n_error_episodes", 0) or 0), totals)
-
-    def merge(self, folders: list[Path], out: Path) -> Any:
-        from stratbench.suites.tom.shards import merge_shards
-
-        return merge_shards(folders, out)
-
-    def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
-             seeds: Sequence[int]) -> list[Job]:
-        from stratbench.models import split_spec
-        from stratbench.suites.tom.model_run import TomRunConfig
-
-        params = dict(params)
-        games = params.pop("games", [params.pop("game", "rps")])
-        partners = params.pop("partners", [params.pop("partner", "single_action")])
-        games = [games] if isinstance(games, str) else games
-        partners = [partners] if isinstance(partners, str) else partners
-        jobs = []
-        for m in models:
-            if m.spec.lower() in ("random", "dummy", "nash", "maximin-pure", "first-action"):
-                raise InputError(f"{where}: [tom] model {m.spec!r} is a scripted Nash-gap player; tom runs need a "
-                                 "language model (use `stratbench tom baseline` for the tabular agent)")
-            split_spec(m.spec)
-            for g in games:
-                for partner in partners:
-                    for s in seeds:
-                        kw = model_overrides(m)
-                        kw.pop("policy", None)  # tom's policy follows its prompting strategy
-                        cfg = build_section_config(TomRunConfig, where, self.name, {**kw, **params}, model=m.spec,
-                                                   seed=s, game=g, partner=partner)
-                        cfg = cfg.resolve()
-                        jobs.append(Job(self.name, m.label, s, cfg, setting=f"{g}/{partner}"))
-        return jobs
-
-    def headline(self, folder: Path) -> list[HeadlineRow]:
-        s = read_summary(folder)
-        return headline_rows(s, ("regret_per_step", "tom_accuracy"),
-                             f"{s.get('game')}/{s.get('partner')}/{s.get('prompting')}")
+    cli: ClassVar[str | None] = None
 
     def compare_units(self, folder: Path) -> CompareUnits:
         """setting → episode → its metrics: `tom run` (complete episodes) and `tom baseline`. Episode
         e has the same seed in every run with the same --seed, so episodes pair across checkpoints."""
+        import numpy as np
+
         from stratbench.runner.folders import read_run_json
         from stratbench.suites.tom.games import get_game
         from stratbench.suites.tom.partners import make_partner
+        from stratbench.suites.tom.records import EPISODES_FILE, ROUNDS_FILE
         from stratbench.suites.tom.results import episode_groups, episode_status, trajectory_metrics
 
         config = read_run_json(folder)["config"]
         out: CompareUnits = {}
-        if (folder / "episodes.jsonl").exists():  # tom baseline: one record per episode
-            for r in read_jsonl(folder / "episodes.jsonl"):
+        if (folder / EPISODES_FILE).exists():  # tom baseline: one record per episode
+            for r in read_jsonl(folder / EPISODES_FILE):
                 out.setdefault(f"{r['game']}/{r['partner']}/tabular", {})[int(r["episode"])] = {
                     m: float(r[m]) for m in METRICS}
         else:
-            groups = episode_groups(read_jsonl(folder / "rounds.jsonl"))
+            groups = episode_groups(read_jsonl(folder / ROUNDS_FILE))
             done = [e for e, rs in groups.items() if episode_status(rs, int(config["rounds"])) == "complete"]
             if done:
                 g = get_game(config["game"])
@@ -132,17 +88,20 @@ class TomSuite(SuiteBase):
         return out
 
     def report_view(self, ctx: Any, run: Any, anchor: str) -> Any:
-        from stratbench.render.views import default_view, is_num, read_json, run_files
+        """The default view, plus the regret curves drawn from curves.json when the folder has no
+        regret_curve PNG of its own."""
+        from stratbench.render.views import is_num, read_json, run_files
 
-        view = default_view(ctx, run, self, anchor)
+        view = super().report_view(ctx, run, anchor)
         if any(p.name.startswith("regret_curve") and p.suffix == ".png" for p in run_files(run)):
             return view
         curves, _ = read_json(run.path / "curves.json")
         if isinstance(curves, Mapping) and curves and all(
                 isinstance(v, list) and all(is_num(x) for x in v) for v in curves.values()):
-            from stratbench.suites.tom.plots import curves_plot
+            from stratbench.suites.tom.plots import regret_curves_plot
 
-            view.parts.append(ctx.figure(f"{anchor}_regret_curve", lambda: curves_plot(curves, "Regret per step", "regret"),
+            view.parts.append(ctx.figure(f"{anchor}_regret_curve",
+                                         lambda: regret_curves_plot(curves, "Regret per step", "regret"),
                                          "ToM regret curves", "Regret per step (drawn from curves.json)"))
         return view
 
@@ -151,21 +110,60 @@ class TomSuite(SuiteBase):
         return "tom · " + " · ".join(str(p) for p in parts if p is not None)
 
 
-@dataclass
-class BaselineConfig:
-    """`tom baseline`: the tabular R-max agent on every game × partner."""
+class TomSuite(_TomBase):
+    in_suite_files = True
+    name = "tom"
+    kinds = ("run",)
+    description = "repeated RPS / Battle of the Sexes / Prisoner's Dilemma against scripted partners"
+    cli = "stratbench.cli.tom"
 
-    games: list[str] = field(default_factory=lambda: ["rps"])
-    partners: list[str] = field(default_factory=lambda: ["single_action"])
-    episodes: int = 300
-    rounds: int = 100
-    seed: int = 0
-    output_dir: str = "results"
-    shard: Any = None
+    def legacy_owns(self, config: Mapping[str, Any]) -> bool:
+        return "prompting" in config
+
+    def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
+        from stratbench.suites.tom.model_run import run_tom_model
+
+        return run_tom_model(config, progress, resume_dir)
+
+    def merge(self, folders: list[Path], out: Path) -> Any:
+        from stratbench.suites.tom.model_run import merge_tom_runs
+
+        return merge_tom_runs(folders, out)
+
+    def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
+             seeds: Sequence[int]) -> list[Job]:
+        from stratbench.models import split_spec
+        from stratbench.suites.tom.model_run import TomRunConfig
+
+        params = dict(params)
+        games = params.pop("games", [params.pop("game", "rps")])
+        partners = params.pop("partners", [params.pop("partner", "single_action")])
+        games = [games] if isinstance(games, str) else games
+        partners = [partners] if isinstance(partners, str) else partners
+        jobs = []
+        for m in models:
+            if m.spec.lower() in NASHGAP_SCRIPTED:
+                raise InputError(f"{where}: [tom] model {m.spec!r} is a scripted Nash-gap player; tom runs need a "
+                                 "language model (use `stratbench tom baseline` for the tabular agent)")
+            split_spec(m.spec)
+            for g in games:
+                for partner in partners:
+                    for s in seeds:
+                        kw = model_overrides(m)
+                        kw.pop("policy", None)  # tom's policy follows its prompting strategy
+                        cfg = build_section_config(TomRunConfig, where, self.name, {**kw, **params}, model=m.spec,
+                                                   seed=s, game=g, partner=partner)
+                        cfg = cfg.resolve()
+                        jobs.append(Job(self.name, m.label, s, cfg, setting=f"{g}/{partner}"))
+        return jobs
+
+    def headline(self, folder: Path) -> list[HeadlineRow]:
+        s = read_summary(folder)
+        return headline_rows(s, ("regret_per_step", "tom_accuracy"),
+                             f"{s.get('game')}/{s.get('partner')}/{s.get('prompting')}")
 
 
-class TomBaselineSuite(TomSuite):
-    in_suite_files = False
+class TomBaselineSuite(_TomBase):
     name = "tom-baseline"
     kinds = ("baseline",)
     description = "the tabular R-max baseline of the functional-ToM paper"
@@ -177,11 +175,14 @@ class TomBaselineSuite(TomSuite):
     def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
         from stratbench.suites.tom.baseline_run import run_tom_baseline
 
-        if resume_dir is not None:
+        if resume_dir is not None:  # before the folder is read: whatever it holds, the answer is the same
             raise InputError("tom baseline runs cannot be resumed (they take seconds): run it again")
-        folder, rows = run_tom_baseline(list(config.games), list(config.partners), config.episodes, config.rounds,
-                                        config.seed, config.output_dir, config.shard)
-        return RunResult(folder, {"": {"settings": rows}}, 0)
+        return run_tom_baseline(config, progress)
+
+    def merge(self, folders: list[Path], out: Path) -> Any:
+        from stratbench.suites.tom.baseline_run import merge_baselines
+
+        return merge_baselines(folders, out)
 
     def headline(self, folder: Path) -> list[HeadlineRow]:
         rows: list[HeadlineRow] = []

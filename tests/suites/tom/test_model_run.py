@@ -1,6 +1,6 @@
-"""`tom run` / `tom baseline` result folders: --shard i/n, `stratbench merge` equal to the
-unsharded run record for record, resume, the response cache, and CLI errors - against the fake
-OpenAI-compatible HTTP server (tests/fake_openai_server.py), no model weights."""
+"""`tom run` result folders: --shard i/n, `stratbench merge` equal to the unsharded run record for
+record, resume, the response cache, and input errors - against the fake OpenAI-compatible HTTP
+server (tests/helpers/fake_openai_server.py), no model weights."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from fake_openai_server import FakeOpenAIServer
 
 from stratbench.errors import InputError
 from stratbench.runner.jsonl import read_jsonl, write_jsonl_atomic
-from stratbench.workflows.merge import merge_runs
-from stratbench.suites.tom.baseline_run import run_tom_baseline
+from stratbench.suites.tom.baseline_run import BaselineConfig, run_tom_baseline
 from stratbench.suites.tom.model_run import TomRunConfig, run_tom_model
 from stratbench.suites.tom.results import VOLATILE_KEYS
+from stratbench.workflows.merge import merge_runs
 
 
 def strip(x):
@@ -37,34 +37,17 @@ def server():
         yield s
 
 
-def test_baseline_shards_merge_to_the_unsharded_run(tmp_path):
-    args = (["rps", "ipd"], ["single_action", "tit_for_tat", "mixed"], 7, 15, 3)
-    whole, rows = run_tom_baseline(*args, str(tmp_path / "whole"))
-    shards = [run_tom_baseline(*args, str(tmp_path / "shards"), shard=f"{i}/3")[0] for i in (3, 1, 2)]
-    eps = read_jsonl(shards[1] / "episodes.jsonl")  # shard 1/3: episodes 0, 3, 6 of each setting
-    assert sorted({r["episode"] for r in eps}) == [0, 3, 6] and len(eps) == 18
-    assert load(shards[1], "summary.json")["shard"] == "1/3"
-    merged = merge_runs(shards, tmp_path / "merged")
-    assert read_jsonl(merged / "episodes.jsonl") == read_jsonl(whole / "episodes.jsonl")
-    assert load(merged, "summary.json") == load(whole, "summary.json")
-    assert load(merged, "curves.json") == load(whole, "curves.json")
-    assert (merged / "regret_curve.png").stat().st_size > 1000
-    assert load(merged, "run.json")["config"]["shard"] is None
-    # the summary is the records' summary: a row's mean is the mean of its episodes
-    first = [r for r in read_jsonl(whole / "episodes.jsonl") if r["game"] == "rps" and r["partner"] == "single_action"]
-    assert rows[0]["regret_per_step"] == pytest.approx(sum(r["regret_per_step"] for r in first) / 7)
-    with pytest.raises(InputError, match="missing 2/3"):
-        merge_runs([shards[0], shards[1]], tmp_path / "bad")
-
-
 @pytest.mark.parametrize("prompting,episodes,rounds", [("LM", 3, 2), ("QA", 5, 4)])
 def test_run_shards_merge_to_the_unsharded_run(tmp_path, server, cli, prompting, episodes, rounds):
     # LM prompting scores through the fake server's echo log-probs (slow in pure Python): small, no ToM.
     base = {"model": "openai-compatible:fake", "base_url": server.base_url, "game": "ipd", "partner": "mixed",
                 "prompting": prompting, "rounds": rounds, "episodes": episodes, "seed": 11, "predict": prompting != "LM"}
-    whole, s = run_tom_model(TomRunConfig(**base, output_dir=str(tmp_path / "whole")))
+    result = run_tom_model(TomRunConfig(**base, output_dir=str(tmp_path / "whole")))
+    whole, s = result.folder, result.summary
     assert s["n_episodes"] == episodes and s["parse_failure_rate"] == 0
-    shards = [run_tom_model(TomRunConfig(**base, shard=f"{i}/2", output_dir=str(tmp_path / "sh")))[0] for i in (1, 2)]
+    assert result.n_errors == 0 and result.totals == load(whole, "run.json")["totals"]
+    shards = [run_tom_model(TomRunConfig(**base, shard=f"{i}/2", output_dir=str(tmp_path / "sh"))).folder
+              for i in (1, 2)]
     assert sorted({r["episode"] for r in read_jsonl(shards[1] / "rounds.jsonl")}) == list(range(1, episodes, 2))
     if prompting == "QA":  # generation goes through the response cache: the shards replay the whole run's calls
         assert load(shards[0], "run.json")["totals"]["model_cache_hits"] > 0
@@ -127,8 +110,24 @@ def test_bad_tom_input(tmp_path, cli):
                      ({"prompting": "Reflexion", "memory": 0}, "memory")):
         with pytest.raises(InputError, match=word):
             run_tom_model(TomRunConfig(rounds=2, output_dir=str(tmp_path), **kw))
-    with pytest.raises(InputError, match="more shards than episodes"):
-        run_tom_baseline(["rps"], ["single_action"], 2, 10, 0, str(tmp_path), shard="1/3")
     assert not any(tmp_path.iterdir())  # checked before any folder is made or model loaded
     r = cli("tom", "run", "--prompting", "Telepathy", "--output-dir", str(tmp_path))
     assert r.returncode == 2 and "Telepathy" in r.stderr and "LM" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_run_merge_needs_every_episode_once(tmp_path, server):
+    base = {"model": "openai-compatible:fake", "base_url": server.base_url, "game": "rps", "prompting": "QA",
+            "rounds": 2, "episodes": 4, "seed": 3, "output_dir": str(tmp_path / "sh")}
+    shards = [run_tom_model(TomRunConfig(**base, shard=f"{i}/2")).folder for i in (1, 2)]
+    recs = read_jsonl(shards[0] / "rounds.jsonl")
+    write_jsonl_atomic(shards[0] / "rounds.jsonl", [r for r in recs if r["episode"] != 2])
+    with pytest.raises(InputError, match="3 of the run's 4 units"):
+        merge_runs(shards, tmp_path / "merged")
+
+
+def test_resume_refuses_other_folders(tmp_path):
+    folder = run_tom_baseline(BaselineConfig(episodes=2, rounds=3, output_dir=str(tmp_path / "b"))).folder
+    with pytest.raises(InputError, match="not tom run"):
+        run_tom_model(TomRunConfig(), resume_dir=folder)
+    with pytest.raises(InputError):
+        run_tom_model(TomRunConfig(), resume_dir=tmp_path / "missing")

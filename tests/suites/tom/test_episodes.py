@@ -114,8 +114,7 @@ def test_partner_first_variant_and_errors():
 
 @pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama_cpp not installed")
 def test_embedded_rps_prefix_reuse():
-    from stratbench.models import open_model
-    from stratbench.models import ModelOptions
+    from stratbench.models import ModelOptions, open_model
 
     model = open_model("embedded", ModelOptions(prefix_reuse=True), no_cache=True)
     t0 = time.perf_counter()

@@ -1,4 +1,5 @@
-"""Functional-ToM core: payoffs, partner machines, exact DP regret, and the paper's Tabular rows."""
+"""Functional-ToM regret: the exact DP optimum against brute force, regret of the oracle and of a
+random agent, ToM accuracy."""
 
 from __future__ import annotations
 
@@ -7,50 +8,16 @@ import itertools
 import numpy as np
 import pytest
 
-from stratbench.suites.tom import (
-    GAMES,
-    PAPER_TABULAR,
-    PARTNERS,
-    get_game,
-    make_partner,
+from stratbench.suites.tom.games import GAMES, get_game
+from stratbench.suites.tom.partners import PARTNERS, make_partner
+from stratbench.suites.tom.regret import (
+    episode_regret,
     optimal_values,
     random_agent_expected_regret,
+    realised_regret,
     regret_per_step,
-    run_baseline,
+    tom_accuracy,
 )
-from stratbench.suites.tom.regret import episode_regret, realised_regret, tom_accuracy
-
-EPISODES = 300
-SEED = 0
-
-
-# ---------------------------------------------------------------- payoffs and labels
-def test_payoff_tables_pinned() -> None:
-    rps, ibs, ipd = GAMES["rps"], GAMES["ibs"], GAMES["ipd"]
-    assert rps.payoff_me.tolist() == [[0, -1, 1], [1, 0, -1], [-1, 1, 0]]
-    assert np.array_equal(rps.payoff_partner, -rps.payoff_me)
-    assert ibs.payoff_me.tolist() == [[10, 0], [0, 7]]
-    assert ibs.payoff_partner.tolist() == [[7, 0], [0, 10]]
-    assert ipd.payoff_me.tolist() == [[8, 0], [10, 5]]
-    assert ipd.payoff_partner.tolist() == [[8, 10], [0, 5]]
-    assert (rps.r_max, ibs.r_max, ipd.r_max) == (1.0, 10.0, 10.0)
-    # paper's label sets
-    assert rps.action_labels("canonical") == ("Rock", "Paper", "Scissors")
-    assert rps.action_labels("neutral") == ("J", "F", "B")
-    assert ipd.action_labels("canonical") == ("Cooperate", "Defect")
-    assert ibs.action_labels("unrelated") == ("Pasta", "Rice")
-    assert ipd.action_index("defect") == 1 and rps.action_index("S", "rps_letters") == 2
-
-
-def test_tit_for_tat_rules() -> None:
-    rps, ibs, ipd = (make_partner("tit_for_tat", g) for g in ("rps", "ibs", "ipd"))
-    # state 0 = START (opens as if you had played action 0), state 1+a = "you last played a"
-    assert [rps.action_of(1 + a) for a in range(3)] == [1, 2, 0]  # beats your last move
-    assert rps.action_of(0) == 1 and ibs.action_of(0) == 0
-    assert make_partner("tft", "rps", first_move=0).action_of(0) == 0
-    assert [ibs.action_of(1 + a) for a in range(2)] == [0, 1]
-    assert [ipd.action_of(1 + a) for a in range(2)] == [0, 1]
-    assert ipd.action_of(0) == 0 and ipd.transition(0, 1) == 2
 
 
 # ---------------------------------------------------------------- DP vs brute force
@@ -163,33 +130,3 @@ def test_regret_sums_to_realised_and_infers_state() -> None:
     assert r.tolist() == [10, 0, 0, 10]
     assert episode_regret("ibs", partner, mine, theirs) == 5.0
     assert tom_accuracy([0, 1, 0, 0], theirs) == 0.75
-
-
-# ---------------------------------------------------------------- the paper's Tabular rows
-@pytest.fixture(scope="module")
-def tabular_results() -> dict:
-    return {key: run_baseline(key[0], key[1], episodes=EPISODES, seed=SEED) for key in PAPER_TABULAR}
-
-
-@pytest.mark.parametrize("key", list(PAPER_TABULAR), ids=lambda k: f"{k[0]}-{k[1]}")
-def test_tabular_regret_matches_paper(tabular_results: dict, key: tuple[str, str]) -> None:
-    res = tabular_results[key]
-    assert res["n_episodes"] >= 300
-    assert res["regret_per_step"] == pytest.approx(PAPER_TABULAR[key]["regret"], abs=0.04)
-
-
-@pytest.mark.parametrize("key", list(PAPER_TABULAR), ids=lambda k: f"{k[0]}-{k[1]}")
-def test_tabular_tom_accuracy_matches_paper(tabular_results: dict, key: tuple[str, str]) -> None:
-    res = tabular_results[key]
-    assert 100 * res["tom_accuracy"] == pytest.approx(PAPER_TABULAR[key]["tom_pct"], abs=1.5)
-
-
-def test_tabular_reproducible_and_shaped() -> None:
-    a = run_baseline("ipd", "tft", episodes=20, seed=7)
-    b = run_baseline("ipd", "tft", episodes=20, seed=7)
-    assert a["regret_per_step"] == b["regret_per_step"]
-    assert np.array_equal(a["episode_regret_per_step"], b["episode_regret_per_step"])
-    assert a["regret_curve"].shape == (100,) and a["tom_accuracy_curve"].shape == (100,)
-    lo, hi = a["regret_per_step_ci95"]
-    assert lo <= a["regret_per_step"] <= hi
-    assert a["regret_curve"].mean() == pytest.approx(a["regret_per_step"])

@@ -1,0 +1,68 @@
+"""`tom baseline` result folders: --shard i/n, `stratbench merge` equal to the unsharded run record
+for record, and input errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stratbench.errors import InputError
+from stratbench.runner.jsonl import read_jsonl, write_jsonl_atomic
+from stratbench.suites import get_suite
+from stratbench.suites.tom.baseline_run import BaselineConfig, run_tom_baseline
+from stratbench.workflows.merge import merge_runs
+
+
+def load(folder: Path, name: str):
+    return json.loads((folder / name).read_text())
+
+
+def test_baseline_shards_merge_to_the_unsharded_run(tmp_path):
+    def config(out, shard=None):
+        return BaselineConfig(["rps", "ipd"], ["single_action", "tit_for_tat", "mixed"], 7, 15, 3, str(out), shard)
+
+    result = run_tom_baseline(config(tmp_path / "whole"))
+    whole, rows = result.folder, result.summary["settings"]
+    assert result.n_errors == 0 and result.totals["records"] == 42 and result.totals["settings"] == 6
+    shards = [run_tom_baseline(config(tmp_path / "shards", f"{i}/3")).folder for i in (3, 1, 2)]
+    eps = read_jsonl(shards[1] / "episodes.jsonl")  # shard 1/3: episodes 0, 3, 6 of each setting
+    assert sorted({r["episode"] for r in eps}) == [0, 3, 6] and len(eps) == 18
+    assert load(shards[1], "summary.json")["shard"] == "1/3"
+    merged = merge_runs(shards, tmp_path / "merged")
+    assert read_jsonl(merged / "episodes.jsonl") == read_jsonl(whole / "episodes.jsonl")
+    assert load(merged, "summary.json") == load(whole, "summary.json")
+    assert load(merged, "curves.json") == load(whole, "curves.json")
+    assert (merged / "regret_curve.png").stat().st_size > 1000
+    assert load(merged, "run.json")["config"]["shard"] is None
+    # the summary is the records' summary: a row's mean is the mean of its episodes
+    first = [r for r in read_jsonl(whole / "episodes.jsonl") if r["game"] == "rps" and r["partner"] == "single_action"]
+    assert rows[0]["regret_per_step"] == pytest.approx(sum(r["regret_per_step"] for r in first) / 7)
+    with pytest.raises(InputError, match="missing 2/3"):
+        merge_runs([shards[0], shards[1]], tmp_path / "bad")
+
+
+def test_baseline_merge_needs_every_episode_once(tmp_path):
+    shards = [run_tom_baseline(BaselineConfig(["ibs"], ["tit_for_tat"], 4, 5, 2, str(tmp_path / "sh"), f"{i}/2")).folder
+              for i in (1, 2)]
+    recs = read_jsonl(shards[1] / "episodes.jsonl")
+    write_jsonl_atomic(shards[1] / "episodes.jsonl", recs[:-1])
+    with pytest.raises(InputError, match="1 missing"):
+        merge_runs(shards, tmp_path / "merged")
+    write_jsonl_atomic(shards[1] / "episodes.jsonl", recs + recs[:1])
+    with pytest.raises(InputError, match="1 duplicated"):
+        merge_runs(shards, tmp_path / "merged")
+    assert not any((tmp_path / "merged").iterdir())  # a failed merge leaves nothing behind
+
+
+def test_bad_baseline_input(tmp_path):
+    with pytest.raises(InputError, match="more shards than episodes"):
+        run_tom_baseline(BaselineConfig(["rps"], ["single_action"], 2, 10, 0, str(tmp_path), "1/3"))
+    for kw, word in (({"games": ["chess"]}, "chess"), ({"partners": ["nobody"]}, "nobody"),
+                     ({"rounds": 0}, "rounds"), ({"shard": "3/2"}, "3/2")):
+        with pytest.raises(InputError, match=word):
+            run_tom_baseline(BaselineConfig(**{"output_dir": str(tmp_path), **kw}))
+    with pytest.raises(InputError, match="cannot be resumed"):
+        get_suite("tom-baseline").run(BaselineConfig(output_dir=str(tmp_path)), resume_dir=tmp_path)
+    assert not any(tmp_path.iterdir())  # checked before any folder is made
