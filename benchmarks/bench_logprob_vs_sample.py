@@ -17,12 +17,12 @@ import time
 
 import numpy as np
 
-from stratbench.suites.nashgap.metrics import zero_sum_metrics
-from stratbench.suites.nashgap.games import generate_games
 from stratbench.models.base import GenerateRequest, ScoreRequest
 from stratbench.models.llama import load_embedded
-from stratbench.suites.nashgap.prompts import nashgap_prompt
 from stratbench.solvers import solve_zero_sum
+from stratbench.suites.nashgap.games import generate_games
+from stratbench.suites.nashgap.metrics import zero_sum_metrics
+from stratbench.suites.nashgap.prompts import nashgap_prompt
 
 
 async def main_async(n_games: int, n_samples: int) -> None:

@@ -12,7 +12,6 @@ import hashlib
 import re
 import subprocess
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import pytest

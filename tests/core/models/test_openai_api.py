@@ -14,7 +14,6 @@ import time
 
 import httpx
 import pytest
-
 from fake_openai_server import (
     FakeOpenAIServer,
     chat_context,
@@ -23,6 +22,7 @@ from fake_openai_server import (
     greedy_completion,
     top_logprobs,
 )
+
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, ScoreRequest
 from stratbench.models.openai_api import OpenAICompatibleModel

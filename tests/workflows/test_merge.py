@@ -11,8 +11,6 @@ import pytest
 
 from stratbench.errors import InputError
 from stratbench.runner.jsonl import read_jsonl, write_json_atomic, write_jsonl_atomic
-from stratbench.suites import get_suite, suite_for_run
-from stratbench.workflows.merge import merge_runs
 from stratbench.runner.shard import (
     Shard,
     as_shard,
@@ -20,11 +18,13 @@ from stratbench.runner.shard import (
     parse_shard,
     shard_from_json,
 )
+from stratbench.suites import get_suite, suite_for_run
 from stratbench.suites.nashgap.run import NashgapConfig, run_nashgap
-from stratbench.suites.tmgbench.run import TmgbenchConfig, run_tmgbench
 from stratbench.suites.tmgbench.complex_run import run_complex
+from stratbench.suites.tmgbench.run import TmgbenchConfig, run_tmgbench
+from stratbench.workflows.merge import merge_runs
 
-FIXTURES = Path(__file__).parent / "data" / "tmgbench_stories"
+FIXTURES = Path(__file__).parents[1] / "data" / "tmgbench_stories"
 
 
 # --- parsing and splitting -------------------------------------------------------------------

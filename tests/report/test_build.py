@@ -20,8 +20,8 @@ import pytest
 from fake_openai_server import FakeOpenAIServer
 
 from stratbench.errors import InputError
-from stratbench.report.build import build_report
 from stratbench.render.html import Html, el, esc, fmt_ci, fmt_num, join, table
+from stratbench.report.build import build_report
 from stratbench.suites.nashgap.report import per_bucket_values, position_profiles
 from stratbench.suites.nashgap.run import NashgapConfig, run_nashgap
 
