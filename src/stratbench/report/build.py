@@ -17,10 +17,9 @@ from typing import Any
 
 import stratbench
 from stratbench.errors import InputError
+from stratbench.render.html import Html, el, fmt_num, join, kv_table, table
 from stratbench.report.discover import SuiteDir, discover
 from stratbench.report.plots import leaderboard_plot
-from stratbench.suites import SUITES
-from stratbench.render.html import Html, el, fmt_num, join, kv_table, table
 from stratbench.report.sections import (
     Ctx,
     LeaderEntry,
@@ -32,6 +31,7 @@ from stratbench.report.sections import (
     slug,
     text_file,
 )
+from stratbench.suites import SUITES
 
 __all__ = ["MARKER", "ReportResult", "build_report"]
 

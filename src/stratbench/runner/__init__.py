@@ -4,9 +4,9 @@ validate → folder → run.json → streamed records → summary → totals), t
 their metadata (``folders``), ``--shard i/n`` (``shard``) and the suite-independent half of merging
 shards (``merge``). It imports only errors, seeding and other core modules — never a suite."""
 
+from stratbench.runner.folders import RunFolder, create_run_folder, run_metadata
 from stratbench.runner.jsonl import JsonlWriter, read_jsonl, rewrite_sorted
 from stratbench.runner.pool import run_pool
-from stratbench.runner.folders import RunFolder, create_run_folder, run_metadata
 
 __all__ = [
     "JsonlWriter",

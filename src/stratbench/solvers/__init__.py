@@ -1,6 +1,7 @@
 """Equilibrium solvers: exact zero-sum LP, best responses, exploitability, pure Nash equilibria.
 Core: imports only numpy/scipy and the game type."""
 
+from stratbench.solvers.pure_nash import pure_nash_equilibria
 from stratbench.solvers.zerosum import (
     ZeroSumSolution,
     best_response_value,
@@ -11,7 +12,6 @@ from stratbench.solvers.zerosum import (
     saddle_points,
     solve_zero_sum,
 )
-from stratbench.solvers.pure_nash import pure_nash_equilibria
 
 __all__ = [
     "ZeroSumSolution",
