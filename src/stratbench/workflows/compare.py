@@ -11,32 +11,23 @@ import numpy as np
 
 from stratbench.errors import InputError
 from stratbench.runner.folders import read_run_json
+from stratbench.stats import bootstrap_diff
 from stratbench.suites import suite_for_run
-
-N_BOOT = 2000
 
 
 def _diff(a: dict[Any, dict[str, float]], b: dict[Any, dict[str, float]], metric: str,
           rng: np.random.Generator) -> dict[str, Any]:
+    """B − A of one metric: paired over units when both runs hold exactly the same units."""
     common = sorted(set(a) & set(b), key=str)
-    if len(common) == len(a) == len(b) and common:
-        d = np.array([b[k][metric] - a[k][metric] for k in common])
-        boots = d[rng.integers(0, len(d), (N_BOOT, len(d)))].mean(axis=1)
-        paired = True
-        n = len(d)
-        mean = float(d.mean())
+    paired = len(common) == len(a) == len(b) and bool(common)
+    if paired:
+        xa, xb = [a[k][metric] for k in common], [b[k][metric] for k in common]
     else:
-        xa = np.array([v[metric] for v in a.values()])
-        xb = np.array([v[metric] for v in b.values()])
-        boots = (xb[rng.integers(0, len(xb), (N_BOOT, len(xb)))].mean(axis=1)
-                 - xa[rng.integers(0, len(xa), (N_BOOT, len(xa)))].mean(axis=1))
-        paired = False
-        n = min(len(xa), len(xb))
-        mean = float(xb.mean() - xa.mean())
-    lo, hi = np.quantile(boots, [0.025, 0.975])
+        xa, xb = [v[metric] for v in a.values()], [v[metric] for v in b.values()]
+    mean, (lo, hi) = bootstrap_diff(xa, xb, paired, rng)
     return {"metric": metric, "a": float(np.mean([v[metric] for v in a.values()])),
             "b": float(np.mean([v[metric] for v in b.values()])), "diff": mean,
-            "diff_ci95": [float(lo), float(hi)], "paired": paired, "n_units": n,
+            "diff_ci95": [lo, hi], "paired": paired, "n_units": len(common) if paired else min(len(xa), len(xb)),
             "significant": bool(lo > 0 or hi < 0)}
 
 

@@ -7,7 +7,6 @@ import csv
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from stratbench.cli.suite import expand_multi_value_flags
@@ -21,7 +20,6 @@ from stratbench.suites.nashgap.tiered import (
     model_folder_keys,
     parse_model_tiers,
     run_tiered_suite,
-    stratified_bootstrap_ci,
 )
 from stratbench.suites.nashgap.tiered_config import load_suite_file
 
@@ -258,17 +256,6 @@ def test_interrupted_suite_resumes_to_the_same_tables(tmp_path):
         assert (folder / name).read_bytes() == (full.folder / name).read_bytes(), name
     with pytest.raises(InputError, match="not a tiered suite"):
         run_tiered_suite(TieredConfig(), resume_dir=tmp_path)
-
-
-def test_stratified_bootstrap_ci_brackets_the_mean_of_seed_means():
-    rng = np.random.default_rng(0)
-    groups = [rng.normal(1.0, 1.0, 20), rng.normal(3.0, 1.0, 5)]
-    lo, hi = stratified_bootstrap_ci(groups, seed=1)
-    m = np.mean([g.mean() for g in groups])
-    assert lo < m < hi and hi - lo < 2.0
-    assert stratified_bootstrap_ci(groups, seed=1) == [lo, hi]
-    assert stratified_bootstrap_ci([[2.0, 2.0], []]) == [2.0, 2.0]
-    assert stratified_bootstrap_ci([[], []]) is None
 
 
 @pytest.mark.parametrize("args, message", [

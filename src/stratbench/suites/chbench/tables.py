@@ -26,7 +26,7 @@ import numpy as np
 from stratbench.runner.jsonl import write_json_atomic
 from stratbench.runner.schema import Record
 from stratbench.seeding import derive_seed
-from stratbench.stats import bootstrap_ci
+from stratbench.stats import bootstrap_ci, bootstrap_statistic
 from stratbench.suites.chbench import plots
 from stratbench.suites.chbench.catalogue import select_games
 from stratbench.suites.chbench.fit import (
@@ -72,22 +72,18 @@ def _fit_or_none(obs: PlayerObservations, model: str, k_hat: int, restarts: int,
 
 def _bootstrap_mean_level(obs: PlayerObservations, model: str, k_hat: int, restarts: int, n_boot: int,
                           seed: int) -> list[float] | None:
+    """CI of the fitted mean level: games resampled, the model refitted to each resample."""
     if n_boot == 0 or obs.n_actions_observed == 0 or len(obs.game_ids) < 2:
         return None
-    rng = np.random.default_rng(seed)
-    vals = []
-    gids = list(obs.game_ids)
-    for b in range(n_boot):
-        pick = [gids[i] for i in rng.integers(0, len(gids), len(gids))]
+    r = restarts if model == "poisson" else min(3, restarts)
+
+    def refit(pick: list[Any], b: int) -> float | None:
         sub = obs.subset(pick)
         if sub.n_actions_observed == 0:
-            continue
-        r = restarts if model == "poisson" else min(3, restarts)
-        vals.append(fit(sub, model, k_hat, r, derive_seed(seed, b)).mean_level)  # type: ignore[arg-type]
-    if not vals:
-        return None
-    lo, hi = np.quantile(vals, [0.025, 0.975])
-    return [float(lo), float(hi)]
+            return None
+        return float(fit(sub, model, k_hat, r, derive_seed(seed, b)).mean_level)  # type: ignore[arg-type]
+
+    return bootstrap_statistic(list(obs.game_ids), refit, n_boot, np.random.default_rng(seed))
 
 
 def _mean_kl(obs: PlayerObservations, res: Any) -> list[float | None]:

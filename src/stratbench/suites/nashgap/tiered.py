@@ -36,7 +36,7 @@ from stratbench.runner.jsonl import read_jsonl, write_json_atomic
 from stratbench.runner.lifecycle import RunResult
 from stratbench.runner.schema import SCORED_STATUSES
 from stratbench.runner.shard import parse_shard
-from stratbench.stats import N_BOOT
+from stratbench.stats import stratified_bootstrap_ci
 from stratbench.suites.nashgap.config import NashgapConfig, load_price_table
 from stratbench.suites.nashgap.games import BUCKETS, Bucket
 from stratbench.suites.nashgap.players import SCRIPTED_AGENTS
@@ -456,26 +456,6 @@ def per_game_means(records: Iterable[dict[str, Any]], key: str) -> list[float]:
         if r.get("status") in SCORED_STATUSES and r.get(key) is not None:
             by_game.setdefault(int(r["game_id"]), []).append(float(r[key]))
     return [float(np.mean(v)) for _, v in sorted(by_game.items())]
-
-
-def stratified_bootstrap_ci(groups: Sequence[Sequence[float]], seed: int = 0,
-                            n_boot: int = N_BOOT, level: float = 0.95) -> list[float] | None:
-    """Percentile-bootstrap CI of the mean over seeds of per-seed means: games are resampled within
-    each seed, so the interval belongs to exactly the across-seed mean the table reports."""
-    xs = [np.asarray(g, dtype=float) for g in groups if len(g)]
-    if not xs:
-        return None
-    if all(np.all(x == x[0]) for x in xs):
-        v = float(np.mean([x[0] for x in xs]))
-        return [v, v]
-    rng = np.random.default_rng(seed)
-    total = np.zeros(n_boot)
-    for x in xs:
-        total += x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
-    means = total / len(xs)
-    alpha = (1.0 - level) / 2.0
-    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
-    return [float(lo), float(hi)]
 
 
 def run_rows(cell: Cell, folder: Path) -> tuple[list[dict[str, Any]], dict[str, dict[str, list[float]]]]:
