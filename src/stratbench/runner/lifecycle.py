@@ -148,6 +148,9 @@ class RunPlan(abc.ABC):
     def update_meta(self, meta: RunMeta, new: bool) -> None:
         """Add suite-specific keys to run.json (e.g. "agent") before the records are streamed."""
 
+    def finish_meta(self, meta: RunMeta) -> None:
+        """Add what is known only at the end (e.g. the policy each player used) to run.json."""
+
     @abc.abstractmethod
     def streams(self) -> list[Stream[Any]]: ...
 
@@ -263,6 +266,7 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
 
     records = asyncio.run(fill_all())
     outcome = plan.summarise(folder, records)
+    plan.finish_meta(meta)
     meta["end_time"] = now_iso()
     meta["status"] = "finished"
     meta["totals"] = plan.totals(records, outcome)  # type: ignore[typeddict-item]

@@ -208,7 +208,6 @@ class ChbenchPlan(RunPlan):
         self.units: list[Match] = []  # this shard's
         self._order: dict[str, int] = {}  # match id → position in the unsharded run
         self.factory: PlayerFactory | None = None
-        self.meta: RunMeta | None = None
 
     def build_units(self) -> None:
         """The matches of the run and of this shard (from the config, nothing opened)."""
@@ -247,7 +246,12 @@ class ChbenchPlan(RunPlan):
             meta["games"] = [{"id": g.id, "name": g.game.name, "symmetric": g.symmetric, "uncertain": g.uncertain}
                              for g in select_games(self.config.games, self.config.corrections)]
         meta.setdefault("players", {})
-        self.meta = meta  # the players' identities and policies are added when the run finishes
+
+    def finish_meta(self, meta: RunMeta) -> None:
+        if self.factory is not None:  # each player's identity and the policy it played
+            old = meta.get("players", {})
+            meta["players"] = {**old, **self.factory.describe(), **{
+                s: {"policy": p} | old.get(s, {}) for s, p in self.factory.policies.items()}}
 
     def streams(self) -> list[Stream[Any]]:
         rounds = self.config.rounds
@@ -281,10 +285,6 @@ class ChbenchPlan(RunPlan):
                        {"matches": len({r["match_id"] for r in rounds})})
 
     def totals(self, records: dict[str, list[Record]], outcome: Outcome) -> dict[str, Any]:
-        if self.meta is not None and self.factory is not None:
-            old = self.meta.get("players", {})
-            self.meta["players"] = {**old, **self.factory.describe(), **{
-                s: {"policy": p} | old.get(s, {}) for s, p in self.factory.policies.items()}}
         return {"matches": outcome.totals["matches"], **super().totals(records, outcome)}
 
     def usage(self) -> dict[str, Any]:
