@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -13,6 +14,7 @@ def compare(
     run_a: str = typer.Argument(..., help="Baseline result folder (A)."),
     run_b: str = typer.Argument(..., help="Result folder to compare (B)."),
     output: Optional[str] = typer.Option(None, help="Also write the comparison as JSON here."),
+    allow_partial: bool = typer.Option(False, help="Compare unfinished runs as they are (refused by default)."),
 ) -> int:
     """Differences B − A of headline metrics with 95% bootstrap CIs (paired over shared games)."""
     import json
@@ -21,7 +23,8 @@ def compare(
 
     from stratbench.workflows.compare import compare_runs
 
-    res = compare_runs(run_a, run_b)
+    out = check_output_file(output, (run_a, run_b)) if output else None
+    res = compare_runs(run_a, run_b, allow_partial=allow_partial)
     t = Table(title=f"{res['suite']}: B − A  (A = {run_a}, B = {run_b})", title_justify="left")
     for col in ("part", "metric", "A", "B", "B − A [95% CI]", "paired", "units"):
         t.add_column(col, no_wrap=True)
@@ -32,11 +35,27 @@ def compare(
                   f"{r['diff']:+.4f} [{lo:+.4f}, {hi:+.4f}]{mark}", "yes" if r["paired"] else "no",
                   str(r["n_units"]))
     console.print(t)
-    if output:
-        from pathlib import Path
-
-        Path(output).write_text(json.dumps(res, indent=2) + "\n")
+    if out is not None:
+        out.write_text(json.dumps(res, indent=2) + "\n")
     return 0
+
+
+def check_output_file(output: str, inputs: tuple[str, ...]) -> Path:
+    """Where --output may write: not into a folder it reads (a run's own summary.json must never be
+    overwritten), not onto a folder, and into a folder that exists."""
+    from stratbench.errors import InputError
+
+    out = Path(output)
+    target = out.resolve()
+    for folder in inputs:
+        f = Path(folder).resolve()
+        if target == f or f in target.parents:
+            raise InputError(f"--output {output}: inside the result folder {folder}; write the comparison elsewhere")
+    if out.is_dir():
+        raise InputError(f"--output {output}: is a folder; give a file name")
+    if not out.parent.is_dir():
+        raise InputError(f"--output {output}: folder {out.parent} does not exist")
+    return out
 
 
 def register(app: typer.Typer) -> None:

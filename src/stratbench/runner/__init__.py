@@ -5,13 +5,12 @@ their metadata (``folders``), ``--shard i/n`` (``shard``) and the suite-independ
 shards (``merge``). It imports only errors, seeding and other core modules — never a suite."""
 
 from stratbench.runner.folders import RunFolder, create_run_folder, run_metadata
-from stratbench.runner.jsonl import JsonlWriter, read_jsonl, rewrite_sorted
+from stratbench.runner.jsonl import JsonlWriter, read_jsonl
 from stratbench.runner.pool import run_pool
 
 __all__ = [
     "JsonlWriter",
     "read_jsonl",
-    "rewrite_sorted",
     "run_pool",
     "RunFolder",
     "create_run_folder",

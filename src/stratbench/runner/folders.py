@@ -7,8 +7,8 @@ same second get `_2`, `_3`, ... — claimed with an atomic mkdir, so concurrent 
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import platform
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -76,15 +76,28 @@ def run_metadata(suite: str, config: dict[str, Any], kind: str) -> dict[str, Any
 
 
 def read_run_json(folder: str | Path, prefix: str = "") -> dict[str, Any]:
-    """A result folder's run.json, or one InputError line (`prefix` names the flag, e.g.
-    "--resume ") — the one reader behind resume, merge and compare."""
+    """A result folder's run.json, checked against its written schema (`runner.schema.RunMeta`),
+    or one InputError line (`prefix` names the flag, e.g. "--resume ") — the one reader behind
+    resume, merge and compare."""
     import json
+
+    from stratbench.runner.schema import RunMeta
+    from stratbench.runner.validation import check_schema
 
     f = Path(folder)
     try:
-        return json.loads((f / "run.json").read_text())
-    except (OSError, ValueError):
+        raw = (f / "run.json").read_bytes()
+    except OSError:
         raise InputError(f"{prefix}{f}: not a result folder (no readable run.json)") from None
+    try:
+        meta = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise InputError(f"{prefix}{f}/run.json: not valid JSON (a corrupt or truncated file)") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("suite"), str) or not isinstance(meta.get("config"), dict):
+        raise InputError(f"{prefix}{f}/run.json: not a stratbench run.json (it needs a \"suite\" name and a "
+                         "\"config\" table)")
+    check_schema([meta], RunMeta, f"{prefix}{f}/run.json", numbered=False)
+    return meta
 
 
 @dataclass(frozen=True)
@@ -93,19 +106,29 @@ class RunFolder:
     resumed: bool = False
 
 
-def create_run_folder(
-    output_dir: str | Path, prefix: str, overwrite_name: str | None = None, tag: str | None = None
-) -> RunFolder:
-    """A new, empty folder `<output_dir>/<prefix>_<timestamp>[_k]`, or `<output_dir>/<overwrite_name>`
-    emptied first when `overwrite_name` is given."""
+def output_dir_ready(output_dir: str | Path, flag: str = "--output-dir") -> Path:
+    """`output_dir`, created if needed; one InputError line when it cannot hold result folders
+    (a file, under a file, read-only, a name too long, ...)."""
     out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    if overwrite_name:
-        p = out / overwrite_name
-        if p.exists():
-            shutil.rmtree(p)
-        p.mkdir()
-        return RunFolder(p)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise InputError(f"{flag} {out}: exists and is not a folder") from None
+    except OSError as e:
+        raise InputError(f"{flag} {out}: {e.strerror or e}") from None
+    if not out.is_dir():
+        raise InputError(f"{flag} {out}: not a folder")
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise InputError(f"{flag} {out}: not writable")
+    return out
+
+
+def create_run_folder(output_dir: str | Path, prefix: str, overwrite_name: None = None,
+                      tag: str | None = None) -> RunFolder:
+    """A new, empty folder `<output_dir>/<prefix>_<timestamp>[_<tag>][_k]`, claimed with an atomic
+    mkdir (concurrent runs never share one). (--overwrite runs are written beside the old folder and
+    swapped in when they finish: see `runner.lifecycle`.)"""
+    out = output_dir_ready(output_dir)
     base = f"{prefix}_{timestamp()}" + (f"_{tag}" if tag else "")
     for k in range(1, 10_000):
         p = out / (base if k == 1 else f"{base}_{k}")
@@ -114,4 +137,6 @@ def create_run_folder(
             return RunFolder(p)
         except FileExistsError:
             continue
+        except OSError as e:
+            raise InputError(f"--output-dir {out}: cannot create {p.name}: {e.strerror or e}") from None
     raise RuntimeError(f"cannot create a unique folder under {out}")  # pragma: no cover

@@ -10,7 +10,9 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
+
+from stratbench.errors import InputError
 
 
 def _clean(x: Any) -> Any:
@@ -49,17 +51,27 @@ class JsonlWriter:
         self.close()
 
 
+def _oserror(p: Path, e: OSError) -> InputError:
+    return InputError(f"{p}: {e.strerror or type(e).__name__}")
+
+
 def read_jsonl(path: str | Path, repair: bool = False) -> list[dict[str, Any]]:
     """All complete records. With `repair`, a torn tail (no newline or invalid JSON in the last
-    line) is truncated away; a corrupt line elsewhere is an error, not something to skip."""
+    line) is truncated away; a corrupt line elsewhere, or a line that is not a JSON object, is an
+    InputError naming the file and line — never something to skip."""
     p = Path(path)
-    if not p.exists():
+    if not p.exists() and not p.is_symlink():
         return []
-    data = p.read_bytes()
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise _oserror(p, e) from None
     records: list[dict[str, Any]] = []
     good_end = 0
     pos = 0
+    line_no = 0
     while pos < len(data):
+        line_no += 1
         nl = data.find(b"\n", pos)
         end = len(data) if nl < 0 else nl + 1
         line = data[pos:end]
@@ -67,11 +79,18 @@ def read_jsonl(path: str | Path, repair: bool = False) -> list[dict[str, Any]]:
             if nl < 0:
                 raise ValueError("no newline")
             if line.strip():
-                records.append(json.loads(line))
+                rec = json.loads(line)
+                if not isinstance(rec, dict):
+                    raise InputError(f"{p}: line {line_no}: a record must be a JSON object, "
+                                     f"not {type(rec).__name__}")
+                records.append(rec)
             good_end = end
-        except ValueError:
+        except InputError:
+            raise
+        except (ValueError, RecursionError):
             if end < len(data):
-                raise ValueError(f"{p}: corrupt record at byte {pos}") from None
+                raise InputError(f"{p}: line {line_no}: not a valid JSON record (corrupt or edited by hand); "
+                                 "fix or remove that line") from None
             break  # torn last line
         pos = end
     if repair and good_end < len(data):
@@ -91,25 +110,8 @@ def write_jsonl_atomic(path: str | Path, records: Iterable[dict[str, Any]]) -> N
     os.replace(tmp, p)
 
 
-def rewrite_sorted(path: str | Path, key: Callable[[dict[str, Any]], Any]) -> list[dict[str, Any]]:
-    """Put a finished file in canonical order (records arrive in completion order), atomically."""
-    records = sorted(read_jsonl(path), key=key)
-    write_jsonl_atomic(path, records)
-    return records
-
-
 def write_json_atomic(path: str | Path, obj: Any) -> None:
     p = Path(path)
     tmp = p.with_name(p.name + ".tmp")
     tmp.write_text(json.dumps(_clean(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     os.replace(tmp, p)
-
-
-def resume_records(path: str | Path) -> list[dict[str, Any]]:
-    """The finished records of a (possibly interrupted) run file: a torn tail is cut off and
-    errored records are dropped (they are retried on resume), so each unit keeps one record."""
-    previous = read_jsonl(path, repair=True)
-    kept = [r for r in previous if r.get("status") != "error"]
-    if len(kept) != len(previous):
-        write_jsonl_atomic(path, kept)
-    return kept

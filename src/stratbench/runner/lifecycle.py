@@ -22,16 +22,21 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Sequence
+import contextlib
+import os
+import shutil
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from stratbench.errors import InputError
-from stratbench.runner.folders import create_run_folder, now_iso, read_run_json, run_metadata
+from stratbench.runner.folders import create_run_folder, now_iso, output_dir_ready, read_run_json, run_metadata
 from stratbench.runner.jsonl import JsonlWriter, read_jsonl, write_json_atomic, write_jsonl_atomic
+from stratbench.runner.lock import folder_lock
 from stratbench.runner.pool import run_pool
 from stratbench.runner.schema import Record, RunMeta, RunTotals
+from stratbench.runner.validation import check_schema, dedupe
 
 U = TypeVar("U")
 C = TypeVar("C")
@@ -70,6 +75,10 @@ class Stream(Generic[U]):
     unit_done: Callable[[list[Record]], bool] = no_errors
     label: str = ""  # the progress bar's label (default: the file name)
     unit_name: str = "units"  # what a unit is called in messages ("trials", "matches", "episodes")
+    # the id of one record (unique in the file; default: none checked) and the written schema of a
+    # record (a TypedDict): records read back on resume or merge are checked against both
+    record_key: Callable[[Record], Hashable] | None = None
+    record_schema: type | None = None
 
 
 @dataclass
@@ -200,13 +209,22 @@ def _groups(records: Iterable[Record], unit_of: Callable[[Record], Hashable]) ->
     return out
 
 
+def read_stream(path: Path, stream: Stream[Any], repair: bool = False) -> list[Record]:
+    """A stream's records as saved: torn tail cut (with `repair`), every record checked against
+    the stream's schema, exact duplicates dropped, conflicting duplicates refused."""
+    records = read_jsonl(path, repair=repair)
+    check_schema(records, stream.record_schema, path)
+    return dedupe(records, stream.record_key, path)
+
+
 def resume_file(path: Path, stream: Stream[Any]) -> set[Hashable]:
-    """Cut a torn tail, keep the records of finished units (dropping the rest from the file), and
-    return the finished units' keys."""
+    """Cut a torn tail, keep the records of finished units (dropping the rest, and duplicates, from
+    the file), and return the finished units' keys."""
     previous = read_jsonl(path, repair=True)
-    groups = _groups(previous, stream.record_unit)
+    kept_all = read_stream(path, stream)
+    groups = _groups(kept_all, stream.record_unit)
     done = {k for k, rs in groups.items() if stream.unit_done(rs)}
-    kept = [r for r in previous if stream.record_unit(r) in done]
+    kept = [r for r in kept_all if stream.record_unit(r) in done]
     if len(kept) != len(previous):
         write_jsonl_atomic(path, kept)
     return done
@@ -234,43 +252,107 @@ async def _fill(folder: Path, stream: Stream[Any], progress: Progress | None) ->
 # -- the lifecycle ------------------------------------------------------------------------------
 
 
-def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
-    """Run (or, with ``resume_dir``, finish) one run described by ``plan``; returns its result."""
-    meta: RunMeta
-    if resume_dir is not None:
-        folder = Path(resume_dir)
-        plan.check_folder(folder)
-        meta = read_run_json(folder, "--resume ")  # type: ignore[assignment]
-        plan.resume_from(meta, folder)
-        plan.open()
-        meta["status"] = "running"
-        meta.setdefault("resumed_at", []).append(now_iso())
+_FOLDER_LISTENERS: list[Callable[[Path], None]] = []
+
+
+@contextlib.contextmanager
+def on_run_folder(callback: Callable[[Path], None]) -> Iterator[None]:
+    """Call `callback(folder)` whenever a run in this process has its folder (created, or opened to
+    resume), before any record is written: the CLI names it when a run is interrupted, suite files
+    record it so that a resumed suite finishes the interrupted run in place."""
+    _FOLDER_LISTENERS.append(callback)
+    try:
+        yield
+    finally:
+        _FOLDER_LISTENERS.remove(callback)
+
+
+def announce_folder(folder: Path) -> None:
+    """Tell the listeners a folder is being written (runs, and workflows for their suite folders)."""
+    for cb in list(_FOLDER_LISTENERS):
+        cb(folder)
+
+
+PARTIAL = ".partial"
+
+
+def _new_folder(spec: FolderSpec) -> Path:
+    """The folder a new run writes. With ``--overwrite`` the run is written beside the old one, in
+    ``<name>.partial``, and replaces ``<name>`` only when it finishes: a bad flag, a crash or a
+    Ctrl-C never destroys the previous run."""
+    if not spec.overwrite_name:
+        return create_run_folder(spec.output_dir, spec.prefix, tag=spec.tag).path
+    work = output_dir_ready(spec.output_dir) / (spec.overwrite_name + PARTIAL)
+    if work.exists():  # an earlier --overwrite run that never finished: replaced (unless running)
+        with folder_lock(work):
+            shutil.rmtree(work)
+    work.mkdir(parents=True)
+    return work
+
+
+def _finish_folder(folder: Path) -> Path:
+    """``<name>.partial`` (an --overwrite run, finished now) takes the place of ``<name>``."""
+    if not folder.name.endswith(PARTIAL):
+        return folder
+    final = folder.with_name(folder.name[: -len(PARTIAL)])
+    if final.exists():
+        old = final.with_name(f"{final.name}.old-{os.getpid()}")
+        with folder_lock(final):
+            final.rename(old)
+        folder.rename(final)
+        shutil.rmtree(old, ignore_errors=True)
     else:
-        plan.prepare()
-        plan.open()
-        spec = plan.folder_spec()
-        folder = create_run_folder(spec.output_dir, spec.prefix, spec.overwrite_name, spec.tag).path
-        meta = run_metadata(plan.suite, plan.config_json(), plan.kind)  # type: ignore[assignment]
-        plan.write_inputs(folder)
-    plan.update_meta(meta, new=resume_dir is None)
-    write_json_atomic(folder / "run.json", meta)
+        folder.rename(final)
+    return final
 
-    async def fill_all() -> dict[str, list[Record]]:
-        out: dict[str, list[Record]] = {}
-        try:
-            for stream in plan.streams():
-                out[stream.file] = await _fill(folder, stream, progress)
-        finally:
-            await plan.aclose()
-        return out
 
-    records = asyncio.run(fill_all())
-    outcome = plan.summarise(folder, records)
-    plan.finish_meta(meta)
-    meta["end_time"] = now_iso()
-    meta["status"] = "finished"
-    meta["totals"] = plan.totals(records, outcome)  # type: ignore[typeddict-item]
-    write_json_atomic(folder / "run.json", meta)
+def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
+    """Run (or, with ``resume_dir``, finish) one run described by ``plan``; returns its result.
+
+    Everything that can fail on bad input happens before the folder is created or changed; the
+    folder is locked while the run writes it (a second writer is refused with one line)."""
+    meta: RunMeta
+    with contextlib.ExitStack() as stack:
+        if resume_dir is not None:
+            folder = Path(resume_dir)
+            plan.check_folder(folder)
+            if not folder.is_dir():
+                raise InputError(f"--resume {folder}: not a result folder")
+            stack.enter_context(folder_lock(folder))
+            meta = read_run_json(folder, "--resume ")  # type: ignore[assignment]
+            plan.resume_from(meta, folder)
+            plan.open()
+            meta["status"] = "running"
+            meta.setdefault("resumed_at", []).append(now_iso())
+        else:
+            plan.prepare()
+            plan.open()
+            spec = plan.folder_spec()
+            folder = _new_folder(spec)
+            stack.enter_context(folder_lock(folder))
+            meta = run_metadata(plan.suite, plan.config_json(), plan.kind)  # type: ignore[assignment]
+            plan.write_inputs(folder)
+        plan.update_meta(meta, new=resume_dir is None)
+        write_json_atomic(folder / "run.json", meta)
+        announce_folder(folder)
+
+        async def fill_all() -> dict[str, list[Record]]:
+            out: dict[str, list[Record]] = {}
+            try:
+                for stream in plan.streams():
+                    out[stream.file] = await _fill(folder, stream, progress)
+            finally:
+                await plan.aclose()
+            return out
+
+        records = asyncio.run(fill_all())
+        outcome = plan.summarise(folder, records)
+        plan.finish_meta(meta)
+        meta["end_time"] = now_iso()
+        meta["status"] = "finished"
+        meta["totals"] = plan.totals(records, outcome)  # type: ignore[typeddict-item]
+        write_json_atomic(folder / "run.json", meta)
+    folder = _finish_folder(folder)
     return RunResult(folder, outcome.summaries, outcome.n_errors, meta["totals"])
 
 
@@ -284,7 +366,7 @@ def merge_streams(plan: RunPlan, folders: Sequence[Path], out: Path) -> Outcome:
         seen: dict[Hashable, int] = {}
         duplicated = 0
         for k, f in enumerate(folders):
-            shard_recs = read_jsonl(Path(f) / stream.file)
+            shard_recs = read_stream(Path(f) / stream.file, stream)
             for unit in _groups(shard_recs, stream.record_unit):
                 if unit in seen and seen[unit] != k:
                     duplicated += 1
@@ -297,6 +379,7 @@ def merge_streams(plan: RunPlan, folders: Sequence[Path], out: Path) -> Outcome:
                              + (f" and {duplicated} twice" if duplicated else "")
                              + (f" and {len(got - want)} not in the run" if got - want else "")
                              + "; merge every shard of one run once, each after it has finished")
+        recs = dedupe(recs, stream.record_key, out / stream.file)  # one record per id across shards
         recs.sort(key=stream.sort_key)
         write_jsonl_atomic(out / stream.file, recs)
         records[stream.file] = recs

@@ -70,8 +70,21 @@ def _sum_totals(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _merged_counts(out: Path, merged: Any) -> dict[str, int]:
+    """records and errors of the merged folder itself (not the shards' sums, which count a record
+    twice when shards were re-run): records are the lines of its JSONL files; errors what the
+    suite's merge reports (an `Outcome`), else the records with status "error"."""
+    from stratbench.runner.jsonl import read_jsonl
+    from stratbench.runner.lifecycle import Outcome
+
+    records = [r for f in sorted(out.glob("*.jsonl")) for r in read_jsonl(f)]
+    errors = merged.n_errors if isinstance(merged, Outcome) else sum(r.get("status") == "error" for r in records)
+    return {"records": len(records), "errors": int(errors)}
+
+
 def finished_shards(paths: Sequence[Path], metas: Sequence[dict[str, Any]], meta_file: str = "run.json",
-                    what: str = "run", label: str = "shard", resume: str = "--resume") -> list[Shard]:
+                    what: str = "run", label: str = "shard", resume: str = "--resume",
+                    allow_partial: bool = False) -> list[Shard]:
     """Each folder's shard, after checking they are exactly shards 1..n and all finished — the
     checks every merge (runs, tiered suites, suite files) makes before writing anything."""
     shards: list[Shard] = []
@@ -84,13 +97,14 @@ def finished_shards(paths: Sequence[Path], metas: Sequence[dict[str, Any]], meta
         raise InputError(f"these are unsharded {what}s; merge combines the shards (--shard i/n) of one {what}")
     check_complete(shards)
     for p, meta in zip(paths, metas):
-        if meta.get("status") != "finished":
+        if meta.get("status") != "finished" and not allow_partial:
             raise InputError(f"{p}: {label} is not finished (status {meta.get('status')!r}); "
-                             f"finish it with {resume} {p}")
+                             f"finish it with {resume} {p} (or merge it as it is with --allow-partial)")
     return shards
 
 
-def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, merger: MergeFn) -> Path:
+def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, merger: MergeFn,
+                      allow_partial: bool = False) -> Path:
     """Merge the finished shards of one run into a new folder under `output_dir`; returns it.
 
     The folders must be finished runs of one suite and config (only the keys in
@@ -107,7 +121,7 @@ def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, mer
         raise InputError("the same folder is given twice")
     metas = [_read_meta(p) for p in paths]
     check_same_run(paths, metas)
-    shards = finished_shards(paths, metas)
+    shards = finished_shards(paths, metas, allow_partial=allow_partial)
     suite = metas[0]["suite"]
     order = sorted(range(len(paths)), key=lambda i: shards[i].index)
     paths = [paths[i] for i in order]
@@ -115,7 +129,7 @@ def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, mer
 
     out = create_run_folder(output_dir, f"{suite}_merged", tag=metas[0]["config"].get("folder_tag")).path
     try:
-        merger(paths, out)
+        merged = merger(paths, out)
         meta = copy.deepcopy(metas[0])
         meta["config"]["shard"] = None  # what an unsharded run records
         meta["config"]["output_dir"] = str(output_dir)
@@ -131,7 +145,7 @@ def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, mer
         meta["merged_at"] = now_iso()
         meta["command"] = sys.argv
         meta["status"] = "finished"
-        meta["totals"] = _sum_totals(metas)
+        meta["totals"] = {**_sum_totals(metas), **_merged_counts(out, merged)}
         meta.pop("resumed_at", None)
         write_json_atomic(out / "run.json", meta)
     except BaseException:

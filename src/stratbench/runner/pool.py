@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Awaitable, Callable, Iterable, TypeVar
 
 U = TypeVar("U")
@@ -29,25 +28,9 @@ async def run_pool(
                 return
             result = await worker(unit)
             on_result(unit, result)
+            # a yield point between units: workers that never suspend (scripted players) still let
+            # a Ctrl-C (task cancellation) stop the run after the unit in hand
+            await asyncio.sleep(0)
 
     n = max(1, min(concurrency, queue.qsize()))
     await asyncio.gather(*(loop() for _ in range(n)))
-
-
-async def stream_pool(
-    units: Iterable[U],
-    worker: Callable[[U], Awaitable[dict]],
-    concurrency: int,
-    path: str | Path,
-    advance: Callable[[], None] | None = None,
-) -> None:
-    """`run_pool` whose results are appended to a JSONL file the moment each one is ready."""
-    from stratbench.runner.jsonl import JsonlWriter
-
-    with JsonlWriter(path) as writer:
-        def on_result(_: U, rec: dict) -> None:
-            writer.write(rec)
-            if advance is not None:
-                advance()
-
-        await run_pool(units, worker, concurrency, on_result)

@@ -31,11 +31,16 @@ def _diff(a: dict[Any, dict[str, float]], b: dict[Any, dict[str, float]], metric
             "significant": bool(lo > 0 or hi < 0)}
 
 
-def compare_runs(run_a: str | Path, run_b: str | Path, seed: int = 0) -> dict[str, Any]:
+def compare_runs(run_a: str | Path, run_b: str | Path, seed: int = 0, allow_partial: bool = False) -> dict[str, Any]:
     """B − A for each metric the runs' suite compares, per part (mode, setting), with a 95%
-    bootstrap CI paired over shared units when both runs hold the same units."""
+    bootstrap CI paired over shared units when both runs hold the same units. Unfinished runs are
+    refused (their units would be a biased subset) unless `allow_partial`."""
     fa, fb = Path(run_a), Path(run_b)
     ma, mb = read_run_json(fa), read_run_json(fb)
+    for folder, meta in ((fa, ma), (fb, mb)):
+        if meta.get("status") != "finished" and not allow_partial:
+            raise InputError(f"{folder}: run is not finished (status {meta.get('status')!r}); finish it with "
+                             "--resume or compare what it holds with --allow-partial")
     if ma.get("suite") != mb.get("suite"):
         raise InputError(f"cannot compare a {ma.get('suite')} run with a {mb.get('suite')} run")
     suite = suite_for_run(ma, str(fa))

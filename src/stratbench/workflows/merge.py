@@ -23,8 +23,10 @@ def _suite_metadata(folder: Path) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) else None
 
 
-def merge_runs(folders: Sequence[str | Path], output_dir: str | Path = "results") -> Path:
-    """Merge the finished shards of one run (or suite) into a new folder under `output_dir`."""
+def merge_runs(folders: Sequence[str | Path], output_dir: str | Path = "results", allow_partial: bool = False) -> Path:
+    """Merge the finished shards of one run (or suite) into a new folder under `output_dir`.
+    `allow_partial` merges shards whose run.json does not say finished (their records must still
+    cover the run; a suite's shards must be finished)."""
     paths = [Path(f) for f in folders]
     if not paths:
         raise InputError("merge needs the shard folders of one run")
@@ -41,4 +43,4 @@ def merge_runs(folders: Sequence[str | Path], output_dir: str | Path = "results"
         return suite.merge_collection(paths, output_dir)
     meta = read_run_json(paths[0])
     suite = suite_for_run(meta, str(paths[0]))
-    return merge_run_folders(paths, output_dir, suite.merge)
+    return merge_run_folders(paths, output_dir, suite.merge, allow_partial=allow_partial)

@@ -44,6 +44,8 @@ from typing import Any, Callable
 from stratbench.errors import InputError
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
 from stratbench.runner.jsonl import write_json_atomic
+from stratbench.runner.lifecycle import announce_folder, on_run_folder
+from stratbench.runner.lock import folder_lock
 from stratbench.suites import SUITES
 from stratbench.suites.base import Job
 from stratbench.workflows.suite_plan import plan_suite_file
@@ -97,28 +99,39 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
     done = {r["key"]: r for r in meta.get("runs", [])}
     runs: list[dict[str, Any]] = []
     n_errors = 0
-    for job in jobs:
-        prev = done.get(job.key)
-        if prev and prev.get("status") == "finished":
-            runs.append(prev)
-            continue
-        entry = {"key": job.key, "suite": _family(job.suite), "model": job.label or "(all models)", "seed": job.seed,
-                 "setting": job.setting, "folder": prev.get("folder") if prev else None,
-                 "status": "running"}
-        meta["runs"] = runs + [entry]
+    with folder_lock(out):
+        announce_folder(out)
+        for job in jobs:
+            prev = done.get(job.key)
+            if prev and prev.get("status") == "finished":
+                runs.append(prev)
+                continue
+            entry: dict[str, Any] = {"key": job.key, "suite": _family(job.suite), "model": job.label or "(all models)",
+                     "seed": job.seed, "setting": job.setting, "folder": prev.get("folder") if prev else None,
+                     "status": "running"}
+            meta["runs"] = runs + [entry]
+            write_json_atomic(out / "suite_metadata.json", meta)
+
+            def started(folder: Path, entry: dict[str, Any] = entry) -> None:
+                # the run's folder is recorded the moment it exists: a resumed suite finishes an
+                # interrupted run in place instead of starting it again beside the partial one
+                if entry["folder"] is None and out in folder.parents:
+                    entry["folder"] = str(folder.relative_to(out))
+                    write_json_atomic(out / "suite_metadata.json", meta)
+
+            with on_run_folder(started):
+                folder, n_err = _run_job(job, out, str(out / entry["folder"]) if entry["folder"] else None)
+            entry.update(folder=str(folder.relative_to(out)), status="finished", errors=n_err,
+                         headline=SUITES.get(job.suite).headline(folder))
+            n_errors += n_err
+            runs.append(entry)
+            meta["runs"] = runs
+            write_json_atomic(out / "suite_metadata.json", meta)
+            if on_run:
+                on_run(entry)
+        meta.update(runs=runs, end_time=now_iso(), status="finished")
         write_json_atomic(out / "suite_metadata.json", meta)
-        folder, n_err = _run_job(job, out, str(out / prev["folder"]) if prev and prev.get("folder") else None)
-        entry.update(folder=str(folder.relative_to(out)), status="finished", errors=n_err,
-                     headline=SUITES.get(job.suite).headline(folder))
-        n_errors += n_err
-        runs.append(entry)
-        meta["runs"] = runs
-        write_json_atomic(out / "suite_metadata.json", meta)
-        if on_run:
-            on_run(entry)
-    meta.update(runs=runs, end_time=now_iso(), status="finished")
-    write_json_atomic(out / "suite_metadata.json", meta)
-    write_runs_csv(out, runs)
+        write_runs_csv(out, runs)
     return SuiteRunResult(out, runs, n_errors)
 
 
