@@ -209,11 +209,25 @@ def _groups(records: Iterable[Record], unit_of: Callable[[Record], Hashable]) ->
     return out
 
 
+def _unit_of(stream: Stream[Any], rec: Record, path: Path, line: int) -> Hashable:
+    try:
+        return stream.record_unit(rec)
+    except (KeyError, TypeError, ValueError) as e:
+        raise InputError(f"{path}: line {line}: record has no usable id ({type(e).__name__}: {e})") from None
+
+
 def read_stream(path: Path, stream: Stream[Any], repair: bool = False) -> list[Record]:
     """A stream's records as saved: torn tail cut (with `repair`), every record checked against
-    the stream's schema, exact duplicates dropped, conflicting duplicates refused."""
+    the stream's schema and naming a unit of the stream, exact duplicates dropped, conflicting
+    duplicates refused."""
     records = read_jsonl(path, repair=repair)
     check_schema(records, stream.record_schema, path)
+    known = {stream.unit_key(u) for u in stream.units}
+    for line, rec in enumerate(records, 1):
+        unit = _unit_of(stream, rec, path, line)
+        if unit not in known:
+            raise InputError(f"{path}: line {line}: a record for {unit!r}, which this run does not have "
+                             "(a record of another run, or edited by hand)")
     return dedupe(records, stream.record_key, path)
 
 
@@ -332,6 +346,10 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
             stack.enter_context(folder_lock(folder))
             meta = run_metadata(plan.suite, plan.config_json(), plan.kind)  # type: ignore[assignment]
             plan.write_inputs(folder)
+        streams = plan.streams()
+        if resume_dir is not None:  # every saved record is checked before anything is changed
+            for stream in streams:
+                read_stream(folder / stream.file, stream)
         plan.update_meta(meta, new=resume_dir is None)
         write_json_atomic(folder / "run.json", meta)
         announce_folder(folder)
@@ -339,7 +357,7 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
         async def fill_all() -> dict[str, list[Record]]:
             out: dict[str, list[Record]] = {}
             try:
-                for stream in plan.streams():
+                for stream in streams:
                     out[stream.file] = await _fill(folder, stream, progress)
             finally:
                 await plan.aclose()

@@ -9,6 +9,7 @@ the merger it passes in (`Suite.merge`); `stratbench.workflows.merge` picks the 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import shutil
@@ -127,6 +128,7 @@ def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, mer
     paths = [paths[i] for i in order]
     metas = [metas[i] for i in order]
 
+    made = [d for d in (Path(output_dir), *Path(output_dir).parents) if not d.exists()]
     out = create_run_folder(output_dir, f"{suite}_merged", tag=metas[0]["config"].get("folder_tag")).path
     try:
         merged = merger(paths, out)
@@ -150,5 +152,8 @@ def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, mer
         write_json_atomic(out / "run.json", meta)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)
+        for d in made:  # folders this merge created for its output, now empty again
+            with contextlib.suppress(OSError):
+                d.rmdir()
         raise
     return out
