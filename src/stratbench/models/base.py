@@ -18,12 +18,22 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 
+Message = tuple[str, str]
+"""One turn of a conversation: (role, content), role "system", "user" or "assistant"."""
+
+
 @dataclass(frozen=True)
 class ScoreRequest:
-    """log P(continuation | prompt) for each continuation (e.g. each legal action label)."""
+    """log P(continuation | prompt) for each continuation (e.g. each legal action label).
+
+    With `messages` (a chat model scored exactly: lm-eval's multiple-choice scoring of chat
+    models), the backend renders the conversation with the model's chat template up to the start
+    of the assistant's turn, appends `prompt` (a fixed answer stem, e.g. "Action: ") and scores
+    the continuations after it."""
 
     prompt: str
     continuations: tuple[str, ...]
+    messages: tuple[Message, ...] = ()
 
 
 @dataclass
@@ -34,6 +44,7 @@ class ScoreResult:
     latency_s: float = 0.0
     cached: bool = False
     error: str | None = None
+    rendered: str | None = None  # chat scoring: the exact text scored (template + stem)
 
     @property
     def ok(self) -> bool:
@@ -50,6 +61,9 @@ class GenerateRequest:
     sample_index: int = 0  # distinguishes repeated samples of one prompt (and their cache keys)
     chat: bool = False  # wrap the prompt as a user message (chat endpoints / when asked)
     system: str | None = None
+    # a whole conversation (chat): system, user and assistant turns, the user's last; when given
+    # it is what the model sees (`prompt`/`system` stay the flattened text records hash)
+    messages: tuple[Message, ...] = ()
 
 
 @dataclass
@@ -59,8 +73,9 @@ class GenerateResult:
     tokens_out: int = 0
     latency_s: float = 0.0
     cached: bool = False
-    finish_reason: str | None = None
+    finish_reason: str | None = None  # "stop", or "length" when the token budget cut the reply
     error: str | None = None
+    rendered: str | None = None  # chat: the prompt as the model saw it, after its chat template
 
     @property
     def ok(self) -> bool:
@@ -103,6 +118,8 @@ class LanguageModel(abc.ABC):
 
     spec: str = ""
     supports_logprobs: bool = True  # can `score` run at all
+    supports_chat: bool = False  # can it take conversations (a chat template, or a chat endpoint)
+    supports_chat_scoring: bool = False  # can `score` take `messages` (the template is known here)
 
     def __init__(self) -> None:
         self.usage = UsageTotals()
@@ -116,6 +133,18 @@ class LanguageModel(abc.ABC):
     def describe(self) -> dict[str, Any]:
         """Identification for run.json and cache keys. Never includes secrets."""
         return {"spec": self.spec}
+
+    def check_chat(self, scoring: bool = False) -> None:
+        """Before a run that sends conversations (``--chat``): one InputError line when this model
+        cannot take them (no chat template), instead of an error in every record."""
+        from stratbench.errors import InputError
+
+        if not self.supports_chat:
+            raise InputError(f"{self.spec}: this model has no chat template; run it without --chat "
+                             "(raw completion prompts)")
+        if scoring and not self.supports_chat_scoring:
+            raise InputError(f"{self.spec}: exact choice scoring needs the model's chat template here; "
+                             "use a local model (gguf:, hf:, embedded-instruct) or --policy sample")
 
     async def aclose(self) -> None:
         """Release connections / memory."""

@@ -81,18 +81,25 @@ class ResponseCache:
             self._db.close()
 
 
+# Request fields added after a cache format was fixed: left out of the key while they hold their
+# default, so every answer cached before they existed is still found.
+_ADDED_FIELDS = {"messages": ()}
+
+
 def request_key(kind: str, model: dict[str, Any], request: Any) -> str:
+    fields = {k: v for k, v in dataclasses.asdict(request).items()
+              if not (k in _ADDED_FIELDS and v == _ADDED_FIELDS[k])}
     payload = {
         "v": CACHE_VERSION,
         "kind": kind,
         "model": model,
-        "request": dataclasses.asdict(request),
+        "request": fields,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
-_SCORE_FIELDS = ("logprobs", "n_tokens")
-_GEN_FIELDS = ("text", "tokens_in", "tokens_out", "finish_reason")
+_SCORE_FIELDS = ("logprobs", "n_tokens", "rendered")
+_GEN_FIELDS = ("text", "tokens_in", "tokens_out", "finish_reason", "rendered")
 
 
 class CachedModel(LanguageModel):
@@ -104,6 +111,10 @@ class CachedModel(LanguageModel):
         self.cache = cache
         self.spec = inner.spec
         self.supports_logprobs = inner.supports_logprobs
+        self.supports_chat = inner.supports_chat
+        self.supports_chat_scoring = inner.supports_chat_scoring
+        # the backend's own counters (HTTP requests, retries) show in this model's usage too
+        self.usage.extra = inner.usage.extra
         self._identity = inner.describe()
         self._inflight: dict[str, asyncio.Future[Any]] = {}
 
