@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from stratbench.errors import GameFormatError, InputError
 from stratbench.games import (
@@ -278,3 +280,114 @@ def test_game_equality():
     assert a != NormalFormGame.zero_sum([[1, 3]])
     assert a != NormalFormGame.zero_sum([[1, 2]], col_labels=["x", "y"])
     assert a != NormalFormGame([[1, 2]], [[0, 0]])
+
+
+# --------------------------------------------------------------------------------------------
+# Hostile games files
+# --------------------------------------------------------------------------------------------
+
+def test_payoff_magnitude_limit():
+    from stratbench.games.normal_form import MAX_PAYOFF
+
+    assert MAX_PAYOFF == 1e12
+    assert NormalFormGame.zero_sum([[1e12, -1e12]]).payoff_range == 2e12
+    for x in (1e12 * 1.000001, -1e308, 1e308):
+        with pytest.raises(GameFormatError) as exc:
+            NormalFormGame.zero_sum([[0, x]])
+        assert "payoff_matrix[0][1]" in str(exc.value) and "payoffs must lie within ±1e+12" in str(exc.value)
+    with pytest.raises(GameFormatError, match=r"payoff_col\[0\]\[0\].*too large"):
+        NormalFormGame([[0.0]], [[1e300]])
+
+
+def test_oversized_matrix_is_refused_before_its_cells_are_read():
+    rows = [[0.0]] * 2_000_000  # a million-row list: refused by its length, not cell by cell
+    with pytest.raises(GameFormatError, match="2000000x1: each player may have at most 1000"):
+        NormalFormGame.zero_sum(rows)
+
+
+@pytest.mark.parametrize("game, fragment", [
+    ({"payoff_matrix": [[1, 2]], "row_labels": [1]}, "game: row_labels[0]: expected a string, got 1"),
+    ({"payoff_matrix": [[1, 2]], "col_labels": [{"a": 1}, "b"]}, "game: col_labels[0]: expected a string, got a table"),
+    ({"payoff_matrix": [[1, 2]], "col_labels": ["a", "\ud800"]}, "game: col_labels[1]: not valid Unicode"),
+    ({"payoff_matrix": [[1, 2]], "col_labels": "ab"}, "game: col_labels: expected a list, got 'ab'"),
+    ({"payoff_matrix": [[1, 2]], "name": 5}, "game: name: expected a string, got 5"),
+    ({"payoff_matrix": [[1, 2]], "name": None}, "game: name: expected a string, got null"),
+])
+def test_game_from_dict_refuses_labels_and_names_that_are_not_text(game, fragment):
+    with pytest.raises(GameFormatError) as exc:
+        game_from_dict(game)
+    assert fragment in str(exc.value)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ('[{"payoff_matrix": [[1e308, 0]]}]', "game 0: payoff_matrix[0][0] = 1e+308 is too large"),
+    ('[{"payoff_matrix": [[1e999, 0]]}]', "the number 1e999 is too large for a float"),
+    ('[{"payoff_matrix": [[1, 0]], "row_labels": ["\\udc80"]}]', "[0].row_labels[0]: not valid Unicode"),
+    ('[{"payoff_matrix": [[1, 0]], "payoff_matrix": [[2, 0]]}]', "duplicate key 'payoff_matrix'"),
+    ("[" * 5000 + "]" * 5000, "nested deeper than 64 levels"),
+    ('{"games": {"payoff_matrix": [[1]]}}', "'games' must be a list of game objects"),
+    ('[{"payoff_matrix": [[1, 0]], "row_labels": [1]}]', "game 0: row_labels[0]: expected a string, got 1"),
+])
+def test_hostile_games_files(tmp_path, text, fragment):
+    p = _write(tmp_path, text)
+    with pytest.raises(GameFormatError) as exc:
+        load_games(p, "--games-file")
+    msg = str(exc.value)
+    assert msg.startswith(f"--games-file {p}: ") and fragment in msg and "\n" not in msg
+
+
+def test_load_games_refuses_directories_and_non_utf8(tmp_path):
+    with pytest.raises(GameFormatError, match="is a directory"):
+        load_games(tmp_path)
+    p = tmp_path / "latin.json"
+    p.write_bytes('[{"payoff_matrix": [[1]], "name": "café"}]'.encode("latin-1"))
+    with pytest.raises(GameFormatError, match=r"not UTF-8 text \(byte 0xe9 at offset 38, line 1\)"):
+        load_games(p)
+
+
+_payoff = st.floats(-1e6, 1e6, allow_nan=False) | st.integers(-10**6, 10**6)
+
+
+@st.composite
+def _game_dicts(draw):
+    m, n = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    g = {"payoff_matrix": [[draw(_payoff) for _ in range(n)] for _ in range(m)]}
+    if draw(st.booleans()):
+        g["row_labels"] = draw(st.lists(st.text(min_size=1, max_size=5).filter(str.strip), min_size=m, max_size=m,
+                                        unique=True))
+    if draw(st.booleans()):
+        g["payoff_col"] = [[draw(_payoff) for _ in range(n)] for _ in range(m)]
+    if draw(st.booleans()):
+        g["name"] = draw(st.text(max_size=10))
+    return g
+
+
+@given(st.lists(_game_dicts(), min_size=1, max_size=4))
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_valid_games_files_load(tmp_path, games):
+    p = _write(tmp_path, json.dumps(games))
+    loaded = load_games(p)
+    assert len(loaded) == len(games)
+    for d, g in zip(games, loaded):
+        np.testing.assert_array_equal(g.payoff_row, np.array(d["payoff_matrix"], dtype=float))
+        assert g.name == d.get("name", "")
+        assert g.row_labels == tuple(d.get("row_labels") or (str(i) for i in range(g.shape[0])))
+
+
+_json_any = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(
+        st.sampled_from(["payoff_matrix", "payoff_row", "payoff_col", "row_labels", "col_labels", "name", "games"])
+        | st.text(max_size=4), kids, max_size=5),
+    max_leaves=30,
+)
+
+
+@given(_json_any)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_arbitrary_json_loads_or_raises_one_game_format_error(tmp_path, value):
+    p = _write(tmp_path, json.dumps(value))  # NaN, Infinity and huge integers included
+    try:
+        load_games(p)
+    except GameFormatError as e:
+        assert "\n" not in str(e) and str(p) in str(e)

@@ -262,7 +262,7 @@ SCENARIOS: list[Scenario] = [
               "--quiet"], 0),
         _merge("shards/*"),
         lambda ctx: Step(["chbench", "fit", "--data", ctx.folders("results/chbench_*/observations_baseline.csv")[0],
-                          "--restarts", "2", "--output-dir", "fit"], 0),
+                          "--restarts", "2", "--allow-uncertain", "--output-dir", "fit"], 0),
     ]),
     Scenario("tom_baseline", [
         Step(["tom", "baseline", "--game", "rps,ipd", "--partner", "single_action,tit_for_tat", "--episodes", "5",

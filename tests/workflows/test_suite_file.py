@@ -121,3 +121,60 @@ def test_suite_file_shards_merge_into_the_unsharded_suite(tmp_path, cli):
     assert compared >= len(a)
     r = cli("merge", str(shards[0]), "--output-dir", str(tmp_path / "m2"))
     assert r.returncode == 2 and "missing" in r.stderr and not (tmp_path / "m2").exists()
+
+
+LAUGHS = "a: &a [lol, lol, lol]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]\nmodels: [random]\nnashgap: {}\n"
+
+
+def test_hostile_suite_files_are_one_line_each(tmp_path):
+    import pytest
+
+    from stratbench.errors import InputError
+
+    head = 'seeds = [1]\nmodels = ["random"]\n'
+    cases = {
+        "float.toml": (head + "[nashgap]\nnum_games = 2.5\n", "[nashgap] num_games: expected an integer, got 2.5"),
+        "bool.toml": (head + "[nashgap]\nnum_trials = true\n", "[nashgap] num_trials: expected an integer, got true"),
+        "text.toml": (head + '[nashgap]\ntemperature = "hot"\n', "[nashgap] temperature: expected a number, got 'hot'"),
+        "list.toml": (head + '[chbench]\nopponents = "level-k:1"\n', "[chbench] opponents: expected a list"),
+        "inf.toml": (head + "[nashgap]\ntemperature = inf\n", "nashgap.temperature: inf is not a finite number"),
+        "seeds.toml": ('seeds = [1, 2, 1]\nmodels = ["random"]\n[nashgap]\n', "seeds: 1 is listed twice"),
+        "seedtype.toml": ('seeds = [1.5]\nmodels = ["random"]\n[nashgap]\n', "seeds[0]: expected an integer, got 1.5"),
+        "spec.toml": ('models = [{spec = ""}]\n[nashgap]\n', "models[0]: spec: must not be empty"),
+        "label.toml": ('models = [{spec = "random", label = 3}]\n[nashgap]\n', "models[0]: label: expected a string, got 3"),
+        "chat.toml": ('models = [{spec = "random", chat = "yes"}]\n[nashgap]\n', "models[0]: chat: expected true or false"),
+        "key.toml": ('models = [{spec = "random", lable = "r"}]\n[nashgap]\n', "models[0]: unknown key(s) lable"),
+        "nomodels.toml": ("[nashgap]\n", "models: missing"),
+        "emptymodels.toml": ("models = []\n[nashgap]\n", "models: List should have at least 1 item"),
+        "item.toml": ("models = [3]\n[nashgap]\n", "models[0]: expected a model spec or a table"),
+        "name.yaml": ("name: [x]\nmodels: [random]\nnashgap: {}\n", "name: expected a string, got a list"),
+        "laughs.yaml": (LAUGHS, "anchors (&name) are not allowed"),
+        "deep.yaml": ("models: [random]\nnashgap: {x: " + "[" * 3000 + "]" * 3000 + "}\n", "nested deeper than 64"),
+        "deep.toml": (head + "[nashgap]\nx = " + "[" * 3000 + "]" * 3000 + "\n", "nested deeper than 64"),
+        "dup.yaml": ("models: [random]\nmodels: [nash]\nnashgap: {}\n", "duplicate key 'models'"),
+        "surrogate.yaml": ('models: ["\\ud800"]\nnashgap: {}\n', "lone surrogate"),
+    }
+    for name, (text, fragment) in cases.items():
+        p = _write(tmp_path, name, text)
+        with pytest.raises(InputError) as e:
+            plan_suite_file(p)
+        msg = str(e.value)
+        assert msg.startswith(f"{p}: ") and fragment in msg and "\n" not in msg, (name, msg)
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes(('name = "café"\n' + head + "[nashgap]\n").encode("latin-1"))
+    with pytest.raises(InputError, match=r"not UTF-8 text \(byte 0xe9 at offset 11, line 1\)"):
+        plan_suite_file(latin)
+    with pytest.raises(InputError, match="missing.toml: suite file not found"):
+        plan_suite_file(tmp_path / "missing.toml")
+    (tmp_path / "folder.toml").mkdir()
+    with pytest.raises(InputError, match="folder.toml: is a directory"):
+        plan_suite_file(tmp_path / "folder.toml")
+
+
+def test_section_types_are_checked_before_anything_runs(tmp_path, cli):
+    p = _write(tmp_path, "s.toml", 'seeds = [1]\nmodels = ["random"]\n[nashgap]\nnum_games = 2.5\nnum_trials = 1\n')
+    r = cli("suite", "run", str(p), "--output-dir", str(tmp_path / "out"))
+    assert r.returncode == 2 and r.stderr.strip() == f"error: {p}: [nashgap] num_games: expected an integer, got 2.5"
+    assert not (tmp_path / "out").exists()
+    _, jobs = plan_suite_file(_write(tmp_path, "ok.yaml", "seeds: 4\nmodels: [random]\nnashgap: {temperature: 1}\n"))
+    assert [j.seed for j in jobs] == [4] and jobs[0].config.temperature == 1

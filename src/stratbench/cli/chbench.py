@@ -87,21 +87,31 @@ def chbench_run(
 
 @ch_app.command("fit")
 def chbench_fit(
-    data: str = typer.Option(..., help="CSV: game_id, round, row_player, col_player, row_action, col_action."),
+    data: str = typer.Option(..., help="UTF-8 CSV: game_id, round, row_player, col_player, row_action, col_action; "
+                             "actions as the games' labels (A, B, C), or numbers with --action-base."),
+    action_base: Optional[int] = typer.Option(None, help="Actions in --data are numbers counted from 0 or from 1 "
+                                              "(0: the first action is 0; 1: it is 1). Without it numbers are refused."),
     k_hat: int = typer.Option(4, help="Number of levels (k̂)."),
     restarts: int = typer.Option(10, help="SLSQP random restarts (best kept)."),
-    seed: int = typer.Option(0, help="Seed for the restarts."),
+    seed: int = typer.Option(0, help="Seed for the restarts and the bootstrap."),
+    bootstrap: int = typer.Option(100, help="Bootstrap replicates over games for mean-level CIs (0: none)."),
     corrections: Optional[str] = typer.Option(None, help="JSON with corrected matrices for uncertain games."),
+    allow_uncertain: bool = typer.Option(False, help="Fit rows of uncertain games (#8-#10, #12, #14, #15) with the "
+                                         "catalogue's placeholder payoffs (e.g. play recorded by `chbench run` on them)."),
     output_dir: OutputDir = "results",
 ) -> int:
     """Fit Level-K and Poisson cognitive-hierarchy models to observed play."""
     from stratbench.suites.chbench.fit_run import FitConfig
 
-    result = get_suite("chbench-fit").run(FitConfig(data, k_hat, restarts, seed, output_dir, corrections))
+    cfg = FitConfig(data, k_hat, restarts, seed, output_dir, corrections, action_base=action_base,
+                    bootstrap=bootstrap, allow_uncertain=allow_uncertain)
+    result = get_suite("chbench-fit").run(cfg)
     console.print(f"CHBench fit — {result.folder}")
     for player, f in result.summaries["fits"].items():
-        console.print(f"  {player}: Poisson λ = {f['poisson'].get('lambda'):.3f} (mean level "
-                      f"{f['poisson']['mean_level']:.2f}); Level-K mean level {f['level_k']['mean_level']:.2f}")
+        p, lk = f["poisson"], f["level_k"]
+        console.print(f"  {player}: Poisson λ = {p.get('lambda'):.3f} (mean level "
+                      f"{fmt(p['mean_level'], p.get('mean_level_ci95'))}); Level-K mean level "
+                      f"{fmt(lk['mean_level'], lk.get('mean_level_ci95'))}")
     return 0
 
 

@@ -14,10 +14,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from stratbench.errors import GameFormatError
+from stratbench.files import Text, display, read_json, validate
 
 MAX_ACTIONS = 1000
+#: largest payoff magnitude: beyond it LP solvers fail ("Model error") and gaps overflow
+MAX_PAYOFF = 1e12
 
 
 def _as_matrix(value: Any, what: str) -> np.ndarray:
@@ -30,6 +34,12 @@ def _as_matrix(value: Any, what: str) -> np.ndarray:
         raise GameFormatError(f"{what} must be a list of rows, got {type(rows).__name__}")
     if len(rows) == 0:
         raise GameFormatError(f"{what} has zero rows (each player needs 1..{MAX_ACTIONS} actions)")
+    first = rows[0]
+    n0 = len(first) if isinstance(first, (list, tuple)) else 0
+    if len(rows) > MAX_ACTIONS or n0 > MAX_ACTIONS:  # before reading a million cells
+        raise GameFormatError(
+            f"{what} is {len(rows)}x{n0}: each player may have at most {MAX_ACTIONS} actions"
+        )
     width = None
     out: list[list[float]] = []
     for i, row in enumerate(rows):
@@ -56,6 +66,9 @@ def _as_matrix(value: Any, what: str) -> np.ndarray:
                 raise GameFormatError(f"{what}[{i}][{j}] is too large for a float") from None
             if not math.isfinite(fx):
                 raise GameFormatError(f"{what}[{i}][{j}] is not finite: {x!r}")
+            if abs(fx) > MAX_PAYOFF:
+                raise GameFormatError(f"{what}[{i}][{j}] = {fx:g} is too large: payoffs must lie within "
+                                      f"±{MAX_PAYOFF:g}")
             vals.append(fx)
         out.append(vals)
     m, n = len(out), width or 0
@@ -164,58 +177,56 @@ def game_to_dict(game: NormalFormGame) -> dict[str, Any]:
     return d
 
 
+class GameSpec(BaseModel):
+    """One game of a games file. Matrices are checked by `NormalFormGame` (ragged rows, cells that
+    are not numbers, sizes); this schema checks the rest. Other keys are ignored, so a run's
+    ``games.json`` (with solutions and ids) is a games file too."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    name: Text = ""
+    payoff_matrix: Any = None
+    payoff_row: Any = None
+    payoff_col: Any = None
+    row_labels: list[Text] | None = None
+    col_labels: list[Text] | None = None
+
+
 def game_from_dict(d: Any, where: str = "game") -> NormalFormGame:
     """Build a game from a dict; `payoff_matrix` (or `payoff_row`) is required, `payoff_col`
-    optional (zero-sum when absent)."""
+    optional (zero-sum when absent). Labels must be strings, the name a string."""
     if not isinstance(d, dict):
         raise GameFormatError(f"{where}: expected an object, got {type(d).__name__}")
-    a = d.get("payoff_matrix", d.get("payoff_row"))
+    spec: GameSpec = validate(GameSpec, d, where, error=GameFormatError)
+    a = spec.payoff_matrix if spec.payoff_matrix is not None else spec.payoff_row
     if a is None:
         raise GameFormatError(f"{where}: missing 'payoff_matrix'")
     try:
         a_m = _as_matrix(a, "payoff_matrix")
-        b = d.get("payoff_col")
-        b_m = -a_m if b is None else _as_matrix(b, "payoff_col")
-        return NormalFormGame(
-            a_m,
-            b_m,
-            tuple(d.get("row_labels") or ()),
-            tuple(d.get("col_labels") or ()),
-            str(d.get("name", "")),
-        )
+        b_m = -a_m if spec.payoff_col is None else _as_matrix(spec.payoff_col, "payoff_col")
+        return NormalFormGame(a_m, b_m, tuple(spec.row_labels or ()), tuple(spec.col_labels or ()), spec.name)
     except GameFormatError as e:
         raise GameFormatError(f"{where}: {e}") from None
 
 
-def _reject_constant(name: str) -> Any:
-    raise GameFormatError(f"non-finite number {name} is not allowed")
-
-
-def load_games(path: str | Path) -> list[NormalFormGame]:
-    """Load one game or a list of games from JSON. Errors name the file and the problem.
+def load_games(path: str | Path, label: str = "") -> list[NormalFormGame]:
+    """Load one game or a list of games from JSON. Errors name the file and the problem (and the
+    flag the file came from, when ``label`` is given, e.g. ``--games-file``).
 
     Accepted shapes: a single game object, a list of game objects (e.g. a `games.json` written by a
     run), or `{"games": [...]}`.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise GameFormatError(f"{p}: file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise GameFormatError(f"{p}: cannot read: {e}") from None
-    try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except GameFormatError as e:
-        raise GameFormatError(f"{p}: {e}") from None
-    except ValueError as e:  # JSONDecodeError, or an integer literal beyond Python's digit limit
-        raise GameFormatError(f"{p}: invalid JSON: {e}") from None
+    name = display(p, label)
+    data = read_json(p, label, error=GameFormatError)
     if isinstance(data, dict) and "games" in data:
         data = data["games"]
+        if not isinstance(data, list):
+            raise GameFormatError(f"{name}: 'games' must be a list of game objects")
     items = data if isinstance(data, list) else [data]
     if not items:
-        raise GameFormatError(f"{p}: contains no games")
-    return [game_from_dict(item, f"{p}: game {k}") for k, item in enumerate(items)]
+        raise GameFormatError(f"{name}: contains no games")
+    return [game_from_dict(item, f"{name}: game {k}") for k, item in enumerate(items)]
 
 
 def save_games(games: Sequence[NormalFormGame], path: str | Path) -> None:

@@ -1,18 +1,51 @@
 """Reading a suite file (TOML or YAML): its top-level keys (name, seeds, models, output_dir) and one
 section per registered suite, every section turned into that suite's validated jobs — all before
-anything runs or is written. `stratbench.workflows.suite_file` runs the plan."""
+anything runs or is written. `stratbench.workflows.suite_file` runs the plan.
+
+The file is read by :mod:`stratbench.files` (size, UTF-8, nesting and YAML-alias limits); the top
+level has a pydantic schema, and every section key is checked against the type of the suite
+config's field it sets (``[nashgap] num_games: expected an integer, got 2.5``) before the suite
+sees it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from stratbench.errors import InputError
+from stratbench.files import NonEmptyText, Text, check_field_types, read_mapping, validate
 from stratbench.suites import SUITES
 from stratbench.suites.base import Job, SuiteModel
 
 TOP_KEYS = {"name", "seeds", "models", "output_dir"}
-MODEL_KEYS = {"spec", "label", "policy", "base_url", "chat"}
+
+
+class ModelTable(BaseModel):
+    """One entry of a suite file's ``models`` (a bare string is ``{spec = "..."}``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    spec: NonEmptyText
+    label: NonEmptyText | None = None
+    policy: Text | None = None
+    base_url: Text | None = None
+    chat: bool | None = None
+
+
+class TopLevel(BaseModel):
+    """A suite file's own keys (sections are checked by their suites)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    name: Text | None = None
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    models: list[Any] = Field(min_length=1)
+    output_dir: NonEmptyText | None = None
+
+
+MODEL_KEYS = set(ModelTable.model_fields)
 
 
 def _sections() -> list[str]:
@@ -20,21 +53,19 @@ def _sections() -> list[str]:
     return [n for n in SUITES.names() if SUITES.get(n).in_suite_files]
 
 
-def _models(path: Path, items: Any) -> list[SuiteModel]:
-    if not isinstance(items, list) or not items:
-        raise InputError(f"{path}: models must be a non-empty list")
+def _models(path: Path, items: list[Any]) -> list[SuiteModel]:
     out = []
     for k, item in enumerate(items):
         where = f"{path}: models[{k}]"
         if isinstance(item, str):
             item = {"spec": item}
-        if not isinstance(item, dict) or not isinstance(item.get("spec"), str):
+        if not isinstance(item, dict):
             raise InputError(f"{where}: expected a model spec or a table with a 'spec'")
         unknown = sorted(set(item) - MODEL_KEYS)
         if unknown:
             raise InputError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(MODEL_KEYS))}")
-        out.append(SuiteModel(item["spec"].strip(), str(item.get("label") or item["spec"]).strip(),
-                              item.get("policy"), item.get("base_url"), item.get("chat")))
+        m: ModelTable = validate(ModelTable, item, where)
+        out.append(SuiteModel(m.spec.strip(), (m.label or m.spec).strip(), m.policy, m.base_url, m.chat))
     labels = [m.label for m in out]
     dup = sorted({x for x in labels if labels.count(x) > 1})
     if dup:
@@ -42,14 +73,26 @@ def _models(path: Path, items: Any) -> list[SuiteModel]:
     return out
 
 
+def _check_section_types(path: Path, suite: str, params: dict[str, Any], models: list[SuiteModel],
+                         seeds: list[int]) -> None:
+    """Each key of a section has the type of the suite config's field it sets. The config's type is
+    that of a job planned from the suite's defaults (the registry names no config classes)."""
+    if not params:
+        return
+    probe = SUITES.get(suite).jobs(str(path), {}, models[:1], seeds[:1])
+    for cls in dict.fromkeys(type(j.config) for j in probe):
+        check_field_types(cls, params, f"{path}: [{suite}]")
+
+
 def plan_suite_file(path: str | Path) -> tuple[dict[str, Any], list[Job]]:
     """The parsed file and every run it describes, all configs checked; nothing is written."""
-    from stratbench.suites.nashgap.tiered_config import read_suite_data
-
     p = Path(path)
-    if not p.is_file():
-        raise InputError(f"{p}: suite file not found")
-    data = read_suite_data(p, label="")
+    try:
+        data = read_mapping(p)
+    except InputError as e:
+        if str(e) == f"{p}: file not found":
+            raise InputError(f"{p}: suite file not found") from None
+        raise
     suites = _sections()
     unknown = sorted(set(data) - TOP_KEYS - set(suites))
     if unknown:
@@ -57,17 +100,24 @@ def plan_suite_file(path: str | Path) -> tuple[dict[str, Any], list[Job]]:
     sections = [s for s in suites if s in data]
     if not sections:
         raise InputError(f"{p}: no suite section; add at least one of [{'], ['.join(suites)}]")
-    seeds = data.get("seeds", [0])
-    seeds = [seeds] if isinstance(seeds, int) else seeds
-    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
-        raise InputError(f"{p}: seeds must be a list of integers")
-    models = _models(p, data.get("models"))
+    top_data = {k: v for k, v in data.items() if k in TOP_KEYS}
+    if isinstance(top_data.get("seeds"), int) and not isinstance(top_data.get("seeds"), bool):
+        top_data["seeds"] = [top_data["seeds"]]
+    if "models" not in top_data:
+        raise InputError(f"{p}: models: missing; list the models to run, e.g. models = [\"embedded\"]")
+    top: TopLevel = validate(TopLevel, top_data, str(p))
+    seeds = top.seeds
+    dup = sorted({s for s in seeds if seeds.count(s) > 1})
+    if dup:
+        raise InputError(f"{p}: seeds: {dup[0]} is listed twice")
+    models = _models(p, top.models)
     jobs: list[Job] = []
     for suite in sections:
         params = data[suite] if data[suite] is not None else {}
         if not isinstance(params, dict):
             raise InputError(f"{p}: [{suite}] must be a table of settings")
         try:
+            _check_section_types(p, suite, params, models, seeds)
             jobs += SUITES.get(suite).jobs(str(p), dict(params), models, seeds)
         except TypeError as e:
             raise InputError(f"{p}: [{suite}] {e}") from None

@@ -77,3 +77,34 @@ def test_corrections_load_and_reject(tmp_path) -> None:
         assert "\n" not in str(e.value)
     with pytest.raises(InputError):
         load_corrections(tmp_path / "missing.json", CAT)
+
+
+def test_select_games_refuses_repeated_and_non_ascii_ids() -> None:
+    from stratbench.suites.chbench.catalogue import select_games
+
+    assert [g.id for g in select_games("2, 1,11")] == [2, 1, 11]
+    for games, fragment in (("1,1", "game 1 is listed twice"), ("3,2,03", "game 3 is listed twice"),
+                            ("１", "expected all, recoverable or ids"), ("²", "expected all"), ("1,,2", "expected all"),
+                            ("99", "no game 99")):
+        with pytest.raises(InputError) as e:
+            select_games(games)
+        assert fragment in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    (json.dumps({"8": {"payoff_row": [[1, 0], [0, 1]], "payoff_col": [[0, 1], [1, 0]]},
+                 "08": {"payoff_row": [[1, 0], [0, 1]], "payoff_col": [[0, 1], [1, 0]]}}), "game 8 is corrected twice"),
+    (json.dumps({"٨": {"payoff_row": [[1, 0], [0, 1]], "payoff_col": [[0, 1], [1, 0]]}}), "game id '٨' is not an integer"),
+    (json.dumps({"8": {"payoff_row": [[1e308, 0], [0, 1]], "payoff_col": [[0, 1], [1, 0]]}}), "payoffs must lie within"),
+    ('{"8": {"payoff_row": [[1, 0], [0, 1]], "payoff_row": [[1, 0], [0, 1]]}}', "duplicate key 'payoff_row'"),
+    ("[" * 5000 + "]" * 5000, "nested deeper than 64 levels"),
+    ('{"8": {"payoff_row": [[NaN, 0], [0, 1]], "payoff_col": [[0, 1], [1, 0]]}}', "NaN is not allowed"),
+    ("", "invalid JSON"),
+])
+def test_hostile_corrections_files(tmp_path, text, fragment) -> None:
+    p = tmp_path / "c.json"
+    p.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        load_corrections(p, CAT)
+    assert str(e.value).startswith(f"--corrections {p}: ") and fragment in str(e.value)
+    assert "\n" not in str(e.value)

@@ -110,3 +110,26 @@ def test_resume_refuses_a_folder_of_another_kind(tmp_path):
     (folder / "run.json").write_text(json.dumps({"suite": "chbench", "config": {"data": "d"}}))
     with pytest.raises(InputError, match="not a chbench run folder"):
         run_chbench(ChbenchConfig(), resume_dir=folder)
+
+
+def test_bad_config_values_are_one_clear_error_before_any_folder(tmp_path):
+    import pytest
+
+    from stratbench.errors import InputError
+
+    cases = (({"models": []}, "--models: give at least one value"),
+             ({"mechanisms": ["baseline", "baseline"]}, "--mechanism: 'baseline' is listed twice"),
+             ({"mechanisms": []}, "--mechanism: give at least one value"),
+             ({"opponents": ["random", "random"]}, "--opponents: 'random' is listed twice"),
+             ({"models": ["level-k:2", "level-k:2"]}, "--models: 'level-k:2' is listed twice"),
+             ({"seed": -1}, "--seed must be at least 0 (got -1)"),
+             ({"temperature": float("nan")}, "--temperature must be a finite number"),
+             ({"rounds": 10**12}, "--rounds must be at most"),
+             ({"bootstrap": -1}, "--bootstrap must be at least 0"),
+             ({"k_hat": 1}, "--k-hat must be at least 2"),
+             ({"max_concurrency": 0}, "--max-concurrency must be at least 1"),
+             ({"self_play": "yes"}, "--self-play must be true or false"))
+    for kw, needle in cases:
+        with pytest.raises(InputError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+            run_chbench(_cfg(tmp_path / "o", **kw))
+    assert not (tmp_path / "o").exists()

@@ -213,7 +213,7 @@ models:
     for text, suffix, msg in (("seeds: [1\n", ".yaml", "invalid YAML"), ("seed = 1\n", ".toml", "unknown key"),
                               ('models = [{spec = "random", tierx = "A"}]\n', ".toml", "tierx"),
                               ('together_model_tiers = {D = ["x"]}\n', ".toml", "unknown tier"),
-                              ("seeds = ['a']\n", ".toml", "expected int"), ("x", ".json", ".toml")):
+                              ("seeds = ['a']\n", ".toml", "expected an integer"), ("x", ".json", ".toml")):
         bad = tmp_path / f"bad{suffix}"
         bad.write_text(text)
         with pytest.raises(InputError, match=msg):
@@ -271,3 +271,37 @@ def test_bad_input_is_one_line_and_exit_2(cli, tmp_path, args, message):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in r.stderr
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize("name, text, fragment", [
+    ("float.toml", "num_games_per_bucket = 2.5\n", "num_games_per_bucket: expected an integer, got 2.5"),
+    ("bool.toml", "num_trials = true\n", "num_trials: expected an integer, got true"),
+    ("str.yaml", "temperature: hot\n", "temperature: expected a number, got 'hot'"),
+    ("seeds.toml", "seeds = [42, 43, 42]\n", "seeds: 42 is listed twice"),
+    ("modes.toml", 'modes = ["pure", "pure"]\n', "modes: 'pure' is listed twice"),
+    ("spec.yaml", "models:\n  - spec: ''\n", "models[0]: spec: must not be empty"),
+    ("spec2.toml", "models = [{tier = \"A\"}]\n", "models[0]: spec: missing (required)"),
+    ("label.toml", 'models = [{spec = "random", label = 1}]\n', "models[0]: label: expected a string, got 1"),
+    ("labels.toml", 'models = [{spec = "random", label = "m"}, {spec = "nash", label = "m"}]\n', "'m' appears twice"),
+    ("tiers.toml", 'models = [{spec = "random", tier = "A", label = "m"}, {spec = "nash", tier = "A", label = "m"}]\n',
+     "'m' appears twice in tier A"),
+    ("item.yaml", "models: [3]\n", "models[0]: expected a model spec or a table"),
+    ("tiermap.toml", "together_model_tiers = 3\n", "together_model_tiers must be a table"),
+    ("laughs.yaml", "a: &a [1]\nseeds: *a\n", "anchors (&name) are not allowed"),
+    ("deep.yaml", "modes: " + "[" * 3000 + "]" * 3000 + "\n", "nested deeper than 64 levels"),
+    ("surrogate.yaml", 'models: ["\\udfff"]\n', "lone surrogate"),
+    ("dup.yaml", "seeds: [1]\nseeds: [2]\n", "duplicate key 'seeds'"),
+])
+def test_hostile_tiered_suite_files(tmp_path, name, text, fragment):
+    p = tmp_path / name
+    p.write_text(text)
+    with pytest.raises(InputError) as e:
+        load_suite_file(p)
+    msg = str(e.value)
+    assert msg.startswith(f"--config {p}: ") and fragment in msg and "\n" not in msg
+
+
+def test_two_models_of_one_spec_in_different_tiers_are_fine(tmp_path):
+    p = tmp_path / "ok.toml"
+    p.write_text('use_dummy = true\nmodels = [{spec = "random", tier = "A"}, {spec = "random", tier = "B"}]\n')
+    assert [m.tier for m in load_suite_file(p).models] == ["A", "B"]

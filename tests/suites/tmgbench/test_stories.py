@@ -273,8 +273,10 @@ def test_bad_file_names_and_paths(tmp_path: Path) -> None:
         load_story_dir(tmp_path)
     with pytest.raises(GameFormatError, match="nope_0.txt"):
         load_story(tmp_path / "nope_0.txt")
-    with pytest.raises(GameFormatError, match="not a directory"):
+    with pytest.raises(GameFormatError, match="missing: folder not found"):
         load_story_dir(tmp_path / "missing")
+    with pytest.raises(GameFormatError, match="not a directory"):
+        load_story_dir(p)
     bad = tmp_path / "sub"
     bad.mkdir()
     (bad / "111_1.txt").write_bytes(b"\xff\xfe[Characters]")
@@ -298,3 +300,79 @@ def test_story_prompt_from_a_loaded_story() -> None:
     assert "[/Scenario]\n[Question]\n" in user
     with pytest.raises(ValueError):
         tp.build_messages(*GAMES["111"], "FoToM", story=s)
+
+
+# --------------------------------------------------------------------------------------------
+# Hostile story files and folders
+# --------------------------------------------------------------------------------------------
+
+
+def test_two_files_for_one_story_are_refused(tmp_path: Path) -> None:
+    write(tmp_path, fixture_text(), "111_0.txt")
+    write(tmp_path, fixture_text(), "111_00.txt")
+    with pytest.raises(GameFormatError) as ei:
+        load_story_dir(tmp_path, "--stories-dir")
+    assert str(ei.value) == (f"--stories-dir {tmp_path}: 111_0.txt and 111_00.txt are both story 0 of game 111; "
+                             "keep one")
+
+
+def test_folders_and_links_named_like_stories_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "111_0.txt").mkdir()
+    with pytest.raises(GameFormatError, match=r"111_0\.txt: is a directory, not a file"):
+        load_story_dir(tmp_path / "a")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "111_0.txt").symlink_to("111_0.txt")
+    with pytest.raises(GameFormatError, match=r"111_0\.txt: symlink loop"):
+        load_story_dir(tmp_path / "b")
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "111_0.txt").symlink_to(tmp_path / "nowhere.txt")
+    with pytest.raises(GameFormatError, match=r"111_0\.txt: file not found"):
+        load_story_dir(tmp_path / "c")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "notes").mkdir()  # other entries are still ignored
+    write(tmp_path / "d", fixture_text())
+    assert [s.name for s in load_story_dir(tmp_path / "d")] == ["111_0"]
+
+
+@pytest.mark.parametrize("edit, section, detail", [
+    (lambda t: t.replace('"A": "Mira, head of the Lakeside Fishers\' Cooperative"', '"A": ' + "[" * 5000 + "]" * 5000),
+     "[Characters]", "nested deeper than 64 levels"),
+    (lambda t: t.replace('"A1": "Respect the seasonal catch quota"', '"A1": "\\ud800"'), "[Choices]", "lone surrogate"),
+    (lambda t: t.replace('"A1": "Respect the seasonal catch quota"', '"A1": NaN'), "[Choices]", "NaN is not allowed"),
+    (lambda t: t.replace('4: "Exceed the quota while Tomas respects it (big catch from a healthy lake)"',
+                         "4: " + "{1: " * 5000 + '"x"' + "}" * 5000, 1), "[Preferences]", "nested deeper than 64 levels"),
+    (lambda t: t.replace('4: "Exceed the quota while Tomas respects it (big catch from a healthy lake)"',
+                         '4: "\\udc00"', 1), "[Preferences]", "lone surrogate"),
+    (lambda t: t.replace('4: "Exceed', "4" + "0" * 5000 + ': "Exceed', 1), "[Preferences]", "bad number"),
+    (lambda t: t.replace("| 1 \\ 4 |", "| 1" + "0" * 5000 + " \\ 4 |"), "[Payoff Matrix]", "cannot read table line"),
+    (lambda t: t.replace("| 1 \\ 4 |", "| ١ \\ 4 |"), "[Payoff Matrix]", "cannot read table line"),
+])
+def test_hostile_sections_are_one_line(tmp_path: Path, edit, section, detail) -> None:
+    text = edit(fixture_text())
+    assert text != fixture_text()
+    p = write(tmp_path, text)
+    with pytest.raises(GameFormatError) as ei:
+        load_story(p)
+    msg = str(ei.value)
+    assert msg.startswith(f"{p}: {section}:") and detail in msg and "\n" not in msg
+    assert len(msg) < 400
+
+
+def test_story_files_must_be_utf8_text(tmp_path: Path) -> None:
+    write(tmp_path, fixture_text().replace("[Scenario]", "[Scenario]\x00"))
+    with pytest.raises(GameFormatError, match=r"111_0\.txt: contains a NUL byte"):
+        load_story_dir(tmp_path)
+    (tmp_path / "111_0.txt").write_bytes(fixture_text().replace("Mira", "Mirá").encode("latin-1"))
+    with pytest.raises(GameFormatError, match=r"111_0\.txt: not UTF-8 text \(byte 0xe1 at offset \d+, line 3\)"):
+        load_story_dir(tmp_path)
+    (tmp_path / "111_0.txt").write_bytes(b"\xef\xbb\xbf" + fixture_text().encode())  # a BOM is fine
+    assert load_story_dir(tmp_path)[0].name == "111_0"
+
+
+def test_preference_escapes_of_surrogate_pairs_are_characters() -> None:
+    body = '{"A": {4: "\\ud83d\\ude00", 3: "b", 2: "c", 1: "d"}, "B": {4: "a", 3: "b", 2: "c", 1: "\\u00e9"}}'
+    prefs = parse_preferences(body)
+    assert prefs["A"][4] == "😀" and prefs["B"][1] == "é"
+    with pytest.raises(ValueError, match="lone surrogate"):
+        parse_preferences(body.replace("\\ude00", "x"))

@@ -15,14 +15,15 @@ and the Table-2 pair (which prints both players) is used.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from stratbench.errors import GameFormatError, InputError
+from stratbench.files import display, read_json, show, validate
 from stratbench.games.normal_form import NormalFormGame
 from stratbench.solvers import best_response_value, pure_nash_equilibria
 
@@ -137,8 +138,23 @@ def recoverable(catalogue: tuple[CHGame, ...] | None = None) -> tuple[CHGame, ..
     return tuple(g for g in cat if g.uncertain is None)
 
 
+class Correction(BaseModel):
+    """One entry of a corrections file: both players' payoffs of one catalogue game (the matrices
+    themselves are checked by `NormalFormGame`)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    payoff_row: Any
+    payoff_col: Any
+
+
+def _game_id(text: str) -> int | None:
+    """An id written with ASCII digits only (``int`` would also take " 8", "+8" and "٨")."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 6 else None
+
+
 def load_corrections(
-    path: str | Path, catalogue: tuple[CHGame, ...] | None = None
+    path: str | Path, catalogue: tuple[CHGame, ...] | None = None, label: str = "--corrections"
 ) -> tuple[CHGame, ...]:
     """Apply a JSON file `{id: {"payoff_row": [[..]], "payoff_col": [[..]]}}` to the catalogue.
 
@@ -147,57 +163,51 @@ def load_corrections(
     `InputError` naming the file and the entry.
     """
     p = Path(path)
+    name = display(p, label)
     cat = build_catalogue() if catalogue is None else catalogue
-    try:
-        raw = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{p}: corrections file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{p}: cannot read corrections file ({type(e).__name__})") from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"{p}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    raw = read_json(p, label)
     if not isinstance(raw, dict) or not raw:
-        raise InputError(f"{p}: expected a non-empty object mapping game id to matrices")
+        raise InputError(f"{name}: expected a non-empty object mapping game id to matrices")
     by_id = {g.id: g for g in cat}
     fixed: dict[int, CHGame] = {}
     for key, entry in raw.items():
-        try:
-            gid = int(key)
-        except (TypeError, ValueError):
-            raise InputError(f"{p}: game id {key!r} is not an integer") from None
+        gid = _game_id(key)
+        if gid is None:
+            raise InputError(f"{name}: game id {show(key)} is not an integer")
         if gid not in by_id:
-            raise InputError(f"{p}: game id {gid} is not in the catalogue (1..{len(cat)})")
+            raise InputError(f"{name}: game id {gid} is not in the catalogue (1..{len(cat)})")
+        if gid in fixed:
+            raise InputError(f"{name}: game {gid} is corrected twice")
         if not isinstance(entry, dict):
-            raise InputError(f"{p}: game {gid}: expected an object with payoff_row and payoff_col")
-        extra = set(entry) - {"payoff_row", "payoff_col"}
+            raise InputError(f"{name}: game {gid}: expected an object with payoff_row and payoff_col")
+        extra = set(entry) - set(Correction.model_fields)
         if extra:
-            raise InputError(f"{p}: game {gid}: unknown keys {sorted(extra)}")
+            raise InputError(f"{name}: game {gid}: unknown keys {show(sorted(extra)[0])}{' ...' if len(extra) > 1 else ''}")
         if "payoff_row" not in entry or "payoff_col" not in entry:
-            raise InputError(f"{p}: game {gid}: both payoff_row and payoff_col are required")
+            raise InputError(f"{name}: game {gid}: both payoff_row and payoff_col are required")
+        corr: Correction = validate(Correction, entry, f"{name}: game {gid}")
         old = by_id[gid]
         try:
-            game = NormalFormGame(
-                entry["payoff_row"],
-                entry["payoff_col"],
-                old.game.row_labels,
-                old.game.col_labels,
-                old.name,
-            )
+            game = NormalFormGame(corr.payoff_row, corr.payoff_col, name=old.name)
         except GameFormatError as e:
-            raise InputError(f"{p}: game {gid}: {e}") from None
+            raise InputError(f"{name}: game {gid}: {e}") from None
         if game.shape != old.game.shape:
             raise InputError(
-                f"{p}: game {gid}: shape {game.shape[0]}x{game.shape[1]} does not match the "
+                f"{name}: game {gid}: shape {game.shape[0]}x{game.shape[1]} does not match the "
                 f"catalogue's {old.game.shape[0]}x{old.game.shape[1]}"
             )
+        game = NormalFormGame(game.payoff_row, game.payoff_col, old.game.row_labels, old.game.col_labels, old.name)
         sym = bool(np.array_equal(game.payoff_col, game.payoff_row.T))
         fixed[gid] = replace(old, game=game, symmetric=sym, uncertain=None)
     return tuple(fixed.get(g.id, g) for g in cat)
 
 
 def select_games(games: str, corrections: str | None = None) -> list[CHGame]:
-    """The games a run plays: ``all``, ``recoverable`` or ids like ``1,2,11`` (in the given order),
-    from the catalogue with ``corrections`` applied. Bad selections are one InputError line."""
+    """The games a run plays: ``all``, ``recoverable`` or ids like ``1,2,11`` (in the given order,
+    each once), from the catalogue with ``corrections`` applied. Bad selections are one InputError
+    line."""
+    if not isinstance(games, str):
+        raise InputError(f"--games: expected all, recoverable or ids like 1,2,11 (text), got {show(games)}")
     cat = build_catalogue()
     if corrections:
         cat = load_corrections(corrections, cat)
@@ -207,14 +217,15 @@ def select_games(games: str, corrections: str | None = None) -> list[CHGame]:
     if key == "recoverable":
         return list(recoverable(cat))
     by_id = {g.id: g for g in cat}
-    out = []
+    out: list[CHGame] = []
     for part in key.split(","):
-        try:
-            gid = int(part)
-        except ValueError:
-            raise InputError(f"--games {games!r}: expected all, recoverable or ids like 1,2,11") from None
+        gid = _game_id(part.strip())
+        if gid is None:
+            raise InputError(f"--games {show(games)}: expected all, recoverable or ids like 1,2,11")
         if gid not in by_id:
             raise InputError(f"--games: no game {gid} (the catalogue has 1..{len(cat)})")
+        if any(g.id == gid for g in out):
+            raise InputError(f"--games {show(games)}: game {gid} is listed twice")
         out.append(by_id[gid])
     return out
 

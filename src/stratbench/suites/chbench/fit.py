@@ -23,7 +23,10 @@ import numpy as np
 from scipy.optimize import minimize
 
 from stratbench.errors import InputError
+from stratbench.files import display, read_csv, show
 from stratbench.games.normal_form import NormalFormGame
+from stratbench.seeding import derive_seed
+from stratbench.stats import bootstrap_statistic
 from stratbench.suites.chbench.catalogue import CHGame
 from stratbench.suites.chbench.hierarchy import (
     GameBatch,
@@ -94,53 +97,78 @@ class PlayerObservations:
         )
 
 
-def _action_index(value: str, labels: tuple[str, ...], where: str) -> int:
+ACTION_BASES = (0, 1)
+
+
+def _action_index(value: str, labels: tuple[str, ...], where: str, action_base: int | None = None) -> int:
+    """The index of an action written as a label of its game (``A``) or, with ``action_base``, as a
+    number counted from 0 or 1. Numbers without a base are refused: "1" means the first action to
+    someone who counts from 1 and the second to someone who counts from 0."""
     v = value.strip()
     if v in labels:
         return labels.index(v)
-    if v.isdigit() and int(v) < len(labels):
-        return int(v)
-    raise InputError(f"{where}: action {value!r} is not one of {list(labels)} (or an index)")
+    if v.isascii() and v.isdigit():
+        if action_base is None:
+            raise InputError(f"{where}: action {show(v)} is a number; say how actions are numbered with "
+                             f"--action-base 0 or --action-base 1 (first action), or write labels {list(labels)}")
+        k = int(v) - action_base if len(v) <= 6 else -1
+        if not 0 <= k < len(labels):
+            raise InputError(f"{where}: action {show(v)} is out of range: with --action-base {action_base} the actions "
+                             f"are {action_base}..{action_base + len(labels) - 1}")
+        return k
+    if any(ch.isdigit() or ch.isnumeric() for ch in v):
+        raise InputError(f"{where}: action {show(value)} is not a number written with ASCII digits 0-9 nor one of "
+                         f"{list(labels)}")
+    raise InputError(f"{where}: action {show(value)} is not one of {list(labels)} (or a number, with --action-base)")
+
+
+def _csv_game_id(text: str, where: str) -> int:
+    t = text.strip()
+    if not (t.isascii() and t.isdigit() and len(t) <= 6):
+        raise InputError(f"{where}: game_id {show(text)} is not an integer")
+    return int(t)
 
 
 def observations_from_csv(
-    path: str | Path, catalogue: Sequence[CHGame]
+    path: str | Path, catalogue: Sequence[CHGame], action_base: int | None = None,
+    allow_uncertain: bool = False, label: str = "",
 ) -> dict[str, PlayerObservations]:
-    """Per-player counts from a CSV with columns game_id, round, row_player, col_player,
-    row_action, col_action (actions as labels like "A" or 0-based indices).
+    """Per-player counts from a UTF-8 CSV with columns game_id, round, row_player, col_player,
+    row_action, col_action. Actions are the game's labels ("A", "B", ...) or, when ``action_base``
+    says how they are counted (0 or 1), numbers; numbers without it are refused.
 
-    Every player gets every catalogue game that appears in the file (zero counts where it never
-    played), so the per-player fits share one game batch. Bad rows raise a one-line InputError.
+    A game flagged uncertain in ``catalogue`` (a placeholder column matrix; see
+    `CHGame.uncertain`) is refused unless ``allow_uncertain``: apply a corrections file to the
+    catalogue first. Every player gets every catalogue game that appears in the file (zero counts
+    where it never played), so the per-player fits share one game batch. Bad rows raise a one-line
+    InputError naming the file and line.
     """
+    if action_base is not None and action_base not in ACTION_BASES:
+        raise InputError(f"--action-base {action_base}: use 0 (the first action is 0) or 1 (it is 1)")
     p = Path(path)
+    name = display(p, label)
     by_id = {g.id: g for g in catalogue}
-    try:
-        fh = p.open(newline="", encoding="utf-8")
-    except OSError:
-        raise InputError(f"{p}: cannot open observations file") from None
+    table = read_csv(p, label, required=CSV_COLUMNS)
     rows: list[tuple[int, str, str, int, int]] = []
-    with fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(f"{p}: missing column(s) {missing}")
-        for ln, rec in enumerate(reader, start=2):
-            where = f"{p}:{ln}"
-            try:
-                gid = int(str(rec["game_id"]).strip())
-            except ValueError:
-                raise InputError(f"{where}: game_id {rec['game_id']!r} is not an integer") from None
-            if gid not in by_id:
-                raise InputError(f"{where}: game_id {gid} is not in the catalogue")
-            g = by_id[gid].game
-            rp, cp = (rec["row_player"] or "").strip(), (rec["col_player"] or "").strip()
-            if not rp or not cp:
-                raise InputError(f"{where}: empty player name")
-            ra = _action_index(rec["row_action"] or "", g.row_labels, where)
-            ca = _action_index(rec["col_action"] or "", g.col_labels, where)
-            rows.append((gid, rp, cp, ra, ca))
+    for ln, rec in table.rows:
+        where = f"{name}: line {ln}"
+        gid = _csv_game_id(rec["game_id"], where)
+        if gid not in by_id:
+            raise InputError(f"{where}: game_id {gid} is not in the catalogue")
+        uncertain = by_id[gid].uncertain
+        if uncertain and not allow_uncertain:
+            why = uncertain.split(":")[0].split(";")[0]
+            raise InputError(f"{where}: game {gid}'s payoffs are uncertain in the catalogue ({why}); give "
+                             "--corrections FILE with its payoffs, or --allow-uncertain to fit the catalogue's matrices")
+        g = by_id[gid].game
+        rp, cp = rec["row_player"].strip(), rec["col_player"].strip()
+        if not rp or not cp:
+            raise InputError(f"{where}: empty player name")
+        ra = _action_index(rec["row_action"], g.row_labels, where, action_base)
+        ca = _action_index(rec["col_action"], g.col_labels, where, action_base)
+        rows.append((gid, rp, cp, ra, ca))
     if not rows:
-        raise InputError(f"{p}: no observations")
+        raise InputError(f"{name}: no observations")
     gids = tuple(sorted({r[0] for r in rows}))
     games = tuple(by_id[g].game for g in gids)
     gpos = {g: i for i, g in enumerate(gids)}
@@ -424,6 +452,62 @@ def level_kl(observations: PlayerObservations, result: LevelKFit | PoissonFit) -
     s = level_strategies(observations, result)  # (2, K, G, N)
     kl = np.stack([kl_consecutive(s[r]) for r in range(2)])  # (2, K-1, G)
     return np.swapaxes(kl, 1, 2)
+
+
+def mean_level_ci(obs: PlayerObservations, model: Model, k_hat: int, restarts: int, n_boot: int,
+                  seed: int) -> list[float] | None:
+    """95% CI of the fitted mean level, games resampled with replacement and the model refitted
+    to each resample (Level-K refits use at most 3 restarts). None without replicates, without
+    observations, or with fewer than two games."""
+    if not n_boot or not obs.n_actions_observed or len(obs.game_ids) < 2:
+        return None
+    refit_restarts = min(3, restarts) if model == "level_k" else restarts
+
+    def mean_level_of(games: list[int], b: int) -> float | None:
+        resample = obs.subset(games)
+        if resample.n_actions_observed == 0:
+            return None
+        return float(fit(resample, model, k_hat, refit_restarts, derive_seed(seed, b)).mean_level)
+
+    return bootstrap_statistic(list(obs.game_ids), mean_level_of, n_boot, np.random.default_rng(seed))
+
+
+def mean_kl_between_levels(obs: PlayerObservations, result: LevelKFit | PoissonFit) -> list[float | None]:
+    """Mean KL(s^k ‖ s^{k+1}) per consecutive pair of levels, over the roles and games the player
+    played (infinite values left out; None where none is finite)."""
+    per = level_kl(obs, result)  # (2, G, k̂−1)
+    played = obs.counts.sum(axis=2) > 0
+    means: list[float | None] = []
+    for k in range(per.shape[2]):
+        finite = [float(x) for x in per[:, :, k][played] if np.isfinite(x)]
+        means.append(float(np.mean(finite)) if finite else None)
+    return means
+
+
+def improvement_ratio(fewer: LevelKFit | PoissonFit | None, more: LevelKFit | PoissonFit | None) -> float | None:
+    """Relative NLL reduction from ``fewer`` levels to ``more`` (None when either is missing or the
+    first NLL is not positive)."""
+    if fewer is None or more is None or not fewer.neg_log_likelihood > 0:
+        return None
+    return float((fewer.neg_log_likelihood - more.neg_log_likelihood) / fewer.neg_log_likelihood)
+
+
+def fit_report(obs: PlayerObservations, model: Model, k_hat: int, restarts: int, seed: int,
+               n_boot: int, boot_seed: int | None = None) -> dict[str, Any]:
+    """A fit's ``to_dict()`` with what CHBench reports beside it: ``mean_level_ci95`` (bootstrap
+    over games, ``n_boot`` replicates, seeded by ``boot_seed``, by default ``derive_seed(seed, 1)``),
+    ``likelihood_improvement_ratio`` (k̂−1 → k̂ and k̂ → k̂+1, fitted with the same seed) and
+    ``kl_consecutive_levels``."""
+    res = fit(obs, model, k_hat, restarts, seed)
+    out = res.to_dict()
+    out["mean_level_ci95"] = mean_level_ci(obs, model, k_hat, restarts, n_boot,
+                                           derive_seed(seed, 1) if boot_seed is None else boot_seed)
+    fewer = fit(obs, model, k_hat - 1, restarts, seed) if k_hat > 1 else None
+    more = fit(obs, model, k_hat + 1, restarts, seed)
+    out["likelihood_improvement_ratio"] = {f"{k_hat - 1}->{k_hat}": improvement_ratio(fewer, res),
+                                           f"{k_hat}->{k_hat + 1}": improvement_ratio(res, more)}
+    out["kl_consecutive_levels"] = mean_kl_between_levels(obs, res)
+    return out
 
 
 # ----------------------------------------------------------------------------- scripted agents

@@ -26,14 +26,14 @@ import numpy as np
 from stratbench.runner.jsonl import write_json_atomic
 from stratbench.runner.schema import Record
 from stratbench.seeding import derive_seed
-from stratbench.stats import bootstrap_ci, bootstrap_statistic
+from stratbench.stats import bootstrap_ci
 from stratbench.suites.chbench import plots
 from stratbench.suites.chbench.catalogue import select_games
 from stratbench.suites.chbench.fit import (
     CSV_COLUMNS,
     PlayerObservations,
     fit,
-    level_kl,
+    fit_report,
     write_observations_csv,
 )
 
@@ -68,39 +68,6 @@ def _fit_or_none(obs: PlayerObservations, model: str, k_hat: int, restarts: int,
     if obs.n_actions_observed == 0:
         return None
     return fit(obs, model, k_hat, restarts, seed)  # type: ignore[arg-type]
-
-
-def _bootstrap_mean_level(obs: PlayerObservations, model: str, k_hat: int, restarts: int, n_boot: int,
-                          seed: int) -> list[float] | None:
-    """CI of the fitted mean level: games resampled, the model refitted to each resample."""
-    if n_boot == 0 or obs.n_actions_observed == 0 or len(obs.game_ids) < 2:
-        return None
-    r = restarts if model == "poisson" else min(3, restarts)
-
-    def refit(pick: list[Any], b: int) -> float | None:
-        sub = obs.subset(pick)
-        if sub.n_actions_observed == 0:
-            return None
-        return float(fit(sub, model, k_hat, r, derive_seed(seed, b)).mean_level)  # type: ignore[arg-type]
-
-    return bootstrap_statistic(list(obs.game_ids), refit, n_boot, np.random.default_rng(seed))
-
-
-def _mean_kl(obs: PlayerObservations, res: Any) -> list[float | None]:
-    kl = level_kl(obs, res)  # (2, G, k̂-1)
-    seen = obs.counts.sum(axis=2) > 0  # (2, G): roles/games the player actually played
-    out: list[float | None] = []
-    for k in range(kl.shape[2]):
-        v = kl[:, :, k][seen]
-        v = v[np.isfinite(v)]
-        out.append(float(v.mean()) if v.size else None)
-    return out
-
-
-def _ratio(a: Any, b: Any) -> float | None:
-    if a is None or b is None or a.neg_log_likelihood <= 0:
-        return None
-    return float((a.neg_log_likelihood - b.neg_log_likelihood) / a.neg_log_likelihood)
 
 
 def _utilities(records: list[dict[str, Any]], player: str) -> dict[str, list[tuple[int, float]]]:
@@ -161,18 +128,7 @@ def analyse_records(folder: Path, config: Any, records: list[Record]) -> dict[st
             row: dict[str, Any] = {}
             for cm_i, cm in enumerate(CH_MODELS):
                 s = derive_seed(config.seed, mi, pi, cm_i)
-                res = _fit_or_none(obs, cm, config.k_hat, config.restarts, s)
-                if res is None:
-                    continue
-                d = res.to_dict()
-                d["mean_level_ci95"] = _bootstrap_mean_level(obs, cm, config.k_hat, config.restarts,
-                                                             config.bootstrap, derive_seed(s, 1))
-                lower = _fit_or_none(obs, cm, config.k_hat - 1, config.restarts, s)
-                higher = _fit_or_none(obs, cm, config.k_hat + 1, config.restarts, s)
-                d["likelihood_improvement_ratio"] = {
-                    f"{config.k_hat - 1}->{config.k_hat}": _ratio(lower, res),
-                    f"{config.k_hat}->{config.k_hat + 1}": _ratio(res, higher)}
-                d["kl_consecutive_levels"] = _mean_kl(obs, res)
+                d = fit_report(obs, cm, config.k_hat, config.restarts, s, config.bootstrap)  # type: ignore[arg-type]
                 per = {}
                 for oi, o in enumerate(opps):
                     r_o = _fit_or_none(per_opp_obs[o], cm, config.k_hat, config.restarts, derive_seed(s, 2, oi))

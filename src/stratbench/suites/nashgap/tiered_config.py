@@ -10,81 +10,94 @@ tiers. Unknown keys are errors (a typo would otherwise silently change nothing).
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from stratbench.errors import InputError
-from stratbench.suites.nashgap.tiered import ModelEntry, TieredConfig, model_entry
+from stratbench.files import NonEmptyText, Text, display, read_mapping, validate
+from stratbench.suites.nashgap.tiered import NO_TIER, ModelEntry, TieredConfig, model_entry
 
-# key -> accepted Python types
-_SCALARS: dict[str, tuple[type, ...]] = {
-    "num_games_per_bucket": (int,), "num_trials": (int,), "use_dummy": (bool,),
-    "policy": (str,), "temperature": (int, float), "max_tokens": (int,), "chat": (bool,),
-    "base_url": (str,), "max_concurrency": (int,), "num_workers": (int,), "no_cache": (bool,),
-    "order_rotations": (int,), "price_table": (str,), "output_dir": (str,), "shard": (str,),
-}
-_LISTS = {"seeds": int, "providers": str, "bucket_ids": str, "modes": str}
+_LISTS = ("seeds", "providers", "bucket_ids", "modes")  # a single value is a list of one
 _TIERS = ("together_model_tiers", "openai_model_tiers")
-_MODEL_KEYS = {"spec": (str,), "tier": (str,), "label": (str,), "policy": (str,),
-               "base_url": (str,), "chat": (bool,), "temperature": (int, float),
-               "max_tokens": (int,)}
 
 
-def _typed(where: str, value: Any, types: tuple[type, ...]) -> Any:
-    ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
-    if not ok:
-        names = " or ".join(t.__name__ for t in types)
-        raise InputError(f"{where}: expected {names}, got {value!r}")
-    return value
+class _ModelTable(BaseModel):
+    """One table of a suite file's ``models`` list."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    spec: NonEmptyText
+    tier: NonEmptyText | None = None
+    label: NonEmptyText | None = None
+    policy: Text | None = None
+    base_url: Text | None = None
+    chat: bool | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
 
 
-def read_suite_data(path: Path, label: str = "--config ") -> dict[str, Any]:
-    """The mapping in a TOML or YAML file; every problem is one InputError line."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{label}{path}: cannot read ({e})") from None
-    suffix = path.suffix.lower()
-    if suffix == ".toml":
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise InputError(f"{label}{path}: invalid TOML ({e})") from None
-    elif suffix in (".yaml", ".yml"):
-        try:
-            import yaml
-        except ImportError:  # pragma: no cover - pyyaml is a dependency
-            raise InputError(f"{label}{path}: YAML suite files need PyYAML (pip install pyyaml)") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            msg = " ".join(str(e).split())
-            raise InputError(f"{label}{path}: invalid YAML ({msg})") from None
-    else:
-        raise InputError(f"{label}{path}: use a .toml, .yaml or .yml file")
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise InputError(f"{label}{path}: the file must hold a table/mapping of settings")
-    return data
+class _SuiteFile(BaseModel):
+    """A tiered suite file: the CLI flags with underscores, plus ``models``."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    num_games_per_bucket: int | None = None
+    num_trials: int | None = None
+    use_dummy: bool | None = None
+    policy: Text | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    chat: bool | None = None
+    base_url: Text | None = None
+    max_concurrency: int | None = None
+    num_workers: int | None = None  # the original's name for the concurrency
+    no_cache: bool | None = None
+    order_rotations: int | None = None
+    price_table: Text | None = None
+    output_dir: Text | None = None
+    shard: Text | None = None
+    seeds: list[int] | None = None
+    providers: list[NonEmptyText] | None = None
+    bucket_ids: list[NonEmptyText] | None = None
+    modes: list[NonEmptyText] | None = None
+    together_model_tiers: Any = None  # a table {A = [...], ...} or the CLI's JSON text
+    openai_model_tiers: Any = None
+    models: list[Any] | None = None
 
 
-def _model(path: Path, k: int, item: Any) -> ModelEntry:
-    where = f"--config {path}: models[{k}]"
+_MODEL_KEYS = tuple(_ModelTable.model_fields)
+_KNOWN = tuple(_SuiteFile.model_fields)
+
+
+def read_suite_data(path: Path, label: str = "--config") -> dict[str, Any]:
+    """The mapping in a TOML or YAML file, read with the limits of :mod:`stratbench.files` (size,
+    UTF-8, nesting, no YAML aliases); every problem is one InputError line."""
+    return read_mapping(path, label)
+
+
+def duplicates(values: list[Any]) -> list[Any]:
+    """Values listed more than once, in first-seen order."""
+    seen: list[Any] = []
+    dup: list[Any] = []
+    for v in values:
+        if v in seen and v not in dup:
+            dup.append(v)
+        seen.append(v)
+    return dup
+
+
+def _model(where: str, item: Any) -> ModelEntry:
     if isinstance(item, str):
-        try:
-            return model_entry(item)
-        except InputError as e:
-            raise InputError(f"{where}: {e}") from None
+        item = {"spec": item}
     if not isinstance(item, dict):
         raise InputError(f"{where}: expected a model spec or a table with a 'spec'")
     unknown = sorted(set(item) - set(_MODEL_KEYS))
     if unknown:
         raise InputError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(_MODEL_KEYS)}")
-    if "spec" not in item:
-        raise InputError(f"{where}: missing 'spec'")
-    kw = {key: _typed(f"{where}.{key}", v, _MODEL_KEYS[key]) for key, v in item.items()}
+    table: _ModelTable = validate(_ModelTable, item, where)
+    kw = table.model_dump(exclude_unset=True)
     if "temperature" in kw:
         kw["temperature"] = float(kw["temperature"])
     try:
@@ -96,45 +109,41 @@ def _model(path: Path, k: int, item: Any) -> ModelEntry:
 def load_suite_file(path: str | Path) -> TieredConfig:
     """A TieredConfig from a TOML or YAML suite file; every problem is one InputError line."""
     p = Path(path)
+    name = display(p, "--config")
     data = read_suite_data(p)
-    known = set(_SCALARS) | set(_LISTS) | set(_TIERS) | {"models"}
-    unknown = sorted(set(data) - known)
+    unknown = sorted(set(data) - set(_KNOWN))
     if unknown:
-        raise InputError(f"--config {p}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    kw: dict[str, Any] = {}
-    for key, types in _SCALARS.items():
-        if key in data:
-            kw[key] = _typed(f"--config {p}: {key}", data[key], types)
-    if "num_workers" in kw:  # the original's name for the concurrency
+        raise InputError(f"{name}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_KNOWN))}")
+    for key in _LISTS:
+        if key in data and not isinstance(data[key], list):
+            data[key] = [data[key]]
+    spec: _SuiteFile = validate(_SuiteFile, data, name)
+    kw = spec.model_dump(exclude_unset=True)
+    if "num_workers" in kw:
         if "max_concurrency" in kw:
-            raise InputError(f"--config {p}: give num_workers or max_concurrency, not both")
+            raise InputError(f"{name}: give num_workers or max_concurrency, not both")
         kw["max_concurrency"] = kw.pop("num_workers")
     if "temperature" in kw:
         kw["temperature"] = float(kw["temperature"])
-    for key, item_type in _LISTS.items():
-        if key in data:
-            v = data[key]
-            if isinstance(v, (str, int)) and not isinstance(v, bool):
-                v = [v]
-            if not isinstance(v, list):
-                raise InputError(f"--config {p}: {key} must be a list")
-            kw[key] = [_typed(f"--config {p}: {key}", x, (item_type,)) for x in v]
+    for key in _LISTS:
+        dup = duplicates(kw.get(key) or [])
+        if dup:
+            raise InputError(f"{name}: {key}: {dup[0]!r} is listed twice")
     for key in _TIERS:
-        if key in data:
-            v = data[key]
-            if not isinstance(v, (dict, str)):
-                raise InputError(f"--config {p}: {key} must be a table like {{A = [...], B = [...], C = [...]}}")
-            kw[key] = v
-    if "models" in data:
-        items = data["models"]
-        if not isinstance(items, list):
-            raise InputError(f"--config {p}: models must be a list")
-        kw["models"] = [_model(p, k, item) for k, item in enumerate(items)]
+        if key in kw and not isinstance(kw[key], (dict, str)):
+            raise InputError(f"{name}: {key} must be a table like {{A = [...], B = [...], C = [...]}}")
+    if "models" in kw:
+        kw["models"] = [_model(f"{name}: models[{k}]", item) for k, item in enumerate(kw["models"])]
+        shown = [(m.tier, m.display) for m in kw["models"]]
+        dup = duplicates(shown)
+        if dup:
+            tier = f" in tier {dup[0][0]}" if dup[0][0] != NO_TIER else ""
+            raise InputError(f"{name}: models: {dup[0][1]!r} appears twice{tier} (give the models distinct labels)")
     cfg = TieredConfig(**kw)
     cfg.config_file = str(p)
     # Tier maps are checked here so a malformed file fails with its own name in the message.
     try:
         cfg.tiers()
     except InputError as e:
-        raise InputError(f"--config {p}: {e}") from None
+        raise InputError(f"{name}: {e}") from None
     return cfg

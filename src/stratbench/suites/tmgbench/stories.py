@@ -15,7 +15,10 @@ A story file ``{id}_{k}.txt`` (the paper's ``story-based/111_0.txt``, Appendix E
 
 Text outside the sections is ignored, and a JSON section may be wrapped in a Markdown fence (what a
 generator following the paper's prompt sometimes writes). Anything malformed raises
-``stratbench.errors.GameFormatError`` with one line naming the file and the section.
+``stratbench.errors.GameFormatError`` with one line naming the file and the section. Files are read
+through :mod:`stratbench.files` (size cap, UTF-8, nesting limits); a folder whose ``.txt`` entries
+are not readable story files (a sub-folder, a symlink loop, two files for one story such as
+``111_0.txt`` and ``111_00.txt``) is refused with one line.
 
 The loader checks format only; ``verify_story`` compares a story's matrix with its classic game's
 matrices (which the Robinson-Goforth module supplies; this module only needs the 2x2 lists).
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from stratbench.errors import GameFormatError
+from stratbench.files import MAX_DEPTH, display, list_dir, parse_json, read_text
 from stratbench.suites.tmgbench.prompts import payoff_table  # the same table as the classic setting
 
 __all__ = [
@@ -45,7 +49,7 @@ __all__ = [
 ]
 
 SECTIONS = ("Characters", "Choices", "Preferences", "Payoff Matrix", "Scenario")
-_FILE_RE = re.compile(r"^([^_/\\]+)_(\d+)\.txt$")
+_FILE_RE = re.compile(r"^([^_/\\]+)_(\d{1,6})\.txt$", re.ASCII)
 _PREFERENCES_INTRO = (
     "Characters' preferences for different scenarios (4 most preferred, 1 least preferred):"
 )
@@ -117,20 +121,14 @@ def _strip_fence(body: str) -> str:
     return "\n".join(kept).strip()
 
 
-def _reject_duplicates(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
-    out: dict[Any, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {k!r}")
-        out[k] = v
-    return out
-
-
 def _string_map(body: str, section: str, keys: tuple[str, ...]) -> dict[str, str]:
-    try:
-        obj = json.loads(_strip_fence(body), object_pairs_hook=_reject_duplicates)
-    except ValueError as e:  # json.JSONDecodeError is a ValueError
-        raise _SectionError(section, f"not a valid JSON object ({_one_line(str(e))})") from None
+    try:  # duplicate keys, deep nesting, lone surrogates are refused like any JSON file's
+        obj = parse_json(_strip_fence(body), "JSON", error=GameFormatError)
+    except GameFormatError as e:
+        detail = _one_line(str(e).removeprefix("JSON: ").removeprefix("invalid JSON "))
+        if detail.startswith("(") and detail.endswith(")"):
+            detail = detail[1:-1]
+        raise _SectionError(section, f"not a valid JSON object ({detail})") from None
     if not isinstance(obj, dict):
         raise _SectionError(section, "not a JSON object")
     if set(obj) != set(keys):
@@ -155,6 +153,7 @@ class _LiteralParser:
     def __init__(self, text: str) -> None:
         self.s = text
         self.i = 0
+        self.depth = 0
 
     def fail(self, what: str) -> ValueError:
         return ValueError(f"{what} at character {self.i + 1}")
@@ -185,6 +184,15 @@ class _LiteralParser:
         raise self.fail(f"unexpected {c!r}")
 
     def dict_(self) -> dict[Any, Any]:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.fail(f"objects nested deeper than {MAX_DEPTH} levels")
+        try:
+            return self._dict_body()
+        finally:
+            self.depth -= 1
+
+    def _dict_body(self) -> dict[Any, Any]:
         self.i += 1  # {
         out: dict[Any, Any] = {}
         self.ws()
@@ -227,6 +235,8 @@ class _LiteralParser:
                 return "".join(out)
             if c == "\n":
                 raise self.fail("unterminated string")
+            if "\ud800" <= c <= "\udfff":
+                raise self.fail("not valid Unicode (a lone surrogate)")
             if c == "\\":
                 nxt = self.s[self.i + 1 : self.i + 2]
                 if nxt in _ESCAPES:
@@ -234,8 +244,15 @@ class _LiteralParser:
                     self.i += 2
                     continue
                 if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", self.s[self.i + 2 : self.i + 6]):
-                    out.append(chr(int(self.s[self.i + 2 : self.i + 6], 16)))
+                    code = int(self.s[self.i + 2 : self.i + 6], 16)
                     self.i += 6
+                    low = self.s[self.i : self.i + 6]
+                    if 0xD800 <= code <= 0xDBFF and re.fullmatch(r"\\u[dD][c-fC-F][0-9a-fA-F]{2}", low):
+                        code = 0x10000 + ((code - 0xD800) << 10) + (int(low[2:], 16) - 0xDC00)  # a pair
+                        self.i += 6
+                    if 0xD800 <= code <= 0xDFFF:
+                        raise self.fail("not valid Unicode (a lone surrogate escape)")
+                    out.append(chr(code))
                     continue
                 raise self.fail("bad escape")
             out.append(c)
@@ -243,9 +260,9 @@ class _LiteralParser:
         raise self.fail("unterminated string")
 
     def integer(self) -> int:
-        m = re.compile(r"[+-]?\d+").match(self.s, self.i)
+        m = re.compile(r"[+-]?\d{1,9}(?!\d)", re.ASCII).match(self.s, self.i)
         if not m:
-            raise self.fail("bad number")
+            raise self.fail("bad number (ASCII digits, at most 9)")
         self.i = m.end()
         return int(m.group(0))
 
@@ -281,8 +298,8 @@ def parse_preferences(body: str) -> dict[str, dict[int, str]]:
 # [Payoff Matrix]
 # --------------------------------------------------------------------------------------------
 
-_CELL = r"\(?\s*([+-]?\d+)\s*(?:\\|,|/)\s*([+-]?\d+)\s*\)?"
-_ROW_RE = re.compile(r"^\|?\s*(A[12])\s*\|\s*" + _CELL + r"\s*\|\s*" + _CELL + r"\s*\|?\s*$")
+_CELL = r"\(?\s*([+-]?\d{1,9})\s*(?:\\|,|/)\s*([+-]?\d{1,9})\s*\)?"
+_ROW_RE = re.compile(r"^\|?\s*(A[12])\s*\|\s*" + _CELL + r"\s*\|\s*" + _CELL + r"\s*\|?\s*$", re.ASCII)
 _HEADER_RE = re.compile(r"^\|?\s*A\s*\\\s*B\s*\|\s*B1\s*\|\s*B2\s*\|?\s*$")
 _RULE_RE = re.compile(r"^\|?(\s*:?-+:?\s*\|)+\s*:?-*:?\s*$")
 
@@ -298,7 +315,7 @@ def parse_payoff_table(body: str) -> tuple[list[list[int]], list[list[int]]]:
             continue
         m = _ROW_RE.match(ln)
         if not m:
-            raise ValueError(f"cannot read table line {ln!r}")
+            raise ValueError(f"cannot read table line {_clip(ln)!r}")
         label = m.group(1)
         if label in rows:
             raise ValueError(f"row {label} appears twice")
@@ -316,8 +333,13 @@ def parse_payoff_table(body: str) -> tuple[list[list[int]], list[list[int]]]:
 # --------------------------------------------------------------------------------------------
 
 
-def _one_line(s: str) -> str:
-    return " ".join(s.split())
+def _one_line(s: str, limit: int = 300) -> str:
+    return _clip(" ".join(s.split()), limit)
+
+
+def _clip(s: str, limit: int = 60) -> str:
+    """At most ``limit`` characters of a user's text in a message."""
+    return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
 def _name_parts(path: Path) -> tuple[str, int]:
@@ -360,26 +382,29 @@ def parse_story(text: str, game_id: str, variant: int, path: Path | str | None =
     )
 
 
-def load_story(path: str | Path) -> Story:
+def load_story(path: str | Path, label: str = "") -> Story:
     """Load one story file named ``{id}_{k}.txt``."""
     p = Path(path)
     game_id, variant = _name_parts(p)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise GameFormatError(f"{p}: not UTF-8 text") from None
-    except OSError as e:
-        raise GameFormatError(f"{p}: cannot read ({e.strerror or e})") from None
+    text = read_text(p, label, error=GameFormatError)
     return parse_story(text, game_id, variant, p)
 
 
-def load_story_dir(directory: str | Path) -> list[Story]:
+def load_story_dir(directory: str | Path, label: str = "") -> list[Story]:
     """Every ``*.txt`` story in `directory` (not recursive), sorted by game id then variant.
-    A ``.txt`` file with another kind of name is an error; other files are ignored."""
+    A ``.txt`` entry that is not a readable story file (another kind of name, a folder, a symlink
+    loop, a second file for the same story) is an error; other files are ignored."""
     d = Path(directory)
-    if not d.is_dir():
-        raise GameFormatError(f"{d}: not a directory of story files")
-    stories = [load_story(p) for p in sorted(d.glob("*.txt")) if p.is_file()]
+    entries = [p for p in list_dir(d, label, error=GameFormatError) if p.name.endswith(".txt")]
+    stories: list[Story] = []
+    seen: dict[tuple[str, int], Path] = {}
+    for p in entries:
+        game_id, variant = _name_parts(p)
+        if (game_id, variant) in seen:
+            raise GameFormatError(f"{display(d, label)}: {seen[game_id, variant].name} and {p.name} are both "
+                                  f"story {variant} of game {game_id}; keep one")
+        seen[game_id, variant] = p
+        stories.append(load_story(p))
     return sorted(stories, key=lambda s: (len(s.game_id), s.game_id, s.variant))
 
 
