@@ -1,7 +1,8 @@
 """Language-model backends behind one interface (:mod:`.base`: async `score` and `generate`), and
 the table that maps a model spec to its backend.
 
-Specs: `embedded` (the default: Gemma 3 270M base, offline), `gguf:<path>`, `hf:<path-or-id>`,
+Specs: `embedded` (the default: Gemma 3 270M base, offline), `embedded-instruct` (SmolLM2-135M-
+Instruct, offline, with its chat template), `gguf:<path>`, `hf:<path-or-id>`,
 `openai:<model>`, `together:<model>`, `openai-compatible:<model>` (needs `--base-url`). Backend
 modules are imported only when a spec needs them, so `import stratbench` never pulls in torch,
 llama.cpp or httpx; packages can add backends through the entry-point group `stratbench.models`
@@ -22,6 +23,8 @@ from stratbench.registry import Registry
 API_PROVIDERS = ("openai", "together", "openai-compatible")
 LOCAL_PREFIXES = ("gguf", "hf")
 DEFAULT_MODEL = "embedded"
+EMBEDDED_INSTRUCT = "embedded-instruct"
+EMBEDDED_SPECS = (DEFAULT_MODEL, EMBEDDED_INSTRUCT)  # specs without a ":<name>"
 
 
 @dataclass
@@ -40,18 +43,18 @@ class ModelOptions:
 def split_spec(spec: str) -> tuple[str, str]:
     """'openai:gpt-4o-mini' → ('openai', 'gpt-4o-mini'); 'embedded' → ('embedded', '')."""
     s = spec.strip()
-    if s == DEFAULT_MODEL:
+    if s in EMBEDDED_SPECS:
         return s, ""
     if ":" not in s:
         raise InputError(
-            f"unknown model {spec!r}: use embedded, gguf:<path>, hf:<path>, openai:<model>, "
-            "together:<model> or openai-compatible:<model>"
+            f"unknown model {spec!r}: use embedded, embedded-instruct, gguf:<path>, hf:<path>, "
+            "openai:<model>, together:<model> or openai-compatible:<model>"
         )
     kind, _, name = s.partition(":")
     kind = kind.lower()
-    if kind not in BACKENDS:
-        raise InputError(f"unknown model backend {kind!r} in {spec!r}; known: embedded, "
-                         + ", ".join(k for k in BACKENDS.names() if k != DEFAULT_MODEL))
+    if kind not in BACKENDS or kind in EMBEDDED_SPECS:
+        raise InputError(f"unknown model backend {kind!r} in {spec!r}; known: "
+                         + ", ".join([*EMBEDDED_SPECS, *(k for k in BACKENDS.names() if k not in EMBEDDED_SPECS)]))
     if not name:
         raise InputError(f"model spec {spec!r} names no model")
     return kind, name
@@ -73,6 +76,12 @@ def _embedded(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageMo
     from stratbench.models.llama import load_embedded
 
     return load_embedded(**_llama_kwargs(opts))
+
+
+def _embedded_instruct(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
+    from stratbench.models.llama import load_embedded_instruct
+
+    return load_embedded_instruct(**_llama_kwargs(opts))
 
 
 def _gguf(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
@@ -111,6 +120,7 @@ def _api(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
 #: spec prefix → backend factory
 BACKENDS: Registry[Backend] = Registry("model backend", {
     DEFAULT_MODEL: _embedded,  # type: ignore[dict-item]
+    EMBEDDED_INSTRUCT: _embedded_instruct,  # type: ignore[dict-item]
     "gguf": _gguf,  # type: ignore[dict-item]
     "hf": _hf,  # type: ignore[dict-item]
     "openai": _api,  # type: ignore[dict-item]
@@ -137,5 +147,5 @@ def open_model(spec: str, model_options: ModelOptions | None = None, *, no_cache
     return model
 
 
-__all__ = ["API_PROVIDERS", "BACKENDS", "DEFAULT_MODEL", "LOCAL_PREFIXES", "LanguageModel", "ModelOptions",
+__all__ = ["API_PROVIDERS", "BACKENDS", "DEFAULT_MODEL", "EMBEDDED_INSTRUCT", "EMBEDDED_SPECS", "LOCAL_PREFIXES", "LanguageModel", "ModelOptions",
            "load_model", "open_model", "split_spec"]

@@ -17,7 +17,6 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-
 Message = tuple[str, str]
 """One turn of a conversation: (role, content), role "system", "user" or "assistant"."""
 

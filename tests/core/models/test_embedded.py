@@ -150,3 +150,22 @@ def test_embedded_sample_policy_parses_or_fails_honestly(tmp_path):
     s = res.summaries["pure"]
     assert s["total_trials"] == 4
     assert s["parse_failure_rate"] == sum(r["status"] == "parse_failed" for r in recs) / 4
+
+
+def test_base_model_has_no_chat_template(model):
+    from stratbench.errors import InputError
+    from stratbench.models.base import GenerateRequest
+
+    assert not model.supports_chat and not model.supports_chat_scoring
+    with pytest.raises(InputError) as e:
+        model.check_chat()
+    assert "\n" not in str(e.value) and str(e.value).startswith("embedded: this model has no chat template")
+    (g,) = asyncio.run(model.generate([GenerateRequest("hi", max_tokens=2, chat=True)]))
+    (s,) = asyncio.run(model.score([ScoreRequest("Action: ", ("1", "2"), messages=(("user", "hi"),))]))
+    assert not g.ok and "no chat template" in g.error
+    assert not s.ok and "no chat template" in s.error
+    # the identity of the base model (part of every cache key) is what it was before chat support
+    assert set(model.describe()) == {"spec", "backend", "file", "n_ctx", "prefix_reuse", "llama_cpp_python",
+                                     "scoring"}
+    assert model.describe()["file"] == "gemma-3-270m-q4_k_m.gguf:sha256:" + (
+        "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import subprocess
@@ -292,3 +293,83 @@ def test_import_is_lazy(model_dir):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+# -- chat templates ------------------------------------------------------------------------------
+
+CHAT = (("system", "Be brief."), ("user", "Choose A or B."))
+
+
+def test_chat_scoring_after_the_template(hf, ref):
+    """A ScoreRequest with messages: the conversation through the tokenizer's chat template with
+    the assistant's turn opened, then the stem; the template's BOS is not added twice."""
+    tok = ref.tok
+    stem = "Answer:"
+    rendered = tok.apply_chat_template([{"role": r, "content": c} for r, c in CHAT], tokenize=False,
+                                       add_generation_prompt=True)
+    assert rendered.startswith("<s>") and rendered.endswith("<|assistant|>")
+    (r,) = run(hf.score([ScoreRequest(stem, SINGLE + MULTI, messages=CHAT)]))
+    assert r.ok, r.error
+    assert r.rendered == rendered + stem
+    ctx = tok(r.rendered, add_special_tokens=False)["input_ids"]
+    assert ctx.count(tok.bos_token_id) == 1 and ctx[0] == tok.bos_token_id
+    m = hf._model
+    for cont, lp, n in zip(SINGLE + MULTI, r.logprobs, r.n_tokens):
+        full = tok(r.rendered + cont, add_special_tokens=False)["input_ids"]
+        c = full[len(ctx):] if full[:len(ctx)] == ctx else tok(cont, add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            out = torch.log_softmax(m(torch.tensor([ctx + c])).logits[0].double(), dim=-1)
+        want = float(sum(out[len(ctx) - 1 + j, t] for j, t in enumerate(c)))
+        assert n == len(c) and lp == pytest.approx(want, abs=1e-5)
+    # the same request again: the same numbers; a raw request has no rendered text
+    (again,) = run(hf.score([ScoreRequest(stem, SINGLE + MULTI, messages=CHAT)]))
+    assert again.logprobs == pytest.approx(r.logprobs, abs=1e-9)
+    (raw,) = run(hf.score([ScoreRequest(stem, SINGLE)]))
+    assert raw.ok and raw.rendered is None
+
+
+def test_chat_generation_renders_the_conversation(hf, ref):
+    tok = ref.tok
+    conv = CHAT + (("assistant", "A"), ("user", "Why?"))
+    dicts = [{"role": r, "content": c} for r, c in conv]
+    rendered = tok.apply_chat_template(dicts, tokenize=False, add_generation_prompt=True)
+    (g,) = run(hf.generate([GenerateRequest("Why?", max_tokens=6, messages=conv)]))
+    assert g.ok and g.rendered == rendered
+    assert g.tokens_in == len(tok(rendered, add_special_tokens=False)["input_ids"])
+    # greedy equals transformers' own greedy generate on the rendered prompt's tokens
+    ids = torch.tensor([tok(rendered, add_special_tokens=False)["input_ids"]])
+    with torch.no_grad():
+        want = hf._model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=6, do_sample=False,
+                                  pad_token_id=tok.pad_token_id)
+    assert g.text == tok.decode(want[0, ids.shape[1]:], skip_special_tokens=True)
+    # without messages: [system?, user prompt]
+    (s,) = run(hf.generate([GenerateRequest("Choose A or B.", max_tokens=2, chat=True, system="Be brief.")]))
+    assert s.rendered == tok.apply_chat_template(dicts[:2], tokenize=False, add_generation_prompt=True)
+    (u,) = run(hf.generate([GenerateRequest("Choose A or B.", max_tokens=2, chat=True)]))
+    assert u.rendered == tok.apply_chat_template(dicts[1:2], tokenize=False, add_generation_prompt=True)
+    (plain,) = run(hf.generate([GenerateRequest("Choose A or B.", max_tokens=2)]))
+    assert plain.rendered is None
+    assert hf.supports_chat and hf.supports_chat_scoring
+    hf.check_chat(scoring=True)
+
+
+def test_model_without_chat_template(model_dir, tmp_path):
+    import shutil
+
+    plain = tmp_path / "no-template"
+    shutil.copytree(model_dir, plain)
+    for f in plain.glob("*.jinja"):
+        f.unlink()
+    cfg = plain / "tokenizer_config.json"
+    data = json.loads(cfg.read_text())
+    data.pop("chat_template", None)
+    cfg.write_text(json.dumps(data))
+    m = HFModel(str(plain), device="cpu")
+    assert not m.supports_chat and not m.supports_chat_scoring
+    with pytest.raises(InputError) as e:
+        m.check_chat()
+    assert "\n" not in str(e.value) and "no chat template" in str(e.value)
+    (g,) = run(m.generate([GenerateRequest("hi", max_tokens=2, chat=True)]))
+    (s,) = run(m.score([ScoreRequest("Answer:", (" A",), messages=CHAT)]))
+    assert not g.ok and "chat template" in g.error
+    assert not s.ok and "chat template" in s.error
