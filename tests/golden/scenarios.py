@@ -193,7 +193,8 @@ SCENARIOS: list[Scenario] = [
         Step(["nashgap", "--bucket", "3x3_midVar_mixed", "--num-games", "3", "--num-trials", "2",
               "--model", "maximin-pure", "--seed", "1", "--mixed-strategy", "--parallel", "--num-workers", "3"], 0),
         _with_file("games.json", json.dumps(GAMES_FILE),
-                   Step(["nashgap", "--games-file", "games.json", "--model", "nash", "--num-trials", "2"], 0)),
+                   Step(["nashgap", "--games-file", "games.json", "--model", "nash", "--num-trials", "2",
+                         "--seed", "0"], 0)),
     ]),
     Scenario("nashgap_shards_merge_compare", [
         Step(["nashgap", "--num-games", "5", "--num-trials", "2", "--model", "random", "--seed", "5",

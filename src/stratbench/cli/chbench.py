@@ -59,7 +59,7 @@ def chbench_run(
     from stratbench.suites.chbench.run import ChbenchConfig
 
     cfg = ChbenchConfig(
-        models=csv_list(models) or ["embedded"], opponents=csv_list(opponents),
+        models=["embedded"] if models is None else csv_list(models), opponents=csv_list(opponents),
         mechanisms=csv_list([mechanism]), rounds=rounds, games=games, seed=seed, policy=policy,
         temperature=temperature, chat=chat, base_url=base_url, max_concurrency=max_concurrency,
         no_cache=no_cache, prefix_reuse=prefix_reuse, self_play=self_play, k_hat=k_hat, restarts=restarts,

@@ -56,10 +56,14 @@ def nashgap(
     mixed_strategy: bool = typer.Option(False, help="Ask for mixed strategies instead of actions."),
     overwrite: bool = typer.Option(False, help="Write to <prefix>_latest/, replacing it."),
     bucket: Optional[str] = typer.Option(None, help="Generate games of one difficulty bucket, e.g. 3x3_midVar_mixed."),
-    games_file: Optional[str] = typer.Option(None, help="Play the zero-sum games in this JSON file."),
-    payoff_min: float = typer.Option(-10.0, help="Lowest payoff of generated games."),
-    payoff_max: float = typer.Option(10.0, help="Highest payoff of generated games."),
-    decimals: int = typer.Option(2, help="Payoff precision (games are generated at the shown precision)."),
+    games_file: Optional[str] = typer.Option(None, help="Play the zero-sum games in this JSON file (all of them, "
+                                             "at their own precision unless --decimals is given)."),
+    payoff_min: float = typer.Option(-100.0, help="Lowest payoff of generated games (the original's range: -100 to 100)."),
+    payoff_max: float = typer.Option(100.0, help="Highest payoff of generated games (the original's range: -100 to 100)."),
+    decimals: Optional[int] = typer.Option(
+        None, help="Payoff precision, 0..10 (default: 2 for generated games, which are drawn at the shown "
+        "precision; a games file's own precision). With --games-file, rounds the file's games to N decimals: "
+        "the game shown is the game scored."),
     resume: Resume = None,
     shard: Shard = None,
     quiet: Quiet = False,
@@ -82,10 +86,10 @@ def nashgap(
         raise InputError("--resume takes one run folder; give no --model")
     if len(models) > 1:
         base.validate()
-        if base.seed is None and base.games_file is None:
+        if base.seed is None:
             from stratbench.seeding import fresh_seed
 
-            base.seed = fresh_seed()  # every player must see the same games
+            base.seed = fresh_seed()  # every player must see the same games (and draw alike)
     configs = [replace(base, model=m, folder_tag=slug(m) if len(models) > 1 else None)
                for m in models] or [base]
     suite = get_suite("nashgap")

@@ -95,6 +95,8 @@ def tmgbench_run(
               repeats=repeats, games=games, seed=seed, base_url=base_url, stories_dir=stories_dir,
               max_concurrency=max_concurrency, no_cache=no_cache, temperature=temperature,
               max_tokens=max_tokens, chat=chat, output_dir=output_dir, shard=shard)
+    if form == "atomic" and k is not None and not resume:
+        raise InputError("--k applies to complex forms only (--form sequential, parallel or nested)")
     if form != "atomic" or (resume and _is_complex_run(resume)):
         from stratbench.suites.tmgbench.complex_run import ComplexConfig
 
@@ -146,12 +148,14 @@ def tmgbench_stories_generate(
     quiet: bool = typer.Option(False, help="No progress bar."),
 ) -> int:
     """Generate story files with a model; keep only stories whose matrix equals the classic game's."""
+    from stratbench.checks import check_config
     from stratbench.suites.tmgbench.stories_gen import StoryGenConfig
 
     cfg = StoryGenConfig(model=model, games=games, variants=variants, topics=topics,
                          max_attempts=max_attempts, seed=seed, temperature=temperature,
                          max_tokens=max_tokens, chat=chat, base_url=base_url, no_cache=no_cache,
                          max_concurrency=max_concurrency, output_dir=output_dir)
+    check_config(cfg)  # the shared checks of flag values (story generation has no validate of its own)
     with progress_bar(quiet) as progress:
         res = get_suite("tmgbench-stories").run(cfg, progress=progress)
     s = res.summary

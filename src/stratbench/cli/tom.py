@@ -74,7 +74,7 @@ def tom_run(
     """A model plays repeated games against a scripted partner; regret vs the optimal response."""
     from stratbench.suites.tom.model_run import TomRunConfig
 
-    cfg = TomRunConfig(model=model or "embedded", game=game, partner=partner, prompting=prompting,
+    cfg = TomRunConfig(model="embedded" if model is None else model, game=game, partner=partner, prompting=prompting,
                        rounds=rounds, episodes=episodes, seed=seed, label_set=labels, predict=not no_tom,
                        tom_variant=tom_variant, history=not no_history, payoffs=not no_payoffs, chat=chat,
                        temperature=temperature, max_tokens=max_tokens, max_tries=max_tries, memory=memory,

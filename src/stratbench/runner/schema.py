@@ -9,11 +9,7 @@ key holds and why it is there.
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-# typing_extensions' TypedDict: pydantic validates folders against these schemas, and on Python
-# 3.11 it needs this implementation
-from typing_extensions import NotRequired, Required, TypedDict
+from typing import Any, Literal, NotRequired, Required, TypedDict
 
 RunStatus = Literal["running", "finished"]
 

@@ -118,8 +118,8 @@ def test_fit_refuses_uncertain_games_unless_corrected_or_allowed(tmp_path):
 @pytest.mark.parametrize("change, fragment", [
     ({"action_base": 2}, "--action-base 2: use 0"),
     ({"action_base": True}, "--action-base True"),
-    ({"bootstrap": -1}, "--bootstrap must be an integer of at least 0"),
-    ({"restarts": 1.5}, "--restarts must be an integer of at least 1, got 1.5"),
+    ({"bootstrap": -1}, "--bootstrap must be at least 0 (got -1)"),
+    ({"restarts": 1.5}, "--restarts must be an integer (got 1.5)"),
     ({"corrections": "nope.json"}, "--corrections nope.json: file not found"),
 ])
 def test_bad_fit_settings_are_one_line_and_write_nothing(tmp_path, change, fragment):

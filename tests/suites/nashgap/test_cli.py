@@ -86,6 +86,22 @@ def test_bad_games_file_one_line_exit_2_no_folder(tmp_path, cli, kind):
         (["--frobnicate"], "--frobnicate"),
         (["--num-games", "ten"], "--num-games"),
         (["--resume", "/nonexistent/folder"], "/nonexistent/folder"),
+        (["--seed", "-1"], "--seed must be at least 0 (got -1)"),
+        (["--llm-seed", "-1"], "--llm-seed must be at least 0 (got -1)"),
+        (["--seed", str(2**63)], "--seed must be at most"),
+        (["--temperature", "nan"], "--temperature must be a finite number"),
+        (["--temperature", "inf"], "--temperature must be a finite number"),
+        (["--temperature", "-1"], "--temperature must be at least 0"),
+        (["--max-tokens", "0"], "--max-tokens must be at least 1 (got 0)"),
+        (["--max-tokens", "-1"], "--max-tokens must be at least 1 (got -1)"),
+        (["--max-concurrency", "0"], "--max-concurrency must be at least 1 (got 0)"),
+        (["--model", ""], "--model must not be empty"),
+        (["--num-games", "1000000000000"], "--num-games must be at most 100000 (got 1000000000000)"),
+        (["--num-trials", "1000000000000"], "--num-trials must be at most 100000 (got 1000000000000)"),
+        (["--num-games", "100000", "--num-trials", "1000"], "units of work"),
+        (["--decimals", "11"], "--decimals must be at most 10"),
+        (["--payoff-min", "-1e300", "--payoff-max", "1e300"], "--payoff-min must be at least"),
+        (["--order-rotations", "0"], "--order-rotations must be at least 1"),
     ],
 )
 def test_bad_flags_one_line_exit_2(tmp_path, cli, args, needle):
@@ -129,3 +145,26 @@ def test_resume_finished_run_is_noop(tmp_path, cli):
     r = cli("nashgap", "--resume", str(folder), "--quiet")
     assert r.returncode == 0, r.stderr
     assert decisions(folder, "trials.jsonl") == before
+
+
+def test_games_file_beyond_ten_decimals_one_line_exit_2(tmp_path, cli):
+    f = tmp_path / "g.json"
+    f.write_text('[{"payoff_matrix": [[0.33333333333333331, 0], [0, 1]]}]')
+    out = tmp_path / "out"
+    r = cli("nashgap", "--games-file", str(f), "--llm-type", "random", "--output-dir", str(out))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert str(f) in line and "more than 10 decimals" in line and "--decimals N" in line
+    assert not out.exists()
+    r = cli("nashgap", "--games-file", str(f), "--decimals", "3", "--llm-type", "random", "--num-trials", "1",
+            "--quiet", "--output-dir", str(out))
+    assert r.returncode == 0, r.stderr
+    games = json.loads((only_folder(out) / "games.json").read_text())
+    assert games[0]["payoff_matrix"] == [[0.333, 0.0], [0.0, 1.0]]
+
+
+def test_help_names_the_originals_payoff_range_and_decimals_default(cli):
+    r = cli("nashgap", "--help")
+    text = " ".join(r.stdout.split())
+    assert "default: -100.0" in text and "default: 100.0" in text and "-100 to 100" in text
+    assert "a games file's own precision" in text

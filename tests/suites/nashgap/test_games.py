@@ -10,11 +10,12 @@ import pytest
 from stratbench.errors import InputError
 from stratbench.games import (
     MAX_ACTIONS,
+    NormalFormGame,
     load_games,
     save_games,
 )
 from stratbench.solvers import has_saddle_point, is_pure, solve_zero_sum
-from stratbench.suites.nashgap.games import BUCKETS, generate_games
+from stratbench.suites.nashgap.games import BUCKETS, generate_games, payoff_decimals, rounded_game, shown_decimals
 
 # --------------------------------------------------------------------------------------------
 # NormalFormGame validation
@@ -68,12 +69,38 @@ def test_payoffs_rounded_and_in_range(decimals):
     assert not np.any(np.signbit(a) & (a == 0))
 
 
-def test_default_generation_two_decimals():
+def test_default_generation_two_decimals_in_the_originals_range():
+    """The original benchmark's generator draws payoffs from U(-100, 100); so does ours by default."""
     games = generate_games(seed=0, num_games=100)
     a = np.stack([g.payoff_row for g in games])
     assert a.shape == (100, 3, 3)
     np.testing.assert_array_equal(np.round(a, 2), a)
-    assert a.min() >= -10 and a.max() <= 10
+    assert a.min() >= -100 and a.max() <= 100
+    assert a.min() < -90 and a.max() > 90  # the whole range, not the old (-10, 10)
+
+
+@pytest.mark.parametrize("payoff, decimals", [
+    ([[1, -1], [-1, 1]], 0),
+    ([[0.5, -0.25], [-0.75, 1.5]], 2),
+    ([[1.125, 0], [0, 2]], 3),
+    ([[0.1, 0.2], [0.3, 1e6]], 1),
+    ([[1e-10, 0], [0, 1]], 10),
+])
+def test_payoff_decimals_is_the_precision_the_payoffs_have(payoff, decimals):
+    assert payoff_decimals(np.array(payoff, dtype=float)) == decimals
+
+
+def test_shown_decimals_refuses_more_than_ten_and_rounded_game_rounds():
+    third = NormalFormGame.zero_sum([[1 / 3, 0], [0, 1]])
+    assert payoff_decimals(third.payoff_row) is None
+    with pytest.raises(InputError, match=r"g\.json: game 0: payoff 0\.333.*more than 10 decimals.*--decimals N"):
+        shown_decimals(third, None, "g.json: game 0")
+    assert shown_decimals(third, 4) == 4  # the precision asked for wins
+    r = rounded_game(third, 4)
+    assert r.payoff_row.tolist() == [[0.3333, 0.0], [0.0, 1.0]] and r.is_zero_sum
+    assert payoff_decimals(r.payoff_row) == 4  # what is shown is what is scored
+    neg = rounded_game(NormalFormGame.zero_sum([[-0.001, 1], [2, 3]]), 2)
+    assert not np.any(np.signbit(neg.payoff_row) & (neg.payoff_row == 0))  # no "-0.00"
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from stratbench.errors import InputError
 from stratbench.runner.jsonl import read_jsonl
-from stratbench.suites.nashgap.players import Agent, Decision, DecisionRequest
+from stratbench.suites.nashgap.players import Agent, Decision, DecisionRequest, RandomAgent
 from stratbench.suites.nashgap.run import NashgapConfig, run_nashgap
 
 VOLATILE = ("latency_s",)
@@ -249,3 +250,117 @@ def test_order_rotations_map_back_and_measure_position_bias(tmp_path):
                order_rotations=3, mixed_strategy=True)
     (sn,) = nash.summaries.values()
     assert abs(sn["mean_exploitability"]) < 1e-9
+
+
+# -- games files: shown at the precision they have, the game shown is the game scored ---------------
+
+
+class PromptRecorder(RandomAgent):
+    """A random player that keeps every prompt it is shown."""
+
+    def __init__(self) -> None:
+        self.prompts: dict[int, str] = {}
+
+    async def decide(self, request: DecisionRequest) -> Decision:
+        self.prompts[request.game_id] = request.prompt
+        return await super().decide(request)
+
+
+def _games_file(tmp_path: Path, matrices) -> Path:
+    p = tmp_path / "games.json"
+    p.write_text(json.dumps([{"payoff_matrix": m} for m in matrices]))
+    return p
+
+
+def test_games_file_shown_at_its_own_precision(tmp_path):
+    f = _games_file(tmp_path, [[[1.125, -0.5], [0.25, 2]], [[1, -1], [-1, 1]]])
+    agent = PromptRecorder()
+    res = run_nashgap(NashgapConfig(games_file=str(f), num_trials=1, seed=3, output_dir=str(tmp_path / "o")),
+                      agent=agent)
+    # three decimals where the file has three (never "1.12"), none for whole numbers
+    assert "0 | 1.125 | -0.500\n" in agent.prompts[0] and "1 | 0.250 |  2.000\n" in agent.prompts[0]
+    assert "1.12 " not in agent.prompts[0]
+    assert "0 |  1 | -1\n" in agent.prompts[1] and "1.00" not in agent.prompts[1]
+    games = json.loads((res.folder / "games.json").read_text())
+    assert games[0]["payoff_matrix"] == [[1.125, -0.5], [0.25, 2.0]]  # scored at full precision
+    meta = json.loads((res.folder / "run.json").read_text())
+    assert meta["config"]["decimals"] is None and meta["config"]["num_games"] == 2
+
+
+def test_games_file_with_decimals_is_rounded_and_scored_as_shown(tmp_path):
+    f = _games_file(tmp_path, [[[1.125, -0.5], [0.25, 2]], [[1 / 3, 0], [0, 1]]])
+    agent = PromptRecorder()
+    res = run_nashgap(NashgapConfig(games_file=str(f), decimals=1, num_trials=1, seed=3,
+                                    output_dir=str(tmp_path / "o")), agent=agent)
+    games = json.loads((res.folder / "games.json").read_text())
+    assert [g["payoff_matrix"] for g in games] == [[[1.1, -0.5], [0.2, 2.0]], [[0.3, 0.0], [0.0, 1.0]]]
+    assert "1.1 | -0.5" in agent.prompts[0] and "0.3 | 0.0" in agent.prompts[1]
+    recs = read_jsonl(res.folder / "trials.jsonl")
+    first = next(r for r in recs if r["game_id"] == 1)
+    # the best response value is the rounded game's: 0.3 × 0.769... (the solved equilibrium), not 1/3's
+    from stratbench.solvers.zerosum import solve_zero_sum
+
+    assert first["best_response_value"] == pytest.approx(solve_zero_sum(np.array([[0.3, 0], [0, 1]])).value)
+
+
+def test_games_file_beyond_ten_decimals_is_refused_before_any_folder(tmp_path):
+    f = _games_file(tmp_path, [[[1, 0], [0, 1]], [[1 / 3, 0], [0, 1]]])
+    with pytest.raises(InputError, match=r"game 1: payoff 0\.333.*more than 10 decimals.*--decimals N"):
+        run_nashgap(NashgapConfig(games_file=str(f), llm_type="random", output_dir=str(tmp_path / "o")))
+    assert not (tmp_path / "o").exists()
+
+
+def test_games_file_without_seed_draws_and_records_one(tmp_path):
+    f = _games_file(tmp_path, [[[1, -1], [-1, 1]]] * 3)
+    seeds = set()
+    for k in range(3):
+        res = run_nashgap(NashgapConfig(games_file=str(f), num_trials=2, llm_type="random",
+                                        output_dir=str(tmp_path / f"o{k}")))
+        cfg = json.loads((res.folder / "run.json").read_text())["config"]
+        assert cfg["num_games"] == 3 and cfg["llm_seed"] == cfg["seed"]
+        seeds.add(cfg["seed"])
+    assert len(seeds) == 3 and 0 not in seeds  # fresh each time, never a silent 0
+    with pytest.raises(InputError, match="--shard 1/2 needs --seed"):
+        run_nashgap(NashgapConfig(games_file=str(f), shard="1/2", llm_type="random", output_dir=str(tmp_path / "s")))
+
+
+def test_generated_games_use_the_originals_range_and_two_decimals(tmp_path):
+    res = run(tmp_path, num_games=30, num_trials=1, seed=4)
+    cfg = json.loads((res.folder / "run.json").read_text())["config"]
+    assert (cfg["payoff_min"], cfg["payoff_max"], cfg["decimals"]) == (-100.0, 100.0, 2)
+    a = np.array([g["payoff_matrix"] for g in json.loads((res.folder / "games.json").read_text())])
+    assert a.min() < -50 and a.max() > 50 and np.array_equal(np.round(a, 2), a)
+
+
+def test_resume_refuses_bad_runtime_flags(tmp_path):
+    res = run(tmp_path, num_games=2, num_trials=1, seed=4)
+    with pytest.raises(InputError, match="--max-concurrency must be at least 1"):
+        run_nashgap(NashgapConfig(max_concurrency=0), resume_dir=res.folder)
+
+
+def test_a_broken_games_json_is_one_line_on_resume_and_merge(tmp_path):
+    from stratbench.suites.nashgap.run import merge_shards
+
+    shards = [run(tmp_path / "s", num_games=4, num_trials=1, seed=4, shard=f"{i}/2").folder for i in (1, 2)]
+    games = shards[1] / "games.json"
+    games.write_text(games.read_text()[:40])
+    with pytest.raises(InputError, match=r"games\.json: invalid JSON"):
+        run_nashgap(NashgapConfig(), resume_dir=shards[1])
+    (tmp_path / "m").mkdir()
+    with pytest.raises(InputError, match=r"games\.json: invalid JSON"):
+        merge_shards(shards, tmp_path / "m")
+    games.write_text('[{"game_id": 0}]')
+    with pytest.raises(InputError, match=r"games\.json: not the games\.json of a Nash-gap run"):
+        run_nashgap(NashgapConfig(), resume_dir=shards[1])
+
+
+def test_a_price_table_nested_too_deep_is_one_line(tmp_path):
+    from stratbench.suites.nashgap.config import load_price_table
+
+    p = tmp_path / "prices.json"
+    p.write_text('{"a": ' * 5000 + "1" + "}" * 5000)
+    with pytest.raises(InputError, match="--price-table"):
+        load_price_table(str(p))
+    p.write_text('{"random": {"input_per_million": true, "output_per_million": 1}}')
+    with pytest.raises(InputError, match="--price-table"):
+        load_price_table(str(p))

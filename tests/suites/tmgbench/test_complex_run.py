@@ -55,7 +55,7 @@ def test_complex_merge_refuses_a_task_held_twice_or_lost(tmp_path):
     with pytest.raises(InputError, match="the shards hold 1 tasks twice"):
         merge_runs(shards, tmp_path / "m")
     write_jsonl_atomic(shards[1] / "tasks.jsonl", recs[:1])
-    with pytest.raises(InputError, match="hold 3 of the run's 4 units"):
+    with pytest.raises(InputError, match="hold 3 of the run's 4 tasks"):
         merge_runs(shards, tmp_path / "m")
     write_jsonl_atomic(shards[1] / "tasks.jsonl", recs)
     merged = merge_runs(shards, tmp_path / "m")

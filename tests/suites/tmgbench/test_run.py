@@ -182,6 +182,66 @@ def test_merge_refuses_an_answer_held_twice(tmp_path):
     with pytest.raises(InputError, match="the shards hold 1 answers twice"):
         merge_runs(shards, tmp_path / "m")
     write_jsonl_atomic(shards[0] / "answers.jsonl", recs[1:])  # one answer lost
-    with pytest.raises(InputError, match="hold 2 of the run's 3 units"):
+    with pytest.raises(InputError, match="hold 2 of the run's 3 answers"):
         merge_runs(shards, tmp_path / "m")
     assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
+
+
+STORIES = Path(__file__).parents[2] / "data" / "tmgbench_stories"
+
+
+@pytest.mark.parametrize("setting", [
+    {"policy": "logprob"},
+    {"policy": "sample", "prompting": "CoT", "repeats": 2},
+    {"policy": "sample", "setting": "story", "stories_dir": str(STORIES)},
+])
+def test_a_run_whose_every_record_is_an_error_counts_them_and_exits_1(tmp_path, cli, setting):
+    """No record usable: the summary still counts the errors, run.json's totals say them and the
+    command exits 1 (it used to say "errors": 0 and exit 0)."""
+    with FakeOpenAIServer(fault_rate=1.0, fault_kinds=("400",)) as server:
+        res = run_tmgbench(TmgbenchConfig(model="openai-compatible:fake", base_url=server.base_url, games="111,444",
+                                          seed=1, no_cache=True, output_dir=str(tmp_path / "lib"), **setting))
+        recs = read_jsonl(res.folder / "answers.jsonl")
+        assert recs and all(r["status"] == "error" for r in recs)
+        s = json.loads((res.folder / "summary.json").read_text())
+        assert s["status_counts"]["error"] == len(recs) and s["error_rate"] == 1.0
+        meta = json.loads((res.folder / "run.json").read_text())
+        assert meta["totals"]["errors"] == len(recs) and res.n_errors == len(recs)
+        flags = [f"--{k.replace('_', '-')}={v}" for k, v in setting.items()]
+        r = cli("tmgbench", "run", "--model", "openai-compatible:fake", "--base-url", server.base_url,
+                "--games", "111,444", "--seed", "1", "--no-cache", "--output-dir", str(tmp_path / "cli"), *flags)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--seed", "-1"], "--seed must be at least 0 (got -1)"),
+    (["--games", ""], "--games: give at least one value"),
+    (["--games", "111,111"], "--games: '111' is listed twice"),
+    (["--games", "111,,444"], "--games: empty item"),
+    (["--model", ""], "--model must not be empty"),
+    (["--temperature", "nan"], "--temperature must be a finite number"),
+    (["--max-tokens", "0"], "--max-tokens must be at least 1"),
+    (["--max-concurrency", "0"], "--max-concurrency must be at least 1"),
+    (["--repeats", "1000000000000"], "--repeats must be at most"),
+    (["--form", "sequential", "--num-tasks", "0"], "--num-tasks must be at least 1"),
+    (["--form", "sequential", "--num-tasks", "1000000000000"], "--num-tasks must be at most"),
+    (["--form", "sequential", "--k", "0"], "--k must be at least 1"),
+    (["--k", "3"], "--k applies to complex forms only"),
+])
+def test_bad_flag_values_one_line(tmp_path, cli, args, needle):
+    r = cli("tmgbench", "run", "--model", "oracle", "--output-dir", str(tmp_path / "o"), *args)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert needle in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_story_generation_bad_flags_one_line(tmp_path, cli):
+    for args, needle in ((["--variants", "0"], "--variants must be at least 1"),
+                         (["--max-attempts", "1000"], "--max-attempts must be at most 100"),
+                         (["--games", "111,111"], "'111' is listed twice"),
+                         (["--seed", "-1"], "--seed must be at least 0")):
+        r = cli("tmgbench", "stories", "generate", "--output-dir", str(tmp_path / "o"), *args)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and needle in r.stderr, (args, r.stderr)
+    assert not (tmp_path / "o").exists()

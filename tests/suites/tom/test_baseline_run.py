@@ -53,7 +53,8 @@ def test_baseline_merge_needs_every_episode_once(tmp_path):
     write_jsonl_atomic(shards[1] / "episodes.jsonl", recs + recs[:1])
     with pytest.raises(InputError, match="1 duplicated"):
         merge_runs(shards, tmp_path / "merged")
-    assert not any((tmp_path / "merged").iterdir())  # a failed merge leaves nothing behind
+    merged = tmp_path / "merged"
+    assert not merged.exists() or not any(merged.iterdir())  # a failed merge leaves nothing behind
 
 
 def test_bad_baseline_input(tmp_path):
@@ -66,3 +67,18 @@ def test_bad_baseline_input(tmp_path):
     with pytest.raises(InputError, match="cannot be resumed"):
         get_suite("tom-baseline").run(BaselineConfig(output_dir=str(tmp_path)), resume_dir=tmp_path)
     assert not any(tmp_path.iterdir())  # checked before any folder is made
+
+
+def test_each_setting_once_and_counts_bounded(tmp_path, cli):
+    for kw, needle in (({"games": ["rps", "rps"]}, "--game: 'rps' is listed twice"),
+                       ({"partners": ["single_action", "single_action"]}, "--partner: 'single_action' is listed twice"),
+                       ({"games": []}, "--game: give at least one value"),
+                       ({"seed": -1}, "--seed must be at least 0"),
+                       ({"episodes": 10**12}, "--episodes must be at most"),
+                       ({"episodes": 100_000, "rounds": 10_000}, "units of work"),
+                       ({"rounds": 1.5}, "--rounds must be an integer")):
+        with pytest.raises(InputError, match=needle):
+            run_tom_baseline(BaselineConfig(**{"output_dir": str(tmp_path / "o"), **kw}))
+    r = cli("tom", "baseline", "--game", "rps,rps", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 2 and r.stderr.strip() == "error: --game: 'rps' is listed twice"
+    assert not (tmp_path / "o").exists()

@@ -121,7 +121,7 @@ def test_run_merge_needs_every_episode_once(tmp_path, server):
     shards = [run_tom_model(TomRunConfig(**base, shard=f"{i}/2")).folder for i in (1, 2)]
     recs = read_jsonl(shards[0] / "rounds.jsonl")
     write_jsonl_atomic(shards[0] / "rounds.jsonl", [r for r in recs if r["episode"] != 2])
-    with pytest.raises(InputError, match="3 of the run's 4 units"):
+    with pytest.raises(InputError, match="3 of the run's 4 episodes"):
         merge_runs(shards, tmp_path / "merged")
 
 
@@ -131,3 +131,16 @@ def test_resume_refuses_other_folders(tmp_path):
         run_tom_model(TomRunConfig(), resume_dir=folder)
     with pytest.raises(InputError):
         run_tom_model(TomRunConfig(), resume_dir=tmp_path / "missing")
+
+
+def test_bad_flag_values_are_refused_before_the_model_loads(tmp_path, cli):
+    for kw, needle in (({"seed": -1}, "--seed must be at least 0"), ({"temperature": float("inf")}, "finite"),
+                       ({"max_tokens": 0}, "--max-tokens must be at least 1"), ({"model": ""}, "--model must not be empty"),
+                       ({"max_concurrency": 0}, "--max-concurrency must be at least 1"),
+                       ({"rounds": 10**12}, "--rounds must be at most"),
+                       ({"episodes": 100_000, "rounds": 1000}, "units of work")):
+        with pytest.raises(InputError, match=needle):
+            run_tom_model(TomRunConfig(output_dir=str(tmp_path / "o"), **kw))
+    r = cli("tom", "run", "--model", "", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 2 and r.stderr.strip() == "error: --model must not be empty"
+    assert not (tmp_path / "o").exists()

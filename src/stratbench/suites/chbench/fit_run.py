@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from stratbench.checks import check_config
 from stratbench.errors import InputError
 from stratbench.runner.jsonl import write_json_atomic
 from stratbench.runner.lifecycle import FolderSpec, Outcome, Progress, RunPlan, RunResult, Stream, execute
@@ -63,9 +64,7 @@ class FitPlan(RunPlan):
         from stratbench.suites.chbench.fit import observations_from_csv
 
         c = self.config
-        for flag, value, low in (("--k-hat", c.k_hat, 1), ("--restarts", c.restarts, 1), ("--bootstrap", c.bootstrap, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InputError(f"{flag} must be an integer of at least {low}, got {value!r}")
+        check_config(c)  # k_hat, restarts, bootstrap, seed: the shared rules
         if c.action_base is not None and (isinstance(c.action_base, bool) or c.action_base not in (0, 1)):
             raise InputError(f"--action-base {c.action_base!r}: use 0 (the first action is 0) or 1 (it is 1)")
         cat = build_catalogue()

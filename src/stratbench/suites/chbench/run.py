@@ -21,6 +21,7 @@ from itertools import combinations_with_replacement
 from pathlib import Path
 from typing import Any
 
+from stratbench.checks import check_config, check_units
 from stratbench.errors import InputError
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.lifecycle import (
@@ -77,18 +78,14 @@ class ChbenchConfig:
     def validate(self) -> None:
         from stratbench.suites.chbench.players import scripted_agent
 
-        if not self.models:
-            raise InputError("--models: give at least one player")
+        # --games is the catalogue's to read ("all", "recoverable" or ids)
+        check_config(self, flags={"mechanisms": "--mechanism", "games": None})
         for m in self.mechanisms:
             if m not in MECHANISMS:
                 raise InputError(f"unknown --mechanism {m!r}; known: {', '.join(MECHANISMS)}")
-        if self.rounds < 1:
-            raise InputError("--rounds must be at least 1")
         if self.policy not in (None, "logprob", "sample"):
             raise InputError(f"unknown --policy {self.policy!r}; use logprob or sample")
-        if self.k_hat < 2 or self.restarts < 1 or self.bootstrap < 0:
-            raise InputError("--k-hat must be >= 2, --restarts >= 1, --bootstrap >= 0")
-        if len(set(self.models)) != len(self.models) or set(self.models) & set(self.opponents):
+        if set(self.models) & set(self.opponents):
             raise InputError("each player may be named once across --models and --opponents")
         for spec in self.models + self.opponents:
             if scripted_agent(spec) is None:
@@ -180,11 +177,13 @@ class PlayerFactory:
         return {spec: m.describe() for (spec, seat), m in self._models.items() if seat == 0}
 
     def usage(self) -> dict[str, int]:
+        """The players' usage summed (every count the backends keep: calls, cache hits, errors,
+        tokens, and for HTTP backends requests and retries)."""
         tot = {"calls": 0, "cache_hits": 0, "errors": 0, "tokens_in": 0, "tokens_out": 0}
         for m in self._models.values():
-            u = m.usage.as_dict()
-            for k in tot:
-                tot[k] += int(u.get(k, 0))
+            for k, v in m.usage.as_dict().items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    tot[k] = tot.get(k, 0) + int(v)
         return tot
 
     async def aclose(self) -> None:
@@ -220,6 +219,7 @@ class ChbenchPlan(RunPlan):
         self.config.shard = as_shard(self.config.shard).to_json()
         self.config.validate()
         self.build_units()
+        check_units(len(self.matches) * self.config.rounds, "--rounds × the run's matches")
 
     def resume_from(self, meta: RunMeta, folder: Path) -> None:
         check_chbench_meta(meta, folder)
@@ -261,7 +261,8 @@ class ChbenchPlan(RunPlan):
             sort_key=lambda r: (self._order.get(r["match_id"], len(self._order)), r["round"]),
             concurrency=1 if self.config.prefix_reuse else max(1, self.config.max_concurrency),
             unit_done=lambda rs: len(rs) == rounds and all(r["status"] != "error" for r in rs),
-            label="matches")]
+            label="matches", unit_name="matches", record_key=lambda r: (r["match_id"], r["round"]),
+            record_schema=RoundRecord)]
 
     async def _play(self, m: Match) -> list[Record]:
         from stratbench.suites.chbench.repeated import play_match

@@ -3,17 +3,16 @@ a run can be resumed and repeated. Flag names and defaults follow the original b
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from stratbench.checks import check_config, check_units
 from stratbench.errors import InputError
 from stratbench.games.normal_form import MAX_ACTIONS
 from stratbench.runner.shard import Shard, as_shard
-from stratbench.suites.nashgap.games import BUCKETS, DEFAULT_DECIMALS
+from stratbench.suites.nashgap.games import BUCKETS, DEFAULT_PAYOFF_MAX, DEFAULT_PAYOFF_MIN
 from stratbench.suites.nashgap.players import Agent, resolve_player_spec
 
 
@@ -48,25 +47,23 @@ class NashgapConfig:
     mixed_strategy: bool = False
     overwrite: bool = False
     bucket: str | None = None
-    payoff_min: float = -10.0
-    payoff_max: float = 10.0
-    decimals: int = DEFAULT_DECIMALS
+    # the original benchmark's generator draws payoffs from U(-100, 100)
+    payoff_min: float = DEFAULT_PAYOFF_MIN
+    payoff_max: float = DEFAULT_PAYOFF_MAX
+    # None: 2 for generated games (filled in by the run), each game's own precision for a games
+    # file; N: generated games are drawn at N decimals and a games file's payoffs rounded to N
+    decimals: int | None = None
     games_file: str | None = None
     # `--shard i/n` ("2/3"), or run.json's {"index", "count"}; None = the whole run. Shards split
     # the games (each game with all its trials and rotations), so per-game means are never split.
     shard: Any = None
 
     def validate(self) -> None:
-        if self.num_trials < 1:
-            raise InputError(f"--num-trials must be at least 1 (got {self.num_trials})")
-        if self.games_file is None and self.num_games < 1:
-            raise InputError(f"--num-games must be at least 1 (got {self.num_games})")
+        check_config(self)  # seeds, temperature, counts (--num-games must be at least 1 (got 0)), ...
         if not (1 <= self.num_rows <= MAX_ACTIONS and 1 <= self.num_cols <= MAX_ACTIONS):
             raise InputError(
                 f"--num-rows/--num-cols must be 1..{MAX_ACTIONS} (got {self.num_rows}x{self.num_cols})"
             )
-        if self.num_workers < 1:
-            raise InputError(f"--num-workers must be at least 1 (got {self.num_workers})")
         if self.bucket is not None and self.bucket not in BUCKETS:
             raise InputError(f"unknown --bucket {self.bucket!r}; known: {', '.join(BUCKETS)}")
         if not (np.isfinite(self.payoff_min) and np.isfinite(self.payoff_max)) or not (
@@ -75,21 +72,23 @@ class NashgapConfig:
             raise InputError(
                 f"payoff range must be finite with min < max (got {self.payoff_min}, {self.payoff_max})"
             )
-        if not 0 <= self.decimals <= 10:
-            raise InputError(f"--decimals must be 0..10 (got {self.decimals})")
         if self.bucket is not None and self.games_file is not None:
             raise InputError("--bucket and --games-file cannot be combined")
-        if self.order_rotations < 1:
-            raise InputError(f"--order-rotations must be at least 1 (got {self.order_rotations})")
-        if self.max_concurrency < 1:
-            raise InputError(f"--max-concurrency must be at least 1 (got {self.max_concurrency})")
         if self.policy not in (None, "logprob", "sample"):
             raise InputError(f"unknown --policy {self.policy!r}; use logprob or sample")
+        if self.games_file is None:
+            self.check_size(self.num_games)
         shard = self.shard_spec
-        if not shard.whole and self.seed is None and self.games_file is None:
-            raise InputError(f"--shard {shard} needs --seed: every shard must generate the same games")
+        if not shard.whole and self.seed is None:
+            why = "generate the same games" if self.games_file is None else "draw the same samples"
+            raise InputError(f"--shard {shard} needs --seed: every shard must {why}")
         if not shard.whole and self.games_file is None and shard.count > self.num_games:
             raise InputError(f"--shard {shard}: more shards than games ({self.num_games})")
+
+    def check_size(self, n_games: int) -> None:
+        """The run's trials (games × trials or rotations × modes) within what a run may hold."""
+        per_game = max(self.num_trials, self.order_rotations) * len(self.modes)
+        check_units(n_games * per_game, "--num-games × --num-trials")
 
     @property
     def shard_spec(self) -> Shard:
@@ -121,13 +120,12 @@ def load_price_table(path: str | None) -> dict[str, dict[str, float]]:
     """Prices per million tokens by model spec, from a JSON file the user supplies."""
     if not path:
         return {}
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as e:
-        raise InputError(f"--price-table {path}: {e}") from None
+    from stratbench.files import read_json
+
+    data = read_json(path, "--price-table")  # unreadable, not JSON, too deep, NaN: one line naming the flag
     ok = isinstance(data, dict) and all(
-        isinstance(v, dict) and all(isinstance(v.get(k, 0), (int, float)) and v.get(k, 0) >= 0
-                                    for k in ("input_per_million", "output_per_million"))
+        isinstance(v, dict) and all(isinstance(v.get(k, 0), (int, float)) and not isinstance(v.get(k, 0), bool)
+                                    and v.get(k, 0) >= 0 for k in ("input_per_million", "output_per_million"))
         for v in data.values())
     if not ok:
         raise InputError(f"--price-table {path}: expected {{spec: {{\"input_per_million\": number, "

@@ -4,7 +4,9 @@ holds).
 
 Every game's randomness comes from its own generator, seeded by (run seed, game index), so a game
 is the same whatever order or thread generates it. Payoffs are drawn at the precision the prompt
-shows (2 decimals by default): the game the model sees *is* the game that is scored.
+shows (2 decimals by default) from the original benchmark's range U(-100, 100); a games file's
+games are shown at the precision their payoffs have (:func:`shown_decimals`) or rounded to the
+precision asked for (:func:`rounded_game`): the game the model sees *is* the game that is scored.
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ from stratbench.games.normal_form import MAX_ACTIONS, NormalFormGame
 from stratbench.solvers.zerosum import ZeroSumSolution, has_saddle_point, is_pure, solve_zero_sum
 
 DEFAULT_DECIMALS = 2
+#: the original benchmark's generator: payoffs uniform on (-100, 100)
+DEFAULT_PAYOFF_MIN = -100.0
+DEFAULT_PAYOFF_MAX = 100.0
+#: the most decimals a prompt shows; a games file with more needs --decimals N (it rounds the game)
+MAX_DECIMALS = 10
 MAX_REJECTIONS = 100_000
 
 
@@ -61,7 +68,8 @@ def random_payoffs(
 
 
 def random_zero_sum(
-    rng: np.random.Generator, rows: int, cols: int, low: float = -10.0, high: float = 10.0,
+    rng: np.random.Generator, rows: int, cols: int, low: float = DEFAULT_PAYOFF_MIN,
+    high: float = DEFAULT_PAYOFF_MAX,
     decimals: int = DEFAULT_DECIMALS,
 ) -> NormalFormGame:
     """A zero-sum game with i.i.d. uniform row payoffs on [low, high], rounded to `decimals`."""
@@ -96,8 +104,8 @@ def generate_games(
     num_games: int,
     rows: int = 3,
     cols: int = 3,
-    low: float = -10.0,
-    high: float = 10.0,
+    low: float = DEFAULT_PAYOFF_MIN,
+    high: float = DEFAULT_PAYOFF_MAX,
     bucket: str | None = None,
     decimals: int = DEFAULT_DECIMALS,
 ) -> list[NormalFormGame]:
@@ -114,6 +122,36 @@ def generate_games(
     if not (np.isfinite(low) and np.isfinite(high) and low < high):
         raise InputError(f"payoff range must be finite with min < max (got {low}, {high})")
     return [random_zero_sum(game_rng(seed, k), rows, cols, low, high, decimals) for k in range(num_games)]
+
+
+def payoff_decimals(payoff: Any) -> int | None:
+    """The fewest decimals (0..MAX_DECIMALS) that write every payoff exactly, or None when more are
+    needed (0.125 needs 3; 1/3 more than any)."""
+    values = [float(x) for x in np.asarray(payoff, dtype=float).ravel()]
+    for d in range(MAX_DECIMALS + 1):
+        if all(round(x, d) == x for x in values):
+            return d
+    return None
+
+
+def shown_decimals(game: NormalFormGame, decimals: int | None, where: str = "game") -> int:
+    """The decimals a prompt shows ``game`` with: ``decimals`` when given (the game was generated
+    or rounded at that precision), else the precision its payoffs have (InputError beyond
+    MAX_DECIMALS: the prompt could not show the game that is scored)."""
+    if decimals is not None:
+        return decimals
+    d = payoff_decimals(game.payoff_row)
+    if d is None:
+        x = next(float(v) for v in game.payoff_row.ravel() if round(float(v), MAX_DECIMALS) != float(v))
+        raise InputError(f"{where}: payoff {x!r} has more than {MAX_DECIMALS} decimals; "
+                         f"--decimals N rounds the game itself to N decimals")
+    return d
+
+
+def rounded_game(game: NormalFormGame, decimals: int) -> NormalFormGame:
+    """``game`` with its payoffs rounded to ``decimals`` (the game shown and scored)."""
+    return NormalFormGame.zero_sum(np.round(game.payoff_row, decimals) + 0.0, game.row_labels,
+                                   game.col_labels, game.name)
 
 
 @dataclass

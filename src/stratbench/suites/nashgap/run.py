@@ -10,14 +10,16 @@ statistics, never replaced. The run goes through the shared lifecycle
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from stratbench.checks import check_config
 from stratbench.errors import InputError
+from stratbench.files import parse_json, read_json, read_text
 from stratbench.games.normal_form import NormalFormGame, load_games
+from stratbench.runner.folders import read_run_json
 from stratbench.runner.jsonl import write_json_atomic
 from stratbench.runner.lifecycle import (
     FolderSpec,
@@ -37,17 +39,20 @@ from stratbench.seeding import derive_seed, fresh_seed
 from stratbench.solvers.zerosum import solve_zero_sum
 from stratbench.suites.nashgap.config import NashgapConfig, load_price_table
 from stratbench.suites.nashgap.games import (
+    DEFAULT_DECIMALS,
     GameEntry,
     entries_from_json,
     generate_games,
     rotate_game,
     rotation_order,
+    rounded_game,
+    shown_decimals,
 )
 from stratbench.suites.nashgap.metrics import summarise
 from stratbench.suites.nashgap.model_player import make_agent
 from stratbench.suites.nashgap.players import Agent, Decision, DecisionRequest
 from stratbench.suites.nashgap.prompts import nashgap_prompt
-from stratbench.suites.nashgap.records import make_record
+from stratbench.suites.nashgap.records import TrialRecord, make_record
 
 SUITE = "nashgap"
 MODE_INDEX = {"pure": 0, "mixed": 1}
@@ -75,24 +80,47 @@ def player_from_config(config: NashgapConfig) -> Agent:
 
 
 def build_games(config: NashgapConfig) -> list[GameEntry]:
-    """The run's games, each solved; game k depends only on (seed, k)."""
+    """The run's games, each solved; game k depends only on (seed, k). A games file's games are
+    played as they are (each shown at the precision its payoffs have), or rounded to
+    ``--decimals`` when it is given: the game shown is the game scored."""
     if config.games_file is not None:
-        games = load_games(config.games_file)
-        for k, g in enumerate(games):
+        games = []
+        for k, g in enumerate(load_games(config.games_file)):
             if not g.is_zero_sum:
                 raise InputError(f"{config.games_file}: game {k} is not zero-sum")
+            if config.decimals is None:
+                shown_decimals(g, None, f"{config.games_file}: game {k}")
+            else:
+                g = rounded_game(g, config.decimals)
+            games.append(g)
         seed = None
     else:
         assert config.seed is not None
         seed = config.seed
         games = generate_games(
             config.seed, config.num_games, config.num_rows, config.num_cols,
-            config.payoff_min, config.payoff_max, config.bucket, config.decimals,
+            config.payoff_min, config.payoff_max, config.bucket,
+            DEFAULT_DECIMALS if config.decimals is None else config.decimals,
         )
     return [
         GameEntry(k, g, solve_zero_sum(g.payoff_row), config.bucket, seed)
         for k, g in enumerate(games)
     ]
+
+
+def read_games_json(path: Path) -> tuple[str, list[GameEntry]]:
+    """A run's games.json: its text (a merge copies it verbatim) and its games; a file that is not
+    one a run wrote is one InputError line naming it."""
+    text = read_text(path)
+    data = parse_json(text, str(path))
+    try:
+        if not isinstance(data, list) or not data:
+            raise TypeError("expected a non-empty list of games")
+        return text, entries_from_json(data)
+    except InputError as e:
+        raise InputError(f"{path}: {e}") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        raise InputError(f"{path}: not the games.json of a Nash-gap run ({type(e).__name__}: {e})") from None
 
 
 def mode_files(config: NashgapConfig, mode: str) -> tuple[str, str]:
@@ -140,15 +168,18 @@ class NashgapPlan(RunPlan):
         c = self.config
         c.validate()
         load_price_table(c.price_table)
-        if c.seed is None and c.games_file is None:
+        if c.seed is None:  # a games file's run draws one too: it seeds the player and the bootstrap
             c.seed = fresh_seed()
-        if c.seed is None:
-            c.seed = 0
         if c.llm_seed is None:
             c.llm_seed = c.seed
+        if c.decimals is None and c.games_file is None:
+            c.decimals = DEFAULT_DECIMALS
         shard = c.shard_spec
         c.shard = shard.to_json()
         self.entries = build_games(c)  # all games (games.json lists them all); the shard picks its own
+        if c.games_file is not None:
+            c.check_size(len(self.entries))
+            c.num_games = len(self.entries)  # run.json records the games played
         if not shard.whole and shard.count > len(self.entries):
             raise InputError(f"--shard {shard}: more shards than games ({len(self.entries)})")
 
@@ -159,10 +190,11 @@ class NashgapPlan(RunPlan):
     def resume_from(self, meta: RunMeta, folder: Path) -> None:
         check_meta(meta, folder, SUITE, ("run",))
         given = self.config
+        check_config(given, only=RUNTIME_KEYS)  # the flags a resumed run takes from this command
         self.config = rebuild_config(NashgapConfig, meta["config"], **{k: getattr(given, k) for k in RUNTIME_KEYS})
         if given.shard is not None and as_shard(given.shard) != self.config.shard_spec:
             raise InputError(f"--resume {folder}: the folder is shard {self.config.shard_spec}, not {given.shard}")
-        self.entries = entries_from_json(json.loads((folder / "games.json").read_text()))
+        self.entries = read_games_json(folder / "games.json")[1]
 
     def open(self) -> None:
         self.agent = self.agent or player_from_config(self.config)
@@ -204,10 +236,11 @@ class NashgapPlan(RunPlan):
         # The prompt of (game, rotation) is built once and shared by that rotation's trials.
         prompts: dict[tuple[int, int], tuple[NormalFormGame, str, list[int]]] = {}
         for e in entries:
+            decimals = shown_decimals(e.game, c.decimals, f"game {e.game_id}")
             for r in range(min(k_rot, self.n_trials)):
                 order = rotation_order(e.game.shape[0], r)
                 shown = rotate_game(e.game, order) if r else e.game
-                prompts[(e.game_id, r)] = (shown, nashgap_prompt(shown, mode, c.decimals, style), order)
+                prompts[(e.game_id, r)] = (shown, nashgap_prompt(shown, mode, decimals, style), order)
 
         async def work(unit: tuple[GameEntry, int]) -> Record:
             e, t = unit
@@ -235,6 +268,8 @@ class NashgapPlan(RunPlan):
             concurrency=c.concurrency,
             label=mode,
             unit_name="trials",
+            record_key=lambda r: (r["game_id"], r["trial_id"]),
+            record_schema=TrialRecord,
         )
 
     def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
@@ -270,16 +305,16 @@ class NashgapPlan(RunPlan):
         """The unsharded run whose finished shards are ``folders`` (its player is not opened: the
         number of trials, the player's name and policy come from the shards' summaries, which
         must agree)."""
-        meta = json.loads((folders[0] / "run.json").read_text())
+        meta = read_run_json(folders[0])
         plan = cls(rebuild_config(NashgapConfig, meta["config"], shard=None))
-        games_text = [(f / "games.json").read_text() if (f / "games.json").is_file() else None for f in folders]
-        for f, text in zip(folders, games_text):
-            if text is None:
+        for f in folders:
+            if not (f / "games.json").is_file():
                 raise InputError(f"{f}: no games.json; not a Nash-gap result folder")
-            if json.loads(text) != json.loads(games_text[0]):  # type: ignore[arg-type]
+        games = [read_games_json(f / "games.json") for f in folders]
+        for f, (text, _) in zip(folders[1:], games[1:]):
+            if parse_json(text, str(f / "games.json")) != parse_json(games[0][0], str(folders[0] / "games.json")):
                 raise InputError(f"{f}: games.json differs from {folders[0]}'s: the shards played different games")
-        plan.entries = entries_from_json(json.loads(games_text[0]))  # type: ignore[arg-type]
-        plan.games_text = games_text[0]
+        plan.games_text, plan.entries = games[0]
         firsts = []
         for mode in plan.config.modes:
             summary_file = mode_files(plan.config, mode)[1]
@@ -287,7 +322,7 @@ class NashgapPlan(RunPlan):
             for f in folders:
                 if not (f / summary_file).is_file():
                     raise InputError(f"{f}: no {summary_file}; finish the shard with --resume {f}")
-                shard_summaries.append(json.loads((f / summary_file).read_text()))
+                shard_summaries.append(read_json(f / summary_file))
             first = shard_summaries[0]
             for f, sm in zip(folders, shard_summaries):
                 for k in ("num_trials_per_game", "agent", "policy", "order_rotations"):

@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from stratbench.checks import check_config
 from stratbench.errors import InputError
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
 from stratbench.runner.jsonl import read_jsonl, write_json_atomic
@@ -231,6 +232,7 @@ class TieredConfig:
 
     def validate(self) -> list[ModelEntry]:
         """Check everything before anything is written; returns the model entries."""
+        check_config(self, flags={"models": None})
         if self.num_games_per_bucket < 1:
             raise InputError(f"--num-games-per-bucket must be at least 1 (got {self.num_games_per_bucket})")
         if self.num_trials < 1:

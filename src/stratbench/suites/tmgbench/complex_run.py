@@ -147,11 +147,10 @@ class ComplexPlan(RunPlan):
     # -- before any folder exists -----------------------------------------------------------------
     def prepare(self) -> None:
         c = self.config
+        c.validate()  # the shared checks (flags' values, --k and --num-tasks included)
         if c.form not in PAPER_K:
             raise InputError(f"unknown --form {c.form!r}")
         c.k = c.k or (2 if c.form == "nested" else 3)
-        if c.num_tasks < 1:
-            raise InputError(f"--num-tasks must be at least 1 (got {c.num_tasks})")
         if c.seed is None:
             if not c.shard_spec.whole:
                 raise InputError(f"--shard {c.shard_spec} needs --seed: every shard must sample the same tasks")
@@ -211,7 +210,8 @@ class ComplexPlan(RunPlan):
                         "error": f"{type(exc).__name__}: {exc}"}
 
         return [Stream(TASKS, self.tasks, work, unit_key=lambda t: t.index, record_unit=lambda r: r["task_index"],
-                       sort_key=lambda r: r["task_index"], concurrency=config.max_concurrency, label=config.form)]
+                       sort_key=lambda r: r["task_index"], concurrency=config.max_concurrency, label=config.form,
+                       unit_name="tasks", record_key=lambda r: r["task_index"], record_schema=TaskRecord)]
 
     def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
         """summary.json of a complex-form run; shared by a run and by merging its shards."""

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from stratbench.checks import RULES, check_config, check_value, list_items
 from stratbench.errors import InputError
 from stratbench.runner.jsonl import read_jsonl
 from stratbench.runner.schema import Record
@@ -52,6 +53,7 @@ class TmgbenchConfig:
         return as_shard(self.shard)
 
     def validate(self) -> None:
+        check_config(self)
         if self.prompting not in METHODS:
             raise InputError(f"unknown --prompting {self.prompting!r}; known: {', '.join(METHODS)}")
         if self.setting not in ("classic", "story"):
@@ -62,8 +64,6 @@ class TmgbenchConfig:
             raise InputError(f"unknown --form {self.form!r}; use atomic, sequential, parallel or nested")
         if self.form != "atomic" and self.setting != "classic":
             raise InputError(f"--form {self.form} runs on the classic games only")
-        if self.repeats < 1:
-            raise InputError(f"--repeats must be at least 1 (got {self.repeats})")
         if self.policy not in (None, "logprob", "sample"):
             raise InputError(f"unknown --policy {self.policy!r}; use logprob or sample")
         if self.policy == "logprob" and self.prompting != "DA":
@@ -101,13 +101,15 @@ def refuse_repeated_units(folders: Sequence[Path], file: str, unit_of: Callable[
 
 
 def selected_games(games: str | None) -> list[RGGame]:
-    """The games named by ``--games`` (comma-separated ids, in that order), or all 144."""
-    if not games:
+    """The games named by ``--games`` (comma-separated ids, in that order, each once), or all 144
+    when it is not given (an empty ``--games`` is refused, never read as "all")."""
+    if games is None:
         return all_games()
+    check_value("--games", games, RULES["games"])
     out = []
-    for gid in games.split(","):
+    for gid in list_items("--games", games):
         try:
-            out.append(game_by_id(gid.strip()))
+            out.append(game_by_id(gid))
         except (KeyError, ValueError):
-            raise InputError(f"--games: unknown TMGBench game id {gid.strip()!r}") from None
+            raise InputError(f"--games: unknown TMGBench game id {gid!r}") from None
     return out

@@ -27,6 +27,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from stratbench.checks import check_config
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
 from stratbench.runner.folders import read_run_json
@@ -211,8 +212,10 @@ def summarise(records: Sequence[Record], seed: int) -> tuple[dict[str, Any], TMG
     else the T sampled answers per grid (parse failures count as wrong answers)."""
     errors = sum(r["status"] == "error" for r in records)
     usable = [r for r in records if r["status"] != "error"]
-    if not usable:
-        return {"n_grids": 0, "error_rate": 1.0 if records else 0.0, "n_records": len(records)}, None
+    status_counts = {k: sum(r["status"] == k for r in records) for k in ("ok", "parsed", "parse_failed", "error")}
+    if not usable:  # no metric, but the errors are counted (run.json totals and the exit code use them)
+        return {"n_grids": 0, "error_rate": 1.0 if records else 0.0, "n_records": len(records),
+                "status_counts": status_counts}, None
     dists = {r["game_id"]: _distribution(r) for r in usable if _distribution(r) is not None}
     if dists and len(dists) == len({r["game_id"] for r in usable}):
         # exact players: average the distributions of a grid's records (rotations / repeats)
@@ -235,8 +238,7 @@ def summarise(records: Sequence[Record], seed: int) -> tuple[dict[str, Any], TMG
     s["mean_label_mass"] = float(np.mean(masses)) if masses else None
     s["error_rate"] = errors / len(records)
     s["n_records"] = len(records)
-    s["status_counts"] = {k: sum(r["status"] == k for r in records)
-                          for k in ("ok", "parsed", "parse_failed", "error")}
+    s["status_counts"] = status_counts
     return s, m
 
 
@@ -324,6 +326,7 @@ class AtomicPlan(RunPlan):
     def resume_from(self, meta: RunMeta, folder: Path) -> None:
         check_meta(meta, folder, SUITE, (self.kind,))
         given = self.config
+        check_config(given, only=("max_concurrency",))
         # the saved config, with this command's concurrency; it keeps its shard
         self.config = rebuild_config(TmgbenchConfig, meta["config"], max_concurrency=given.max_concurrency)
         check_resume_shard(given.shard, self.config.shard_spec, str(folder))
@@ -360,7 +363,8 @@ class AtomicPlan(RunPlan):
 
         units: list[Unit] = [(g, v, st, t) for g, v, st in self.items for t in range(self.repeats)]
         return [Stream(ANSWERS, units, work, unit_key=lambda u: (u[0].id, u[1], u[3]), record_unit=_record_unit,
-                       sort_key=_record_order, concurrency=config.max_concurrency, label="tmgbench")]
+                       sort_key=_record_order, concurrency=config.max_concurrency, label="tmgbench",
+                       unit_name="answers", record_key=_record_unit, record_schema=AnswerRecord)]
 
     def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
         summary = _write_outputs(folder, records[ANSWERS], self.config, self.spec, self.policy, self.repeats)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from stratbench.checks import check_config, check_units
 from stratbench.errors import InputError
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.jsonl import read_jsonl, write_json_atomic, write_jsonl_atomic
@@ -35,7 +36,7 @@ from stratbench.runner.lifecycle import (
 )
 from stratbench.runner.schema import Record, RunMeta
 from stratbench.runner.shard import Shard, as_shard, shard_tag
-from stratbench.suites.tom.records import EPISODES_FILE, BaselineSummary, BaselineTotals
+from stratbench.suites.tom.records import EPISODES_FILE, BaselineEpisodeRecord, BaselineSummary, BaselineTotals
 
 AGENT = "tabular-rmax"
 M = 1  # R-max's "known" threshold: partners are deterministic given the state (see tabular)
@@ -55,6 +56,20 @@ class BaselineConfig:
     output_dir: str = "results"
     shard: Any = None
 
+    def validate(self) -> None:
+        """Flag values (each game and partner once, counts within bounds), games and partners known."""
+        from stratbench.suites.tom.games import GAMES
+        from stratbench.suites.tom.partners import make_partner
+
+        check_config(self, flags={"games": "--game", "partners": "--partner"})
+        check_units(len(self.games) * len(self.partners) * self.episodes * self.rounds,
+                    "--episodes × --rounds × settings")
+        for g in self.games:
+            if g not in GAMES:
+                raise InputError(f"unknown --game {g!r}; known: {', '.join(GAMES)}")
+        for p in self.partners:
+            make_partner(p, self.games[0])  # raises InputError naming the known partners
+
 
 class BaselinePlan(RunPlan):
     """One `tom baseline` run (or the unsharded run its shards are merged into)."""
@@ -71,17 +86,8 @@ class BaselinePlan(RunPlan):
         return as_shard(self.config.shard)
 
     def prepare(self) -> None:
-        from stratbench.suites.tom.games import GAMES
-        from stratbench.suites.tom.partners import make_partner
-
         c = self.config
-        for g in c.games:
-            if g not in GAMES:
-                raise InputError(f"unknown --game {g!r}; known: {', '.join(GAMES)}")
-        for p in c.partners:
-            make_partner(p, c.games[0])  # raises InputError naming the known partners
-        if c.episodes < 1 or c.rounds < 1:
-            raise InputError("--episodes and --rounds must be at least 1")
+        c.validate()
         shard = self.shard
         if shard.count > c.episodes:
             raise InputError(f"--shard {shard}: more shards than episodes ({c.episodes})")
@@ -107,7 +113,9 @@ class BaselinePlan(RunPlan):
         self.t0 = time.perf_counter()
         settings: list[Setting] = [(g, p) for g in c.games for p in c.partners]
         return [Stream(EPISODES_FILE, settings, self.simulate, unit_key=lambda s: s,
-                       record_unit=setting_of, sort_key=baseline_order(c.games, c.partners), label="settings")]
+                       record_unit=setting_of, sort_key=baseline_order(c.games, c.partners), label="settings",
+                       unit_name="settings", record_key=lambda r: (r["game"], r["partner"], int(r["episode"])),
+                       record_schema=BaselineEpisodeRecord)]
 
     async def simulate(self, setting: Setting) -> list[Record]:
         """The shard's episodes of one game × partner, one record each."""

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from stratbench.checks import check_config, check_units
 from stratbench.errors import InputError
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.jsonl import write_json_atomic
@@ -85,6 +86,11 @@ class TomRunConfig:
     no_cache: bool = False
     output_dir: str = "results"
 
+    def validate(self) -> None:
+        """The shared checks of flag values (seed, temperature, counts, ...)."""
+        check_config(self, flags={"label_set": "--labels"})
+        check_units(self.episodes * self.rounds, "--episodes × --rounds")
+
     def resolve(self) -> TomRunConfig:
         """Validate and fill defaults (canonical strategy name, chat mode, shard as JSON)."""
         from stratbench.models import split_spec
@@ -92,17 +98,14 @@ class TomRunConfig:
         from stratbench.suites.tom.partners import make_partner
         from stratbench.suites.tom.prompts import TOM_VARIANTS
 
+        self.validate()
         self.prompting = normalize_prompting(self.prompting)
         g = get_game(self.game)
         self.game = g.name
         make_partner(self.partner, g)
         g.action_labels(self.label_set)
-        if self.rounds < 1 or self.episodes < 1:
-            raise InputError("--rounds and --episodes must be at least 1")
         if self.tom_variant not in TOM_VARIANTS:
             raise InputError(f"--tom-variant must be one of {', '.join(TOM_VARIANTS)}, got {self.tom_variant!r}")
-        if self.max_concurrency < 1:
-            raise InputError("--max-concurrency must be at least 1")
         kind, _ = split_spec(self.model)
         if self.chat is None:
             self.chat = kind == "openai"
@@ -185,7 +188,8 @@ class TomRunPlan(RunPlan):
         return [Stream(ROUNDS_FILE, episodes, self.play, unit_key=lambda e: e,
                        record_unit=lambda r: int(r["episode"]), sort_key=round_order,
                        concurrency=1 if self.lm else c.max_concurrency,
-                       unit_done=lambda rs: episode_kept(rs, c.rounds), label="episodes")]
+                       unit_done=lambda rs: episode_kept(rs, c.rounds), label="episodes", unit_name="episodes",
+            record_key=lambda r: (int(r["episode"]), int(r["t"])), record_schema=RoundRecord)]
 
     async def play(self, e: int) -> list[Record]:
         """Episode ``e`` (seed ``derive_seed(seed, e)``): its round records, up to the round that
