@@ -117,7 +117,13 @@ def test_interrupted_run_resumes_to_the_uninterrupted_records(name, how, server,
                tmp_path / "cache_cut")
     assert done.returncode == 0, done.stderr
     assert records(folder) == want
-    assert json.loads((folder / "run.json").read_text())["status"] == "finished"
+    meta = json.loads((folder / "run.json").read_text())
+    assert meta["status"] == "finished"
+    if how == "SIGINT":  # the interrupted session's calls are counted too: the totals cover the whole run
+        whole_meta = json.loads((only_folder(tmp_path / "whole") / "run.json").read_text())
+        t = meta["totals"]
+        assert t["model_calls"] + t["model_cache_hits"] >= whole_meta["totals"]["model_calls"]
+        assert t.get("model_http_requests", 0) >= t["model_calls"]
 
 
 def test_a_second_writer_is_refused_while_a_run_writes_its_folder(server, tmp_path):
@@ -134,3 +140,102 @@ def test_a_second_writer_is_refused_while_a_run_writes_its_folder(server, tmp_pa
     finally:
         proc.kill()
         proc.communicate()
+
+
+SUITE_FILE = """
+seeds = [1, 2]
+models = [{{spec = "openai-compatible:fake", base_url = "{url}"}}]
+
+[nashgap]
+num_games = 6
+num_trials = 3
+policy = "sample"
+max_tokens = 16
+max_concurrency = 2
+"""
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGINT"])
+def test_interrupted_suite_file_resumes_in_place_from_its_saved_plan(how, server, tmp_path):
+    (tmp_path / "s.toml").write_text(SUITE_FILE.format(url=server.base_url))
+    whole = run(["suite", "run", "s.toml", "--no-report", "--output-dir", "whole"], tmp_path, tmp_path / "c1")
+    assert whole.returncode == 0, whole.stderr
+    proc = start(["suite", "run", "s.toml", "--no-report", "--output-dir", "cut"], tmp_path, tmp_path / "c2")
+    # wait until the second run (seed 2) has started writing
+    t0 = time.time()
+    while len(list((tmp_path / "cut").rglob("trials.jsonl"))) < 2 and time.time() - t0 < 60:
+        time.sleep(0.05)
+    wait_for_records(tmp_path / "cut", 1)
+    proc.send_signal(signal.SIGKILL if how == "SIGKILL" else signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    (suite,) = (tmp_path / "cut").iterdir()
+    if how == "SIGINT":
+        assert proc.returncode == 130 and f"stratbench suite run --resume {suite.relative_to(tmp_path)}" in err, err
+    # the file is edited after the interruption: the resumed suite finishes the plan it saved
+    (tmp_path / "s.toml").write_text(SUITE_FILE.format(url=server.base_url).replace("num_games = 6", "num_games = 9"))
+    edited = run(["suite", "run", "s.toml", "--resume", str(suite)], tmp_path, tmp_path / "c2")
+    assert edited.returncode == 2 and "differs from the plan saved" in edited.stderr
+    done = run(["suite", "run", "--resume", str(suite), "--no-report"], tmp_path, tmp_path / "c2")
+    assert done.returncode == 0, done.stderr
+    runs = sorted(p.parent for p in suite.rglob("run.json"))
+    assert len(runs) == 2  # the interrupted run was finished in place, not started again beside it
+    (whole_suite,) = (tmp_path / "whole").iterdir()
+    want = [records(p.parent) for p in sorted(whole_suite.rglob("run.json"))]
+    assert [records(p) for p in runs] == want
+    strip_folder = lambda text: [line.rsplit(",", 1)[0] for line in text.splitlines()]  # noqa: E731
+    assert strip_folder((suite / "runs.csv").read_text()) == strip_folder((whole_suite / "runs.csv").read_text())
+
+
+TIERED_FILE = """
+num_games_per_bucket = 3
+num_trials = 2
+seeds = [1]
+bucket_ids = ["2x2_lowVar_mixed", "3x3_midVar_mixed"]
+policy = "sample"
+max_tokens = 16
+max_concurrency = 2
+
+[[models]]
+spec = "openai-compatible:fake"
+base_url = "{url}"
+tier = "A"
+"""
+
+
+@pytest.mark.parametrize("name", ["tiered", "stories", "baseline"])
+def test_other_run_commands_resume_after_sigkill(name, server, tmp_path):
+    (tmp_path / "t.toml").write_text(TIERED_FILE.format(url=server.base_url))
+    args, resume_words, tables = {
+        "tiered": (["suite", "tiered", "--config", "t.toml", "--quiet"], ["suite", "tiered"],
+                   ["big_table_all_runs.csv", "big_table_aggregated.csv", "big_table_aggregated.md"]),
+        "stories": (["tmgbench", "stories", "generate", "--model", "openai-compatible:fake", "--base-url",
+                     server.base_url, "--games", "111,222,333,444", "--variants", "2", "--max-attempts", "2",
+                     "--seed", "1", "--max-tokens", "24", "--max-concurrency", "2"], ["tmgbench", "stories", "generate"],
+                    ["summary.json"]),
+        "baseline": (["tom", "baseline", "--game", "rps,ibs,ipd", "--partner", "single_action,tit_for_tat",
+                      "--episodes", "300", "--rounds", "100"], ["tom", "baseline"], ["summary.json", "curves.json"]),
+    }[name]
+    whole = run([*args, "--output-dir", "whole"], tmp_path, tmp_path / "c1")
+    assert whole.returncode == 0, whole.stderr
+    proc = start([*args, "--output-dir", "cut"], tmp_path, tmp_path / "c2")
+    wait_for_records(tmp_path / "cut", 1)
+    proc.kill()
+    proc.communicate(timeout=60)
+    (folder,) = (tmp_path / "cut").iterdir()
+    done = run([*resume_words, "--resume", str(folder)], tmp_path, tmp_path / "c2")
+    assert done.returncode == 0, done.stderr
+    (want,) = (tmp_path / "whole").iterdir()
+    for f in tables:
+        if f.endswith(".json"):
+            got, exp = strip(json.loads((folder / f).read_text())), strip(json.loads((want / f).read_text()))
+            if name == "stories":
+                got.pop("stories_dir"), exp.pop("stories_dir")
+            assert got == exp, f
+        else:
+            assert (folder / f).read_bytes() == (want / f).read_bytes(), f
+    got_recs = {p.relative_to(folder): records(p.parent) for p in folder.rglob("*.jsonl")}
+    want_recs = {p.relative_to(want): records(p.parent) for p in want.rglob("*.jsonl")}
+    if name == "tiered":  # run folders are named by their start time: compare their contents in order
+        assert sorted(map(str, got_recs.values())) == sorted(map(str, want_recs.values()))
+    else:
+        assert got_recs == want_recs

@@ -146,6 +146,7 @@ def tmgbench_stories_generate(
     max_concurrency: MaxConcurrency = 8,
     output_dir: OutputDir = "results",
     quiet: bool = typer.Option(False, help="No progress bar."),
+    resume: Resume = None,
 ) -> int:
     """Generate story files with a model; keep only stories whose matrix equals the classic game's."""
     from stratbench.checks import check_config
@@ -157,11 +158,11 @@ def tmgbench_stories_generate(
                          max_concurrency=max_concurrency, output_dir=output_dir)
     check_config(cfg)  # the shared checks of flag values (story generation has no validate of its own)
     with progress_bar(quiet) as progress:
-        res = get_suite("tmgbench-stories").run(cfg, progress=progress)
+        res = get_suite("tmgbench-stories").run(cfg, progress=progress, resume_dir=resume)
     s = res.summary
     console.print(f"{res.folder}: {s['n_accepted']}/{s['n_requested']} stories accepted "
                   f"({s['attempts']} attempts: {s['attempt_status_counts']}); files in {s['stories_dir']}")
-    return 0
+    return 1 if res.n_errors else 0
 
 
 @stories_app.command("verify")

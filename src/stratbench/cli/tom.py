@@ -23,13 +23,14 @@ def tom_baseline(
     seed: FixedSeed = 0,
     output_dir: OutputDir = "results",
     shard: Shard = None,
+    resume: Resume = None,
 ) -> int:
     """The tabular R-max baseline: regret per step vs the optimal T-step response, ToM accuracy."""
     from stratbench.suites.tom.baseline_run import BaselineConfig
 
     cfg = BaselineConfig([g.strip() for g in game.split(",")], [p.strip() for p in partner.split(",")], episodes,
                          rounds, seed, output_dir, shard)
-    result = get_suite("tom-baseline").run(cfg)
+    result = get_suite("tom-baseline").run(cfg, resume_dir=resume)
     console.print(f"Tabular baseline — {result.folder}")
     for r in result.summary["settings"]:
         console.print(f"  {r['game']:>4} / {r['partner']:<14} regret/step {fmt(r['regret_per_step'], r['regret_per_step_ci95'])}"

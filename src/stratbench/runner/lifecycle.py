@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -181,12 +182,25 @@ class RunPlan(abc.ABC):
         """Release the players (connections, models)."""
 
 
-def rebuild_config(cls: type[C], saved: dict[str, Any], **overrides: Any) -> C:
+# Settings a resumed run takes from the command that resumes it, when given there: they say how
+# the run is carried out (how fast, through which server), never what a record holds.
+RUNTIME_KEYS = ("max_concurrency", "parallel", "num_workers", "base_url", "no_cache", "timeout", "retries",
+                "wait_for_server")
+
+
+def rebuild_config(cls: type[C], saved: dict[str, Any], *, given: Any = None, **overrides: Any) -> C:
     """A config dataclass from run.json's saved config: keys the class no longer has are ignored
-    (folders outlive code), ``overrides`` win. The one place a saved config is turned back into
-    a config."""
-    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
-    return cls(**{**{k: v for k, v in saved.items() if k in names}, **overrides})
+    (folders outlive code); with `given` (the config of the command that resumes the run), the
+    runtime settings it sets to other than their defaults win; ``overrides`` win over all. The one
+    place a saved config is turned back into a config."""
+    names = {f.name: f for f in fields(cls)}  # type: ignore[arg-type]
+    values = {k: v for k, v in saved.items() if k in names}
+    if given is not None:
+        for k in RUNTIME_KEYS:
+            f = names.get(k)
+            if f is not None and hasattr(given, k) and getattr(given, k) != f.default:
+                values[k] = getattr(given, k)
+    return cls(**{**values, **overrides})
 
 
 def check_meta(meta: RunMeta, folder: Path, suite: str, kinds: Iterable[str], flag: str = "--resume") -> None:
@@ -244,7 +258,8 @@ def resume_file(path: Path, stream: Stream[Any]) -> set[Hashable]:
     return done
 
 
-async def _fill(folder: Path, stream: Stream[Any], progress: Progress | None) -> list[Record]:
+async def _fill(folder: Path, stream: Stream[Any], progress: Progress | None,
+                checkpoint: Callable[[], None] | None = None) -> list[Record]:
     path = folder / stream.file
     done = resume_file(path, stream)
     todo = [u for u in stream.units if stream.unit_key(u) not in done]
@@ -256,6 +271,8 @@ async def _fill(folder: Path, stream: Stream[Any], progress: Progress | None) ->
                 writer.write(rec)
             if progress is not None:
                 progress.advance(task)
+            if checkpoint is not None:
+                checkpoint()
 
         await run_pool(todo, stream.work, stream.concurrency, on_result)
     records = sorted(read_jsonl(path), key=stream.sort_key)
@@ -288,6 +305,7 @@ def announce_folder(folder: Path) -> None:
 
 
 PARTIAL = ".partial"
+CHECKPOINT_S = 5.0  # how often a running run's model usage is saved to run.json
 
 
 def _new_folder(spec: FolderSpec) -> Path:
@@ -318,6 +336,19 @@ def _finish_folder(folder: Path) -> Path:
     else:
         folder.rename(final)
     return final
+
+
+def _with_earlier_usage(totals: dict[str, Any], earlier: Any) -> dict[str, Any]:
+    """A resumed run's model usage (calls, cache hits, tokens, HTTP requests, retries, cost) is the
+    interrupted sessions' plus this one's: run.json counts what the whole run cost. Records and
+    errors are counted from the records themselves."""
+    if not isinstance(earlier, dict):
+        return totals
+    out = dict(totals)
+    for k, v in earlier.items():
+        if k.startswith("model_") and isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k] = out.get(k, 0) + v
+    return out
 
 
 def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
@@ -354,11 +385,26 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
         write_json_atomic(folder / "run.json", meta)
         announce_folder(folder)
 
+        earlier = meta.get("totals") if resume_dir is not None else None
+        last = [time.monotonic()]
+
+        def save_usage(force: bool = False) -> None:
+            # the model usage so far, in run.json every few seconds (and when the run stops): an
+            # interrupted run's calls are still counted when it is resumed
+            if force or time.monotonic() - last[0] > CHECKPOINT_S:
+                last[0] = time.monotonic()
+                meta["totals"] = _with_earlier_usage(  # type: ignore[typeddict-item]
+                    {f"model_{k}": v for k, v in plan.usage().items()}, earlier)
+                write_json_atomic(folder / "run.json", meta)
+
         async def fill_all() -> dict[str, list[Record]]:
             out: dict[str, list[Record]] = {}
             try:
                 for stream in streams:
-                    out[stream.file] = await _fill(folder, stream, progress)
+                    out[stream.file] = await _fill(folder, stream, progress, save_usage)
+            except BaseException:
+                save_usage(force=True)
+                raise
             finally:
                 await plan.aclose()
             return out
@@ -368,7 +414,7 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
         plan.finish_meta(meta)
         meta["end_time"] = now_iso()
         meta["status"] = "finished"
-        meta["totals"] = plan.totals(records, outcome)  # type: ignore[typeddict-item]
+        meta["totals"] = _with_earlier_usage(plan.totals(records, outcome), earlier)  # type: ignore[typeddict-item]
         write_json_atomic(folder / "run.json", meta)
     folder = _finish_folder(folder)
     return RunResult(folder, outcome.summaries, outcome.n_errors, meta["totals"])

@@ -48,7 +48,7 @@ from stratbench.runner.lifecycle import announce_folder, on_run_folder
 from stratbench.runner.lock import folder_lock
 from stratbench.suites import SUITES
 from stratbench.suites.base import Job
-from stratbench.workflows.suite_plan import plan_suite_file
+from stratbench.workflows.suite_plan import plan_suite_data, plan_suite_file, read_suite_file
 
 
 def _slug(text: str) -> str:
@@ -73,28 +73,34 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
     from stratbench.runner.shard import parse_shard, shard_from_json
 
     if resume_dir:
+        # a resumed suite finishes the plan saved in its folder: the file may have been edited since
         out = Path(resume_dir)
         try:
             meta = json.loads((out / "suite_metadata.json").read_text())
-            path = meta["file"]
-            if meta.get("suite") != "suite-file":
+            if meta.get("suite") != "suite-file" or not isinstance(meta.get("config"), dict):
                 raise KeyError
         except (OSError, ValueError, KeyError):
             raise InputError(f"--resume {out}: not a suite-file folder") from None
-    if path is None:
-        raise InputError("give a suite file")
-    data, jobs = plan_suite_file(path)
-    plan = [j.key for j in jobs]
-    if resume_dir:
+        data = meta["config"]
+        if path is not None and read_suite_file(path) != data:
+            raise InputError(f"{path}: differs from the plan saved in {out}/suite_metadata.json; drop the file "
+                             "argument to finish the saved plan, or run the new file as a new suite")
+        jobs = plan_suite_data(data, Path(meta.get("file") or out))
+        if [j.key for j in jobs] != meta.get("plan"):
+            raise InputError(f"--resume {out}: the saved plan no longer gives the same runs with this version "
+                             "of stratbench; run the suite again")
         sh = shard_from_json(meta.get("shard"))
     else:
+        if path is None:
+            raise InputError("give a suite file")
+        data, jobs = plan_suite_file(path)
         sh = parse_shard(shard)
         if sh.count > len(jobs):
             raise InputError(f"--shard {sh}: the suite has only {len(jobs)} runs")
         base = output_dir or data.get("output_dir") or "results"
         out = create_run_folder(base, "suite").path
         meta = run_metadata("suite-file", data, kind="suite")
-        meta.update(file=str(path), name=data.get("name"), runs=[], plan=plan, shard=sh.to_json())
+        meta.update(file=str(path), name=data.get("name"), runs=[], plan=[j.key for j in jobs], shard=sh.to_json())
     jobs = sh.select(jobs)
     done = {r["key"]: r for r in meta.get("runs", [])}
     runs: list[dict[str, Any]] = []

@@ -84,15 +84,26 @@ def _check_section_types(path: Path, suite: str, params: dict[str, Any], models:
         check_field_types(cls, params, f"{path}: [{suite}]")
 
 
-def plan_suite_file(path: str | Path) -> tuple[dict[str, Any], list[Job]]:
-    """The parsed file and every run it describes, all configs checked; nothing is written."""
+def read_suite_file(path: str | Path) -> dict[str, Any]:
+    """A suite file's data (TOML or YAML), read through the safe readers."""
     p = Path(path)
     try:
-        data = read_mapping(p)
+        return read_mapping(p)
     except InputError as e:
         if str(e) == f"{p}: file not found":
             raise InputError(f"{p}: suite file not found") from None
         raise
+
+
+def plan_suite_file(path: str | Path) -> tuple[dict[str, Any], list[Job]]:
+    """The parsed file and every run it describes, all configs checked; nothing is written."""
+    data = read_suite_file(path)
+    return data, plan_suite_data(data, Path(path))
+
+
+def plan_suite_data(data: dict[str, Any], p: Path) -> list[Job]:
+    """Every run a suite file's data describes (`p` names it in messages), all configs checked —
+    a resumed suite plans from the data saved in its folder, not from the file as it is now."""
     suites = _sections()
     unknown = sorted(set(data) - TOP_KEYS - set(suites))
     if unknown:
@@ -123,4 +134,4 @@ def plan_suite_file(path: str | Path) -> tuple[dict[str, Any], list[Job]]:
             raise InputError(f"{p}: [{suite}] {e}") from None
     for j in jobs:
         j.key = f"{SUITES.get(j.suite).family}|{j.label}|{j.seed}|{j.setting}"
-    return data, jobs
+    return jobs

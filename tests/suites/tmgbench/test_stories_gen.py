@@ -30,7 +30,7 @@ def test_story_generation_accepts_only_matching_stories(tmp_path):
     assert verify_story(load_story(Path(s["stories_dir"]) / "111_0.txt"), g.payoff_A, g.payoff_B) == []
 
 
-def test_story_generation_records_in_game_order_and_no_resume(tmp_path):
+def test_story_generation_records_in_game_order_and_resumes(tmp_path):
     import json
 
     import pytest
@@ -49,6 +49,16 @@ def test_story_generation_records_in_game_order_and_no_resume(tmp_path):
     assert all(r["status"] == "parse_failed" for r in recs) and res.summary["n_accepted"] == 0
     meta = json.loads((res.folder / "run.json").read_text())
     assert meta["suite"] == "tmgbench-stories" and meta["kind"] == "stories"
-    assert meta["totals"]["model_calls"] == 8 and all(k.startswith("model_") for k in meta["totals"])
-    with pytest.raises(InputError, match="cannot be resumed"):
-        generate_stories(StoryGenConfig(), resume_dir=res.folder)
+    assert meta["totals"]["model_calls"] == 8 and meta["totals"]["records"] == 8 and meta["totals"]["errors"] == 0
+    # an interrupted generation is finished in place: only the stories it lacks are asked for
+    from stratbench.runner.jsonl import write_jsonl_atomic
+
+    write_jsonl_atomic(res.folder / "generation.jsonl", recs[:4])  # game 111's stories lost
+    (res.folder / "run.json").write_text(json.dumps({**meta, "status": "running"}))
+    with FakeOpenAIServer(canned_text="not a story") as server:
+        done = generate_stories(StoryGenConfig(base_url=server.base_url), resume_dir=res.folder)
+    assert read_jsonl(done.folder / "generation.jsonl") == recs
+    assert json.loads((done.folder / "run.json").read_text())["totals"]["model_calls"] == 8 + 4
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="not a result folder"):
+        generate_stories(StoryGenConfig(), resume_dir=tmp_path / "empty")

@@ -64,9 +64,22 @@ def test_bad_baseline_input(tmp_path):
                      ({"rounds": 0}, "rounds"), ({"shard": "3/2"}, "3/2")):
         with pytest.raises(InputError, match=word):
             run_tom_baseline(BaselineConfig(**{"output_dir": str(tmp_path), **kw}))
-    with pytest.raises(InputError, match="cannot be resumed"):
+    with pytest.raises(InputError, match="not a result folder"):
         get_suite("tom-baseline").run(BaselineConfig(output_dir=str(tmp_path)), resume_dir=tmp_path)
     assert not any(tmp_path.iterdir())  # checked before any folder is made
+
+
+def test_an_interrupted_baseline_resumes_to_the_whole_run(tmp_path):
+    cfg = BaselineConfig(["rps", "ipd"], ["single_action", "tit_for_tat"], 4, 12, 3, str(tmp_path / "a"))
+    whole = run_tom_baseline(cfg)
+    cut = run_tom_baseline(BaselineConfig(**{**cfg.__dict__, "output_dir": str(tmp_path / "b")}))
+    recs = read_jsonl(cut.folder / "episodes.jsonl")
+    write_jsonl_atomic(cut.folder / "episodes.jsonl", recs[: len(recs) // 2])  # two settings lost
+    meta = json.loads((cut.folder / "run.json").read_text())
+    (cut.folder / "run.json").write_text(json.dumps({**meta, "status": "running"}))
+    done = get_suite("tom-baseline").run(BaselineConfig(), resume_dir=cut.folder)
+    assert read_jsonl(done.folder / "episodes.jsonl") == read_jsonl(whole.folder / "episodes.jsonl")
+    assert done.summary == whole.summary
 
 
 def test_each_setting_once_and_counts_bounded(tmp_path, cli):

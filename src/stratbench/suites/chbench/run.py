@@ -223,7 +223,7 @@ class ChbenchPlan(RunPlan):
 
     def resume_from(self, meta: RunMeta, folder: Path) -> None:
         check_chbench_meta(meta, folder)
-        self.config = rebuild_config(ChbenchConfig, meta["config"])
+        self.config = rebuild_config(ChbenchConfig, meta["config"], given=self.config)
         self.build_units()
 
     def open(self) -> None:

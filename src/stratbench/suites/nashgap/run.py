@@ -64,7 +64,7 @@ MODE_FILES = {
 SINGLE_FILES = ("trials.jsonl", "summary.json")
 # flags a resumed run takes from the command line rather than from its folder: they change how
 # fast it runs, never a record
-RUNTIME_KEYS = ("parallel", "num_workers", "max_concurrency")
+RUNTIME_KEYS = ("parallel", "num_workers", "max_concurrency", "base_url")
 
 
 def player_from_config(config: NashgapConfig) -> Agent:
@@ -191,7 +191,7 @@ class NashgapPlan(RunPlan):
         check_meta(meta, folder, SUITE, ("run",))
         given = self.config
         check_config(given, only=RUNTIME_KEYS)  # the flags a resumed run takes from this command
-        self.config = rebuild_config(NashgapConfig, meta["config"], **{k: getattr(given, k) for k in RUNTIME_KEYS})
+        self.config = rebuild_config(NashgapConfig, meta["config"], given=given)
         if given.shard is not None and as_shard(given.shard) != self.config.shard_spec:
             raise InputError(f"--resume {folder}: the folder is shard {self.config.shard_spec}, not {given.shard}")
         self.entries = read_games_json(folder / "games.json")[1]

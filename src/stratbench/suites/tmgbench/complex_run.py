@@ -161,7 +161,7 @@ class ComplexPlan(RunPlan):
     def resume_from(self, meta: RunMeta, folder: Path) -> None:
         check_meta(meta, folder, SUITE, (self.kind,))
         given = self.config
-        self.config = rebuild_config(ComplexConfig, meta["config"])  # the saved config, shard included
+        self.config = rebuild_config(ComplexConfig, meta["config"], given=self.config)  # shard included
         check_resume_shard(given.shard, self.config.shard_spec, str(folder))
         self._build()
 

@@ -328,7 +328,7 @@ class AtomicPlan(RunPlan):
         given = self.config
         check_config(given, only=("max_concurrency",))
         # the saved config, with this command's concurrency; it keeps its shard
-        self.config = rebuild_config(TmgbenchConfig, meta["config"], max_concurrency=given.max_concurrency)
+        self.config = rebuild_config(TmgbenchConfig, meta["config"], given=given)
         check_resume_shard(given.shard, self.config.shard_spec, str(folder))
         c = self.config
         self.items = shard_units(c.shard_spec, load_units(c, selected_games(c.games)), "games")

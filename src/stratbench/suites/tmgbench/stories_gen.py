@@ -5,7 +5,7 @@ a classic game. A story is accepted only if it parses and its payoff matrix *equ
 game's — the paper relied on GPT-4o getting this right; here it is checked. Every attempt is
 recorded (accepted, mismatch, unparseable, call error) in `generation.jsonl`; accepted stories are
 written as `story-based/{id}_{k}.txt` in the paper's file format. A run is a :class:`StoryGenPlan`
-executed by the shared lifecycle; it cannot be resumed (run it again: the cache makes it cheap).
+executed by the shared lifecycle; an interrupted generation is finished with `--resume FOLDER`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,17 @@ from typing import Any
 from stratbench.errors import GameFormatError, InputError
 from stratbench.models.base import GenerateRequest, LanguageModel
 from stratbench.runner.jsonl import write_json_atomic
-from stratbench.runner.lifecycle import FolderSpec, Outcome, Progress, RunPlan, RunResult, Stream, execute
+from stratbench.runner.lifecycle import (
+    FolderSpec,
+    Outcome,
+    Progress,
+    RunPlan,
+    RunResult,
+    Stream,
+    check_meta,
+    execute,
+    rebuild_config,
+)
 from stratbench.runner.schema import Record, RunMeta
 from stratbench.seeding import derive_seed, fresh_seed
 from stratbench.suites.tmgbench.config import selected_games
@@ -99,12 +109,24 @@ class StoryGenPlan(RunPlan):
         c = self.config
         if c.variants < 1 or c.max_attempts < 1:
             raise InputError("--variants and --max-attempts must be at least 1")
+        self._select()
+        if c.seed is None:
+            c.seed = fresh_seed()
+
+    def _select(self) -> None:
+        c = self.config
         self.topics = [t.strip() for t in c.topics.split(",")] if c.topics else list(STORY_TOPICS)
         if not all(self.topics):
             raise InputError("--topics: empty topic name")
         self.games = selected_games(c.games)
-        if c.seed is None:
-            c.seed = fresh_seed()
+
+    def resume_from(self, meta: RunMeta, folder: Path) -> None:
+        check_meta(meta, folder, "tmgbench-stories", ("stories",))
+        self.config = rebuild_config(StoryGenConfig, meta["config"], given=self.config)
+        self.spec = (self.config.model or "embedded").strip()
+        self._select()
+        self.out_dir = folder / STORY_DIR
+        self.out_dir.mkdir(exist_ok=True)
 
     def open(self) -> None:
         from stratbench.models import ModelOptions, open_model
@@ -139,7 +161,9 @@ class StoryGenPlan(RunPlan):
         return [Stream(GENERATION, [(g, k) for g in self.games for k in range(c.variants)], work,
                        unit_key=lambda u: (u[0].id, u[1]), record_unit=lambda r: (r["game_id"], r["variant"]),
                        sort_key=lambda r: (order[r["game_id"]], r["variant"], r["attempt"]),
-                       concurrency=c.max_concurrency, label="stories")]
+                       concurrency=c.max_concurrency, label="stories", unit_name="stories",
+                       record_key=lambda r: (r["game_id"], r["variant"], r["attempt"]),
+                       record_schema=StoryAttemptRecord)]
 
     def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
         recs = records[GENERATION]
@@ -149,11 +173,9 @@ class StoryGenPlan(RunPlan):
                                  acceptance_rate=counts["accepted"] / n_requested, attempts=len(recs),
                                  attempt_status_counts=counts, stories_dir=str(folder / STORY_DIR))
         write_json_atomic(folder / "summary.json", summary)
-        return Outcome({"": dict(summary)}, 0)  # failed attempts are counted in the summary, not errors
-
-    def totals(self, records: dict[str, list[Record]], outcome: Outcome) -> dict[str, Any]:
-        """Story generation's run.json totals are the model's usage only."""
-        return {f"model_{k}": v for k, v in self.usage().items()}
+        # rejected and unparseable stories are outcomes of the experiment; failed calls are errors
+        # (exit code 1, and --resume tries those stories again)
+        return Outcome({"": dict(summary)}, counts["error"])
 
     def usage(self) -> dict[str, Any]:
         return self.model.usage.as_dict() if self.model is not None else {"calls": 0}
@@ -165,9 +187,8 @@ class StoryGenPlan(RunPlan):
 
 def generate_stories(config: StoryGenConfig, progress: Progress | None = None,
                      resume_dir: str | Path | None = None) -> RunResult:
-    """Generate story files with a model; writes generation.jsonl, summary.json and story-based/."""
-    if resume_dir is not None:
-        raise InputError("story generation cannot be resumed; run it again (the cache makes it cheap)")
+    """Generate story files with a model (or, with `resume_dir`, finish an interrupted generation);
+    writes generation.jsonl, summary.json and story-based/."""
     return execute(StoryGenPlan(config), progress, resume_dir)
 
 

@@ -31,6 +31,7 @@ from stratbench.runner.lifecycle import (
     RunPlan,
     RunResult,
     Stream,
+    check_meta,
     execute,
     rebuild_config,
 )
@@ -93,7 +94,11 @@ class BaselinePlan(RunPlan):
             raise InputError(f"--shard {shard}: more shards than episodes ({c.episodes})")
 
     def resume_from(self, meta: RunMeta, folder: Path) -> None:
-        raise InputError("tom baseline runs cannot be resumed (they take seconds): run it again")
+        check_meta(meta, folder, "tom", ("baseline",))
+        given = self.config.shard
+        self.config = rebuild_config(BaselineConfig, meta["config"])
+        if given is not None and as_shard(given) != self.shard:
+            raise InputError(f"--resume {folder}: the folder is shard {self.shard}, not {given}")
 
     def folder_spec(self) -> FolderSpec:
         return FolderSpec(self.config.output_dir, "tom_baseline", tag=shard_tag(self.shard))
@@ -156,10 +161,11 @@ def setting_of(record: Record) -> Hashable:
     return record["game"], record["partner"]
 
 
-def run_tom_baseline(config: BaselineConfig, progress: Progress | None = None) -> RunResult:
-    """Run the tabular agent on every game × partner; the result's summary is ``{"settings": rows}``
-    (and, for a shard, ``"shard"``)."""
-    return execute(BaselinePlan(config), progress)
+def run_tom_baseline(config: BaselineConfig, progress: Progress | None = None,
+                     resume_dir: str | Path | None = None) -> RunResult:
+    """Run (or, with `resume_dir`, finish) the tabular agent on every game × partner; the result's
+    summary is ``{"settings": rows}`` (and, for a shard, ``"shard"``)."""
+    return execute(BaselinePlan(config), progress, resume_dir)
 
 
 def merge_baselines(folders: list[Path], out: Path) -> Outcome:

@@ -175,9 +175,7 @@ class TomBaselineSuite(_TomBase):
     def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
         from stratbench.suites.tom.baseline_run import run_tom_baseline
 
-        if resume_dir is not None:  # before the folder is read: whatever it holds, the answer is the same
-            raise InputError("tom baseline runs cannot be resumed (they take seconds): run it again")
-        return run_tom_baseline(config, progress)
+        return run_tom_baseline(config, progress, resume_dir)
 
     def merge(self, folders: list[Path], out: Path) -> Any:
         from stratbench.suites.tom.baseline_run import merge_baselines
