@@ -189,3 +189,24 @@ def test_parse_action_total_on_answerish_text(text):
     assert (res.action is None) != (res.error is None)
     if res.action is not None:
         assert res.action in (0, 1, 2)
+
+
+@pytest.mark.parametrize("text", [
+    "answer with 0 as the last line.",
+    "Fill the table.\nYou must use exactly 2 placeholders in the table",
+    "Premise: [1] You can only choose",
+])
+def test_prose_about_the_task_is_not_an_answer(text):
+    """Replies a small instruct model gave that echo or discuss the instructions: no action in them."""
+    assert parse_action(text, ["0", "1", "2"]) == ActionParse(None, "no final action found")
+
+
+@pytest.mark.parametrize("text, tier, line", [
+    ("Action: 2", "explicit", "Action: 2"),
+    ("I think...\nI choose 1.", "verb", "I choose 1."),
+    ("2", "whole", "2"),
+    ("Hmm.\nRow 2", "last_line", "Row 2"),
+])
+def test_a_parse_says_how_it_read_the_answer(text, tier, line):
+    r = parse_action(text, ["0", "1", "2"])
+    assert r.ok and (r.tier, r.line) == (tier, line)
