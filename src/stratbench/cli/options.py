@@ -23,6 +23,12 @@ Temperature = Annotated[float, typer.Option(help="Sampling temperature of genera
 MaxTokens = Annotated[int, typer.Option(help="Generation budget of generated answers.")]
 Chat = Annotated[bool, typer.Option(help="Send prompts as chat messages (chat endpoints).")]
 Seed = Annotated[Optional[int], typer.Option(help="Seed (random if omitted; recorded in run.json).")]
+# HTTP backends: how long one request may take, how often a failed one is retried, and how long to
+# wait for a server that is down (restarting) before a call counts as failed
+Timeout = Annotated[float, typer.Option(help="Seconds one HTTP request may take before it is retried.")]
+Retries = Annotated[int, typer.Option(help="Retries of a failed HTTP request (429, 5xx, timeouts, dropped connections).")]
+WaitForServer = Annotated[float, typer.Option(
+    help="Seconds to wait for an unreachable server (e.g. restarting) before its calls fail; 0: no extra wait.")]
 FixedSeed = Annotated[int, typer.Option(help="Seed (recorded in run.json; unit k always plays with a seed derived from it and k).")]
 
 

@@ -36,8 +36,9 @@ class ModelOptions:
     prefix_reuse: bool = False
     batch_size: int = 8
     device: str | None = None
-    timeout_s: float = 60.0
-    max_retries: int = 4
+    timeout_s: float = 60.0  # --timeout: one HTTP request
+    max_retries: int = 4  # --retries
+    wait_for_server_s: float = 0.0  # --wait-for-server: ride out a server restart
 
 
 def split_spec(spec: str) -> tuple[str, str]:
