@@ -375,6 +375,12 @@ def read_toml(path: str | Path, label: str = "", *, max_depth: int = MAX_DEPTH, 
 
 
 @functools.lru_cache(maxsize=1)
+def _mark(event: Any) -> Any:
+    """The event's position, typed loosely: libyaml's C marks and the pure-Python ones differ in
+    the stubs but format the same in the error message."""
+    return event.start_mark
+
+
 def _yaml_loader() -> Any:
     import yaml
     from yaml.composer import ComposerError
@@ -390,14 +396,14 @@ def _yaml_loader() -> Any:
         def compose_node(self, parent: Any, index: Any) -> Any:
             event = self.peek_event()
             if isinstance(event, yaml.AliasEvent):
-                raise ComposerError(None, None, "aliases (*name) are not allowed", event.start_mark)
+                raise ComposerError(None, None, "aliases (*name) are not allowed", _mark(event))
             if getattr(event, "anchor", None) is not None:
-                raise ComposerError(None, None, "anchors (&name) are not allowed", event.start_mark)
+                raise ComposerError(None, None, "anchors (&name) are not allowed", _mark(event))
             self.depth += 1
             try:
                 if self.depth > self.max_depth:
                     raise ComposerError(None, None, f"nested deeper than {self.max_depth} levels",
-                                        event.start_mark)
+                                        _mark(event))
                 return super().compose_node(parent, index)
             finally:
                 self.depth -= 1

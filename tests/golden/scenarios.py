@@ -70,7 +70,7 @@ def run_cli(args: list[str], cwd: Path, cache: Path) -> subprocess.CompletedProc
 
 
 def _mask(text: str, root: Path) -> str:
-    text = text.replace(str(root), "<ROOT>")
+    text = text.replace(str(root), "<ROOT>").replace(str(TESTS.parent), "<REPO>")
     return URL.sub("<URL>", TS.sub("<TS>", text))
 
 
