@@ -86,6 +86,10 @@ RULES: dict[str, Rule] = {
     "max_tokens": Ints(1, 1_000_000),
     "max_concurrency": Ints(1, 1024),
     "num_workers": Ints(1, 1024),
+    # HTTP requests: a timeout above 0 (a millisecond at least), retries, waiting for a server
+    "timeout": Floats(0.001, 3600.0),
+    "retries": Ints(0, 20),
+    "wait_for_server": Floats(0.0, 3600.0),
     # counts
     "num_games": Ints(1, 100_000),
     "num_trials": Ints(1, 100_000),

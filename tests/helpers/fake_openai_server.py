@@ -34,6 +34,17 @@ with an RNG seeded by `fault_seed`. Faults are strings:
 Every request is recorded (`server.requests`: path, method, JSON body, headers, fault) and
 `server.max_in_flight` is the largest number of requests handled at once.
 
+Options that imitate particular servers (all off by default):
+
+* `special_tokens`: texts tokenised as one token each that an echo shows as "" with text offsets
+  counted in the text without them, and `echo_skips`: special tokens left out of an echo
+  altogether — as llama-cpp-python's server does (it detokenises without special tokens and
+  drops every token whose id is the BOS id, e.g. SmolLM2's ``<|im_start|>``);
+* `strict_fields`: a request with a field the OpenAI API does not define is a 400 naming it, as
+  OpenAI's API answers ("Unrecognized request argument supplied: repeat_penalty");
+* `report_prompt`: chat responses carry the rendered prompt (top-level ``prompt``);
+* `port`: listen on this port (0: any free one), e.g. to restart a server where it was.
+
 Usage::
 
     with FakeOpenAIServer(canned_text="Action: 2") as server:
@@ -201,6 +212,12 @@ class FakeServerError(Exception):
 
 
 _ERROR_STATUSES = {"400", "404", "422", "500", "502", "503", "504"}
+# request fields of the OpenAI API (strict_fields rejects any other)
+OPENAI_FIELDS = frozenset({
+    "model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n",
+    "stream", "stream_options", "logprobs", "top_logprobs", "echo", "stop", "seed", "presence_penalty",
+    "frequency_penalty", "logit_bias", "user", "suffix", "best_of", "response_format", "tools",
+    "tool_choice", "parallel_tool_calls", "service_tier", "store", "metadata", "reasoning_effort"})
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -360,7 +377,9 @@ class FakeOpenAIServer:
                                                                         "truncate", "nonsense"),
                  fault_seed: int = 0, model_name: str = "fake-model",
                  require_api_key: str | None = None, max_logprobs: int = 20,
-                 garbage_text: str = "lorem ipsum ??? no action here") -> None:
+                 garbage_text: str = "lorem ipsum ??? no action here",
+                 special_tokens: Sequence[str] = (), echo_skips: Sequence[str] = (),
+                 strict_fields: bool = False, report_prompt: bool = False, port: int = 0) -> None:
         self.latency_ms = latency_ms
         self.canned_text = canned_text
         self.echo_supported = echo_supported
@@ -371,6 +390,11 @@ class FakeOpenAIServer:
         self.require_api_key = require_api_key
         self.max_logprobs = max_logprobs
         self.garbage_text = garbage_text
+        self.special_tokens = tuple(special_tokens)
+        self.echo_skips = tuple(echo_skips)
+        self.strict_fields = strict_fields
+        self.report_prompt = report_prompt
+        self._port = port
         self._fault_rng = random.Random(fault_seed)
         self._script: collections.deque[str] = collections.deque()
         self._lock = threading.Lock()
@@ -385,7 +409,7 @@ class FakeOpenAIServer:
 
     def start(self) -> "FakeOpenAIServer":
         if self._httpd is None:
-            self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
+            self._httpd = _HTTPServer(("127.0.0.1", self._port), _Handler)
             self._httpd.owner = self
             self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                             name="fake-openai-server", daemon=True)
@@ -499,9 +523,35 @@ class FakeOpenAIServer:
             pos += len(tok)
         return out
 
+    def _visible_echo(self, prompt: str, prompt_toks: list[str], text: str, gen_toks: list[str],
+                      k: int | None) -> dict[str, list]:
+        """An echo as llama-cpp-python's server writes it: special tokens show as "" (or not at
+        all: `echo_skips`) and text offsets count the text without them."""
+        out: dict[str, list] = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
+        pos = visible = 0
+        full = prompt + text
+        first = True
+        for tok in prompt_toks + gen_toks:
+            ctx = full[:pos]
+            pos += len(tok)
+            if tok in self.echo_skips:
+                continue
+            shown = "" if tok in self.special_tokens else tok
+            out["tokens"].append(shown)
+            out["text_offset"].append(visible)
+            out["token_logprobs"].append(None if first else expected_text_logprob(ctx, tok))
+            out["top_logprobs"].append(None if first else (dict(top_logprobs(ctx, k)) if k else {}))
+            first = False
+            visible += len(shown)
+        return out
+
     def _common(self, body: Any) -> tuple[int, float, Any, list[str]]:
         if not isinstance(body, dict):
             raise FakeServerError(400, "request body must be a JSON object")
+        if self.strict_fields:
+            for key in body:
+                if key not in OPENAI_FIELDS:
+                    raise FakeServerError(400, f"Unrecognized request argument supplied: {key}")
         if body.get("n", 1) != 1:
             raise FakeServerError(400, "only n=1 is supported")
         max_tokens = body.get("max_tokens", body.get("max_completion_tokens", 16))
@@ -534,14 +584,17 @@ class FakeOpenAIServer:
             raise FakeServerError(400, f"logprobs must be an integer in [0, {self.max_logprobs}]")
         canned = self.garbage_text if garbage else self.canned_text
         text, finish = _generate(prompt, max_tokens, temperature, seed, stop, self.multi_char_tokens, canned)
-        prompt_toks = tokenize(prompt, self.multi_char_tokens)
-        gen_toks = tokenize(text, self.multi_char_tokens)
+        multi = self.multi_char_tokens + self.special_tokens
+        prompt_toks = tokenize(prompt, multi)
+        gen_toks = tokenize(text, multi)
         choice: dict[str, Any] = {"index": 0, "text": (prompt + text) if echo else text,
                                   "finish_reason": finish, "logprobs": None}
         if k is not None:
             full = prompt + text
             lp = self._token_logprobs(full, gen_toks, len(prompt), k, first_is_null=False)
-            if echo:
+            if echo and self.special_tokens:
+                lp = self._visible_echo(prompt, prompt_toks, text, gen_toks, k)
+            elif echo:
                 pre = self._token_logprobs(prompt, prompt_toks, 0, k, first_is_null=True)
                 lp = {key: pre[key] + lp[key] for key in lp}
             choice["logprobs"] = lp
@@ -577,11 +630,14 @@ class FakeOpenAIServer:
                 pos += len(tok)
             logprobs = {"content": content}
         prompt_tokens = len(tokenize(context, self.multi_char_tokens))
-        return {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
-                "model": body.get("model", self.model_name),
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                             "finish_reason": finish, "logprobs": logprobs}],
-                "usage": self._usage(prompt_tokens, len(gen_toks))}
+        out = {"id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
+               "model": body.get("model", self.model_name),
+               "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                            "finish_reason": finish, "logprobs": logprobs}],
+               "usage": self._usage(prompt_tokens, len(gen_toks))}
+        if self.report_prompt:
+            out["prompt"] = context
+        return out
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -29,6 +29,10 @@ Timeout = Annotated[float, typer.Option(help="Seconds one HTTP request may take 
 Retries = Annotated[int, typer.Option(help="Retries of a failed HTTP request (429, 5xx, timeouts, dropped connections).")]
 WaitForServer = Annotated[float, typer.Option(
     help="Seconds to wait for an unreachable server (e.g. restarting) before its calls fail; 0: no extra wait.")]
+ChatTemplate = Annotated[Optional[str], typer.Option(
+    help="HTTP models: the model's chat template (its GGUF, tokenizer_config.json or .jinja) for exact "
+         "choice scoring of chat prompts over the completions endpoint; a GGUF also gives its tokenizer, "
+         "which scores multi-token answers by a fast top-k walk instead of one echo request each.")]
 FixedSeed = Annotated[int, typer.Option(help="Seed (recorded in run.json; unit k always plays with a seed derived from it and k).")]
 
 

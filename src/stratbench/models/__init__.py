@@ -39,6 +39,10 @@ class ModelOptions:
     timeout_s: float = 60.0  # --timeout: one HTTP request
     max_retries: int = 4  # --retries
     wait_for_server_s: float = 0.0  # --wait-for-server: ride out a server restart
+    # --chat-template: the model's GGUF, tokenizer_config.json or .jinja, for HTTP backends: exact
+    # choice scoring of conversations over the completions endpoint (and, from a GGUF, its
+    # tokenizer for the top-k walk that scores multi-token answers); see models.openai_api
+    chat_template: str | None = None
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -111,7 +115,8 @@ def _api(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
         endpoint = "chat"  # OpenAI's current models are chat models
     kwargs: dict[str, Any] = dict(
         base_url=opts.base_url, max_concurrency=opts.max_concurrency, timeout_s=opts.timeout_s,
-        max_retries=opts.max_retries,
+        max_retries=opts.max_retries, wait_for_server_s=opts.wait_for_server_s,
+        chat_template=opts.chat_template,
     )
     if endpoint:
         kwargs["endpoint"] = endpoint

@@ -1,14 +1,36 @@
 """OpenAI-compatible HTTP backends: `openai:<model>`, `together:<model>`, `openai-compatible:<model>`.
 
 `openai-compatible` covers self-hosted servers that speak the same API (vLLM, SGLang, the
-llama.cpp server, Ollama, ...) and needs a base URL.
+llama.cpp server, llama-cpp-python's server, Ollama, ...) and needs a base URL.
 
 Scoring
-    endpoint "completions" (exact): one request per continuation, the prompt+continuation with
-    ``echo=true, logprobs=1, max_tokens=1, temperature=0``; the log-prob is the sum of the echoed
-    token log-probs whose text offset lies in [len(prompt), len(prompt+continuation)). The one
-    generated token is ignored (``max_tokens=1``, not 0: the llama.cpp server reads 0 as unlimited).
-    A token straddling the prompt/continuation boundary gives an error result, never a guess.
+    endpoint "completions" (exact): first one next-token request for the prompt with the top-k
+    log-probs (``max_tokens=1, logprobs=k``; k = `top_logprobs`, 5 by default, OpenAI's limit,
+    and 20 for the top-k walk below): a continuation that is one of those tokens has its exact log-prob
+    there. Any other continuation is scored by echoing prompt+continuation (``echo=true,
+    logprobs=1, max_tokens=1, temperature=0``; the log-prob is the sum of the echoed log-probs of
+    the tokens that spell the continuation; ``max_tokens=1``, not 0: the llama.cpp server reads 0
+    as unlimited). Exact too, but one request per continuation, and slow on servers that compute
+    every prompt position's log-probs in Python (llama-cpp-python's server: ~1 min for a
+    200-token prompt with Gemma's 262k vocabulary). A token straddling the prompt/continuation
+    boundary gives an error result, never a guess. Echoed tokens are located by their text
+    offsets, or — when a server's offsets skip special tokens, as llama-cpp-python's do (its
+    offsets index the text with special tokens removed) — as the last prompt tokens, which must
+    spell the continuation exactly.
+
+    top-k walk (multi-token continuations, when the model's tokenizer is known here: a GGUF given
+    as `chat_template`): the continuations' tokens, as the server's own tokenizer (the same
+    llama.cpp vocabulary) splits prompt+continuation, form a prefix tree; one next-token
+    request per node (the prompt followed by a prefix of whole tokens) gives the log-prob of
+    each child token from the top-k, so a set of continuations sharing prefixes (TMGBench's 16
+    answers: 96 nodes with Gemma's tokenizer) costs one cheap request per node instead of one
+    echo each; a node's text is checked to tokenise to exactly the tree's prefix. A continuation
+    whose next token is outside a node's top-k (or whose tokens cannot be checked) falls back to
+    its own echo request: every score stays exact. The property `multi_token_scoring` says which
+    way ("topk-walk" or "echo"; "unsupported" on the chat endpoint) before a run; `describe()`
+    carries it (with `top_logprobs`) only for "topk-walk", so a model opened without a tokenizer
+    keeps the cache identity it always had. The default k is 5 (OpenAI's limit), 20 for the walk
+    on an openai-compatible server.
 
     endpoint "chat" (top-k approximation): one request per prompt (the prompt as a user message,
     ``max_tokens=1, logprobs=true, top_logprobs=20``); each continuation must be one token, and
@@ -16,13 +38,43 @@ Scoring
     gets ``float('-inf')`` (its probability is below the 20th's; the result is not an error).
     Tokens are matched by exact text (" A" is not "A").
 
+    conversations (`ScoreRequest.messages`, exact choice scoring of chat models): a chat endpoint
+    cannot do it exactly (top-20, and no way to append the answer stem to the assistant's turn),
+    so it needs the model's chat template here (`chat_template`: a GGUF, whose template is read
+    from its metadata with the BOS/EOS texts and rendered as llama-cpp-python's default chat
+    handler does — `stratbench.models.llama`'s rendering, identical to the local `gguf:` route —;
+    a tokenizer_config.json; or a .jinja file, rendered by llama-cpp-python's
+    `Jinja2ChatFormatter`). The conversation is rendered with the assistant's turn opened, the
+    stem appended, and the result scored on the completions endpoint as above (servers parse
+    special-token texts in a completions prompt: llama-cpp-python tokenises it with
+    ``special=True``, as llama.cpp's server and vLLM do). A BOS that the template writes is left
+    out of the text sent when the server adds one itself (GGUF ``add_bos_token``; for a
+    tokenizer_config.json its ``add_bos_token``, assumed true when absent), so the server sees
+    the tokens its own chat route would. `supports_chat_scoring` is true only with a template.
+
 Generation
     completions (raw prompt, no chat template; `system`, if any, is prepended followed by a blank
-    line) or chat (messages=[system?, user]) when the endpoint is "chat" or the request asks for
-    chat. `seed` is passed through unchanged.
+    line) or chat (the request's `messages` — the whole conversation — when given, else
+    [system?, user]) when the endpoint is "chat" or the request asks for chat. `seed` is passed
+    through unchanged. `finish_reason` is the server's; `rendered` (the prompt after the chat
+    template) only when the server reports it (a top-level ``prompt`` string, or llama.cpp's
+    ``__verbose.prompt``), else None.
+
+    repeat_penalty: llama-cpp-python's server applies ``repeat_penalty=1.1`` unless told
+    otherwise — even at temperature 0 — while its `create_completion`/`create_chat_completion`
+    (the local `gguf:`/`embedded*` routes) default to 1.0, so greedy answers differ.
+    `repeat_penalty=1.0` (`DEFAULT_REPEAT_PENALTY`; openai-compatible only) sends that field with
+    every generation request (an unpenalised model, as the local routes; vLLM, SGLang and Ollama
+    ignore a field they do not know, llama.cpp's server takes it) and adds it to `describe()`. A
+    server that rejects the field (HTTP 400/422 naming it) gets the request again without it, and
+    no more afterwards. The default (None) sends nothing, as before, so the cache identity of
+    existing configurations is unchanged.
 
 Failures never raise: after the retries of `stratbench.models.retry` a result carries `error` and
-no value. The API key is read from the environment at construction, sent only in the
+no value; `wait_for_server_s` keeps trying a server that is down (restarting) that long. Every
+HTTP attempt is counted in ``usage.extra["http_requests"]`` and every attempt after a call's
+first in ``usage.extra["retries"]`` as it is made (timeouts included), whatever the call's
+outcome. The API key is read from the environment at construction, sent only in the
 Authorization header, and redacted from every error, log line and repr.
 """
 
@@ -30,12 +82,16 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import hashlib
+import json
 import logging
 import math
 import os
 import random
+import re
 import time
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Protocol, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -45,6 +101,7 @@ from stratbench.models.base import (
     GenerateRequest,
     GenerateResult,
     LanguageModel,
+    Message,
     ScoreRequest,
     ScoreResult,
 )
@@ -60,6 +117,9 @@ PROVIDERS: dict[str, tuple[str | None, str, bool]] = {
 }
 ENDPOINTS = ("completions", "chat")
 CHAT_TOP_LOGPROBS = 20
+# the repeat penalty sent to openai-compatible servers: 1.0 = none, as llama-cpp-python's local
+# create_completion / create_chat_completion (its server's own default is 1.1)
+DEFAULT_REPEAT_PENALTY = 1.0
 
 # When each HTTP attempt of the request being served got its connection slot: a result's latency
 # runs from its first attempt's start, not from when it was queued behind max_concurrency others.
@@ -162,6 +222,198 @@ def _strip_userinfo(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
 
 
+class Tokenizer(Protocol):
+    """The server's tokenizer, known here (for the top-k walk): token ids of a text as the server
+    splits a completions prompt (special-token texts parsed, no BOS), and a token's text as the
+    server names it in its top-k log-probs."""
+
+    def tokenize(self, text: str) -> list[int]: ...
+
+    def piece(self, token: int) -> str: ...
+
+
+class _GGUFTokenizer:
+    """llama.cpp's tokenizer of a GGUF (a vocabulary-only `llama_cpp.Llama`): what llama.cpp's and
+    llama-cpp-python's servers use for that file."""
+
+    def __init__(self, llm: Any) -> None:
+        self._llm = llm
+        self._pieces: dict[int, str] = {}
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def piece(self, token: int) -> str:
+        # as llama-cpp-python's server writes top-k keys: detokenize([id]) without special texts
+        if token not in self._pieces:
+            self._pieces[token] = self._llm.detokenize([token]).decode("utf-8", errors="ignore")
+        return self._pieces[token]
+
+
+_TEMPLATE_VARS = re.compile(r"\b(bos_token|eos_token)\b")
+
+
+def _token_text(value: Any) -> str:
+    """tokenizer_config.json's bos_token / eos_token: a string, an AddedToken dict, or null."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("content"), str):
+        return str(value["content"])
+    return ""
+
+
+class ChatTemplate:
+    """A model's chat template, held by the client to render conversations exactly as the
+    server's chat route would (see the module docstring), and — from a GGUF — its tokenizer.
+
+    `load(path)`: a GGUF file (template from ``tokenizer.chat_template``, BOS/EOS texts and
+    ``add_bos_token`` from its vocabulary, rendered as `stratbench.models.llama` renders it
+    locally, and the tokenizer); a tokenizer_config.json (``chat_template``, a string or the
+    "default" of a list, else a chat_template.jinja beside it; ``bos_token``, ``eos_token``,
+    ``add_bos_token``); a .jinja file (with the BOS/EOS texts of a tokenizer_config.json beside
+    it, if any); or a folder holding those."""
+
+    def __init__(self, formatter: Any, *, bos_token: str, add_bos: bool | None, source: str,
+                 digest: str, tokenizer: Tokenizer | None = None) -> None:
+        self._formatter = formatter  # None: a GGUF without a template (tokenizer only)
+        self.bos_token = bos_token
+        self.add_bos = add_bos  # does the server add a BOS to a completions prompt (None: unknown)
+        self.source = source
+        self.digest = digest
+        self.tokenizer = tokenizer
+
+    @property
+    def has_template(self) -> bool:
+        return self._formatter is not None
+
+    def describe(self) -> str:
+        return f"{self.source}:sha256:{self.digest[:16]}"
+
+    def render(self, messages: Sequence[Message]) -> tuple[str, str]:
+        """(the rendered conversation with the assistant's turn opened, the text to send to the
+        completions endpoint). ValueError when the template fails or cannot be reproduced."""
+        if self._formatter is None:
+            raise ValueError(f"{self.source} has no chat template")
+        try:
+            res = self._formatter(messages=[{"role": r, "content": c} for r, c in messages])
+        except ValueError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a template error (jinja2) is this request's failure
+            raise ValueError(f"chat template: {type(e).__name__}: {e}") from None
+        text = str(res.prompt)
+        if not getattr(res, "added_special", False):
+            # a built-in format: the chat route adds a BOS exactly when a completions prompt gets one
+            return text, text
+        # the template wrote its special tokens: the chat route adds no BOS, the completions
+        # endpoint adds one when the vocabulary says so
+        if self.add_bos is not False and self.bos_token and text.startswith(self.bos_token):
+            return text, text[len(self.bos_token):]
+        if self.add_bos:
+            raise ValueError(f"chat template of {self.source}: the server adds a BOS to a completions "
+                             "prompt that its chat route would not have (the template writes none)")
+        return text, text
+
+    # -- loading ------------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> "ChatTemplate":
+        p = Path(path).expanduser()
+        if p.is_dir():
+            for name in ("tokenizer_config.json", "chat_template.jinja"):
+                if (p / name).is_file():
+                    p = p / name
+                    break
+            else:
+                raise InputError(f"--chat-template {p}: no tokenizer_config.json or chat_template.jinja there")
+        if not p.is_file():
+            raise InputError(f"--chat-template {p}: no such file")
+        try:
+            with p.open("rb") as f:
+                magic = f.read(4)
+        except OSError as e:
+            raise InputError(f"--chat-template {p}: {e}") from None
+        if magic == b"GGUF":
+            return cls._from_gguf(p)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(f"--chat-template {p}: cannot read it ({e})") from None
+        if p.suffix.lower() == ".json":
+            return cls._from_tokenizer_config(p, text)
+        config = p.parent / "tokenizer_config.json"
+        if config.is_file():
+            try:
+                conf = json.loads(config.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as e:
+                raise InputError(f"--chat-template {config}: not a JSON file ({e})") from None
+            return cls._jinja(text, conf if isinstance(conf, dict) else {}, p.name)
+        if _TEMPLATE_VARS.search(text):
+            raise InputError(f"--chat-template {p}: the template uses bos_token/eos_token, which a .jinja "
+                             "file alone does not give; pass the model's tokenizer_config.json or GGUF")
+        return cls._jinja(text, {}, p.name)
+
+    @classmethod
+    def _from_tokenizer_config(cls, p: Path, text: str) -> "ChatTemplate":
+        try:
+            conf = json.loads(text)
+        except ValueError as e:
+            raise InputError(f"--chat-template {p}: not a JSON file ({e})") from None
+        if not isinstance(conf, dict):
+            raise InputError(f"--chat-template {p}: not a tokenizer_config.json (not an object)")
+        template = conf.get("chat_template")
+        if isinstance(template, list):  # [{"name": ..., "template": ...}]
+            named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+            template = named.get("default", next(iter(named.values()), None))
+        if template is None:
+            beside = p.parent / "chat_template.jinja"
+            if beside.is_file():
+                template = beside.read_text(encoding="utf-8")
+        if not isinstance(template, str) or not template:
+            raise InputError(f"--chat-template {p}: no chat_template in it (nor a chat_template.jinja beside it)")
+        return cls._jinja(template, conf, p.name)
+
+    @classmethod
+    def _jinja(cls, template: str, conf: dict[str, Any], source: str) -> "ChatTemplate":
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        bos, eos = _token_text(conf.get("bos_token")), _token_text(conf.get("eos_token"))
+        add_bos = conf.get("add_bos_token")
+        add_bos = add_bos if isinstance(add_bos, bool) else None
+        try:
+            formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+        except Exception as e:  # noqa: BLE001 - jinja2's TemplateSyntaxError and kin
+            raise InputError(f"--chat-template {source}: not a valid template ({type(e).__name__}: {e})") from None
+        digest = hashlib.sha256(json.dumps(["jinja", template, bos, eos, add_bos]).encode()).hexdigest()
+        return cls(formatter, bos_token=bos, add_bos=add_bos, source=source, digest=digest)
+
+    @classmethod
+    def _from_gguf(cls, p: Path) -> "ChatTemplate":
+        try:
+            import llama_cpp
+
+            from stratbench.models.llama import _chat_formatter, _silence_llama_log
+        except ImportError:
+            raise InputError(f"--chat-template {p}: reading a GGUF needs llama-cpp-python") from None
+        _silence_llama_log(llama_cpp)
+        try:
+            llm = llama_cpp.Llama(model_path=str(p), vocab_only=True, verbose=False)
+        except (ValueError, RuntimeError) as e:
+            raise InputError(f"--chat-template {p}: cannot read the GGUF ({e})") from None
+        template = (llm.metadata or {}).get("tokenizer.chat_template") or ""
+        formatter = _chat_formatter(llm) if template else None
+        if template and formatter is None:
+            raise InputError(f"--chat-template {p}: llama-cpp-python renders this template as its "
+                             f"{llm.chat_format!r} format, which this client does not reproduce")
+        bos_id = llm.token_bos()
+        bos = llm._model.token_get_text(bos_id) if bos_id != -1 else ""
+        # llama-cpp-python's completions add [CLS or BOS] when the vocabulary adds a BOS
+        add_bos = bool(llm._model.add_bos_token()) and bos_id != -1
+        digest = hashlib.sha256(json.dumps(["gguf", template, llm.chat_format, bos, add_bos,
+                                            llm.n_vocab()]).encode()).hexdigest()
+        return cls(formatter, bos_token=bos, add_bos=add_bos, source=p.name, digest=digest,
+                   tokenizer=_GGUFTokenizer(llm))
+
+
 def parse_spec(spec: str) -> tuple[str, str]:
     """'openai:gpt-4o-mini' -> ('openai', 'gpt-4o-mini'); InputError for anything else."""
     provider, sep, model = spec.partition(":")
@@ -175,13 +427,17 @@ class OpenAICompatibleModel(LanguageModel):
     """An OpenAI-compatible HTTP API. See the module docstring for how score and generate work."""
 
     supports_logprobs = True
+    supports_chat = True  # a chat endpoint takes conversations (the server applies its template)
 
     def __init__(self, provider: str, model: str, base_url: str | None = None,
                  api_key_env: str | None = None, max_concurrency: int = 8, timeout_s: float = 60,
                  max_retries: int = 4, endpoint: str = "completions",
                  retry_base_delay_s: float = 0.5, retry_max_delay_s: float = 20.0,
                  max_retry_after_s: float = 60.0, jitter_seed: int | None = None,
-                 top_logprobs: int = 5) -> None:
+                 top_logprobs: int | None = None, wait_for_server_s: float = 0.0,
+                 chat_template: "str | os.PathLike[str] | ChatTemplate | None" = None,
+                 repeat_penalty: float | None | str = None, tokenizer: Tokenizer | None = None,
+                 walk: bool = True) -> None:
         super().__init__()
         if provider not in PROVIDERS:
             raise InputError(f"{provider}:{model}: unknown API provider {provider!r} "
@@ -203,15 +459,39 @@ class OpenAICompatibleModel(LanguageModel):
         self.endpoint = endpoint
         if not isinstance(max_concurrency, int) or max_concurrency < 1:
             raise InputError(f"{self.spec}: max_concurrency must be a positive integer")
-        if not timeout_s or timeout_s <= 0:
-            raise InputError(f"{self.spec}: timeout must be positive")
+        if not timeout_s or not timeout_s > 0 or timeout_s == float("inf"):
+            raise InputError(f"{self.spec}: timeout must be a positive number of seconds")
         if max_retries < 0:
             raise InputError(f"{self.spec}: max_retries must be >= 0")
+        if not wait_for_server_s >= 0 or wait_for_server_s == float("inf"):
+            raise InputError(f"{self.spec}: wait-for-server must be a finite number of seconds >= 0")
         self.max_concurrency = max_concurrency
-        self.top_logprobs = top_logprobs  # 5: OpenAI's limit on the completions endpoint
+        if chat_template is not None and not isinstance(chat_template, ChatTemplate):
+            chat_template = ChatTemplate.load(chat_template)
+        self._tokenizer = tokenizer or (chat_template.tokenizer if chat_template is not None else None)
+        if top_logprobs is None:
+            # 5: OpenAI's limit on the completions endpoint; 20 (vLLM's default cap) for the top-k
+            # walk of a self-hosted server, which needs a tokenizer given here
+            top_logprobs = 20 if provider == "openai-compatible" and self._tokenizer is not None else 5
+        if not isinstance(top_logprobs, int) or top_logprobs < 0:
+            raise InputError(f"{self.spec}: top_logprobs must be an integer >= 0")
+        self.top_logprobs = top_logprobs
         self.timeout_s = float(timeout_s)
         self.retry_policy = RetryPolicy(max_retries=max_retries, base_delay_s=retry_base_delay_s,
-                                        max_delay_s=retry_max_delay_s, max_retry_after_s=max_retry_after_s)
+                                        max_delay_s=retry_max_delay_s, max_retry_after_s=max_retry_after_s,
+                                        wait_for_server_s=float(wait_for_server_s))
+        if repeat_penalty == "auto":
+            repeat_penalty = DEFAULT_REPEAT_PENALTY if provider == "openai-compatible" else None
+        elif repeat_penalty is not None and provider != "openai-compatible":
+            raise InputError(f"{self.spec}: repeat_penalty is not an OpenAI API parameter; it is sent "
+                             "only to openai-compatible servers")
+        if repeat_penalty is not None and (isinstance(repeat_penalty, str) or not float(repeat_penalty) >= 0):
+            raise InputError(f"{self.spec}: repeat_penalty must be a number >= 0, 'auto' or None")
+        self.repeat_penalty = None if repeat_penalty is None else float(repeat_penalty)
+        self._send_repeat_penalty = self.repeat_penalty is not None
+        self.chat_template: ChatTemplate | None = chat_template
+        self.supports_chat_scoring = chat_template is not None and chat_template.has_template
+        self.walk = walk
 
         env = api_key_env or default_env
         self.api_key_env = env
@@ -234,10 +514,33 @@ class OpenAICompatibleModel(LanguageModel):
 
     # -- identification -------------------------------------------------------------------
 
+    @property
+    def multi_token_scoring(self) -> str:
+        """How continuations of several tokens are scored: "topk-walk" (one cheap next-token
+        request per node of their prefix tree, echo only for what the top-k misses), "echo" (one
+        echo request per continuation: exact, but slow where the server computes prompt log-probs
+        in Python, as llama-cpp-python's does), or "unsupported" (the chat endpoint: single-token
+        continuations from the top-20 only)."""
+        if self.endpoint == "chat":
+            return "unsupported"
+        if self._tokenizer is not None and self.walk and self.top_logprobs > 0:
+            return "topk-walk"
+        return "echo"
+
     def describe(self) -> dict[str, Any]:
-        return {"spec": self.spec, "backend": "openai-compatible", "provider": self.provider,
-                "model": self.model, "base_url": self._redact(_strip_userinfo(self.base_url)),
-                "endpoint": self.endpoint}
+        d: dict[str, Any] = {"spec": self.spec, "backend": "openai-compatible", "provider": self.provider,
+                             "model": self.model, "base_url": self._redact(_strip_userinfo(self.base_url)),
+                             "endpoint": self.endpoint}
+        # keys beyond HEAD's only where behaviour differs from it (the cache identity of a model
+        # opened without the new options stays what it was)
+        if self.multi_token_scoring == "topk-walk":
+            d["multi_token_scoring"] = "topk-walk"
+            d["top_logprobs"] = self.top_logprobs
+        if self.repeat_penalty is not None:  # changes generated answers: part of the cache identity
+            d["repeat_penalty"] = self.repeat_penalty
+        if self.chat_template is not None:
+            d["chat_template"] = self.chat_template.describe()
+        return d
 
     def __repr__(self) -> str:
         return (f"OpenAICompatibleModel(spec={self.spec!r}, base_url={_strip_userinfo(self.base_url)!r}, "
@@ -263,7 +566,7 @@ class OpenAICompatibleModel(LanguageModel):
                 headers["Authorization"] = f"Bearer {self._key.get()}"
             self._client = httpx.AsyncClient(
                 headers=headers,
-                timeout=httpx.Timeout(self.timeout_s),
+                timeout=httpx.Timeout(self.timeout_s),  # connect, write, read (the whole answer), pool
                 transport=_ShardedTransport(self.max_concurrency),
                 follow_redirects=False,
             )
@@ -282,12 +585,15 @@ class OpenAICompatibleModel(LanguageModel):
             async with sem:
                 if starts is not None:
                     starts.append(time.perf_counter())
-                self.usage.extra["http_requests"] += 1
                 return await client.post(url, json=body)
 
+        def counted(attempt: int) -> None:  # as each attempt is made, whatever comes of it
+            self.usage.extra["http_requests"] += 1
+            if attempt > 0:
+                self.usage.extra["retries"] += 1
+
         out = await request_with_retries(send, self.retry_policy, rng=self._rng, redact=self._redact,
-                                         label=f"{self.spec} POST /{path}")
-        self.usage.extra["retries"] += max(0, out.attempts - 1)
+                                         label=f"{self.spec} POST /{path}", on_attempt=counted)
         if out.ok and not isinstance(out.data, dict):
             return RetryOutcome(error="malformed response: JSON is not an object", status=out.status,
                                 attempts=out.attempts)
@@ -318,10 +624,12 @@ class OpenAICompatibleModel(LanguageModel):
         starts: list[float] = []
         _attempt_starts.set(starts)
         try:
-            if self.endpoint == "chat":
+            if req.messages:
+                res = await self._score_conversation(req)
+            elif self.endpoint == "chat":
                 res = await self._score_chat(req)
             else:
-                res = await self._score_completions(req)
+                res = await self._score_completions(req.prompt, req.continuations)
         except asyncio.CancelledError:
             raise
         except Exception as e:  # never raise for one request
@@ -329,37 +637,132 @@ class OpenAICompatibleModel(LanguageModel):
         res.latency_s = time.perf_counter() - min(starts) if starts else 0.0
         return res
 
-    async def _score_completions(self, req: ScoreRequest) -> ScoreResult:
-        """Exact log-probs. First one next-token request with the top-k log-probs: a continuation
-        that is one of those tokens has its exact log-prob there (one call covers all of a game's
-        single-token labels). Any other continuation is scored by echoing prompt+continuation —
-        exact too, but one request each and slow on servers that compute prompt log-probs in
-        Python (llama.cpp's takes ~1 min for a 200-token prompt with Gemma's 262k vocabulary)."""
-        if not req.prompt:
+    async def _score_conversation(self, req: ScoreRequest) -> ScoreResult:
+        """Exact choice scoring of a conversation: rendered here with the model's chat template,
+        the stem appended, scored on the completions endpoint (whatever the generation endpoint)."""
+        if self.chat_template is None or not self.chat_template.has_template:
+            return ScoreResult(logprobs=None, error="exact choice scoring of a conversation over HTTP needs "
+                                                    "the model's chat template (--chat-template)")
+        try:
+            rendered, send = self.chat_template.render(req.messages)
+        except ValueError as e:
+            return ScoreResult(logprobs=None, error=self._redact(str(e)[:300]))
+        res = await self._score_completions(send + req.prompt, req.continuations)
+        res.rendered = rendered + req.prompt
+        return res
+
+    async def _score_completions(self, prompt: str, continuations: Sequence[str]) -> ScoreResult:
+        """Exact log-probs: the top-k next-token request (and the top-k walk when the tokenizer is
+        known), then one echo request for each continuation still unscored (module docstring)."""
+        if not prompt:
             return ScoreResult(logprobs=None, error="empty prompt: its first token has no log-prob to condition on")
-        found: dict[str, float] = {}
+        scored: dict[str, tuple[float, int]] = {"": (0.0, 0)}
+        todo = [c for c in dict.fromkeys(continuations) if c]
         tokens_in = 0
-        if self.top_logprobs > 0 and req.continuations:
-            body = {"model": self.model, "prompt": req.prompt, "max_tokens": 1, "temperature": 0,
-                    "logprobs": self.top_logprobs}
-            out = await self._post("completions", body)
-            if out.ok:
-                tokens_in += _usage_int(out.data, "prompt_tokens")
-                try:
-                    found = _completion_top_logprobs(out.data)
-                except _Malformed:
-                    found = {}  # fall back to echo scoring below
-            elif out.status not in (400, 422):
-                return ScoreResult(logprobs=None, tokens_in=tokens_in, error=out.error)
-        rest = [c for c in req.continuations if c not in found]
-        parts = dict(zip(rest, await asyncio.gather(*(self._score_continuation(req.prompt, c) for c in rest))))
+        if self.top_logprobs > 0 and todo:
+            top, t_in, err, status = await self._next_token_top(prompt)
+            tokens_in += t_in
+            if err is not None and status not in (400, 422):
+                return ScoreResult(logprobs=None, tokens_in=tokens_in, error=err)
+            if top is not None:
+                paths = self._token_paths(prompt, todo) if self.multi_token_scoring == "topk-walk" else {}
+                for c in todo:  # no tokenizer: a continuation that is one top-k token, by its text
+                    if c not in paths and c in top:
+                        scored[c] = (top[c], 1)
+                if paths:
+                    walked, t_in, err = await self._walk(prompt, paths, top)
+                    tokens_in += t_in
+                    if err is not None:
+                        return ScoreResult(logprobs=None, tokens_in=tokens_in, error=err)
+                    scored.update(walked)
+        rest = [c for c in todo if c not in scored]
+        parts = dict(zip(rest, await asyncio.gather(*(self._score_continuation(prompt, c) for c in rest))))
         tokens_in += sum(p[2] for p in parts.values())
         for _, _, _, err in parts.values():
             if err is not None:
                 return ScoreResult(logprobs=None, tokens_in=tokens_in, error=err)
-        logprobs = [found[c] if c in found else parts[c][0] for c in req.continuations]
-        n_tokens = [1 if c in found else parts[c][1] for c in req.continuations]
-        return ScoreResult(logprobs=logprobs, n_tokens=n_tokens, tokens_in=tokens_in)
+        scored.update({c: (lp, n) for c, (lp, n, _, _) in parts.items()})
+        return ScoreResult(logprobs=[scored[c][0] for c in continuations],
+                           n_tokens=[scored[c][1] for c in continuations], tokens_in=tokens_in)
+
+    async def _next_token_top(self, prompt: str) -> tuple[dict[str, float] | None, int, str | None, int | None]:
+        """(token text -> log-prob of the top-k after `prompt`, or None when the server does not
+        give them; prompt tokens; error; HTTP status)."""
+        body = {"model": self.model, "prompt": prompt, "max_tokens": 1, "temperature": 0,
+                "logprobs": self.top_logprobs}
+        out = await self._post("completions", body)
+        if not out.ok:
+            return None, 0, out.error, out.status
+        try:
+            top = _completion_top_logprobs(out.data)
+        except _Malformed:
+            top = None  # echo scoring instead
+        return top, _usage_int(out.data, "prompt_tokens"), None, out.status
+
+    def _token_paths(self, prompt: str, conts: Sequence[str]) -> dict[str, list[str]]:
+        """continuation -> its tokens' texts, as the server's tokenizer splits prompt+continuation,
+        for the continuations the walk can score exactly: whole tokens after the prompt's, that
+        spell it, and whose every proper prefix tokenises (after the prompt) to those tokens."""
+        tok = self._tokenizer
+        assert tok is not None
+        memo: dict[str, list[int]] = {}
+
+        def ids(text: str) -> list[int]:
+            if text not in memo:
+                memo[text] = tok.tokenize(text)
+            return memo[text]
+
+        p_ids = ids(prompt)
+        n = len(p_ids)
+        out: dict[str, list[str]] = {}
+        for c in conts:
+            full = ids(prompt + c)
+            tail = full[n:]
+            if full[:n] != p_ids or not tail:
+                continue  # the continuation starts inside a token: echo reports it
+            pieces = [tok.piece(i) for i in tail]
+            if "".join(pieces) != c:
+                continue
+            text, ok = prompt, True
+            for j in range(1, len(tail)):
+                text += pieces[j - 1]
+                if ids(text) != full[: n + j]:
+                    ok = False
+                    break
+            if ok:
+                out[c] = pieces
+        return out
+
+    async def _walk(self, prompt: str, paths: dict[str, list[str]],
+                    root: dict[str, float]) -> tuple[dict[str, tuple[float, int]], int, str | None]:
+        """Score continuations token by token down their prefix tree, one next-token request per
+        node (the nodes of one depth concurrently). A continuation whose next token a node's top-k
+        does not hold is left out of the result (it gets an echo request)."""
+        tops: dict[str, dict[str, float] | None] = {"": root}
+        state = {c: (0, 0.0) for c in paths}  # continuation -> (tokens scored, their log-prob)
+        done: dict[str, tuple[float, int]] = {}
+        tokens_in = 0
+        while state:
+            need = sorted({"".join(paths[c][:j]) for c, (j, _) in state.items()} - tops.keys())
+            answers = await asyncio.gather(*(self._next_token_top(prompt + pre) for pre in need))
+            for pre, (top, t_in, err, status) in zip(need, answers):
+                tokens_in += t_in
+                if err is not None and status not in (400, 422):
+                    return done, tokens_in, err
+                tops[pre] = top
+            for c, (j, lp) in list(state.items()):
+                pieces = paths[c]
+                top = tops["".join(pieces[:j])]
+                if top is None or pieces[j] not in top:
+                    del state[c]  # outside the top-k: echo
+                    continue
+                j, lp = j + 1, lp + top[pieces[j]]
+                if j == len(pieces):
+                    done[c] = (lp, j)
+                    del state[c]
+                else:
+                    state[c] = (j, lp)
+        return done, tokens_in, None
 
     async def _score_continuation(self, prompt: str, cont: str) -> tuple[float, int, int, str | None]:
         """(logprob, n_tokens, prompt_tokens, error) of one continuation."""
@@ -418,11 +821,14 @@ class OpenAICompatibleModel(LanguageModel):
         return res
 
     async def _generate_one(self, req: GenerateRequest) -> GenerateResult:
-        chat = self.endpoint == "chat" or req.chat
+        chat = self.endpoint == "chat" or req.chat or bool(req.messages)
         body: dict[str, Any] = {"model": self.model, "max_tokens": req.max_tokens, "temperature": req.temperature}
         if chat:
-            messages = [{"role": "system", "content": req.system}] if req.system else []
-            messages.append({"role": "user", "content": req.prompt})
+            if req.messages:  # the whole conversation
+                messages = [{"role": role, "content": content} for role, content in req.messages]
+            else:
+                messages = [{"role": "system", "content": req.system}] if req.system else []
+                messages.append({"role": "user", "content": req.prompt})
             body["messages"] = messages
             path = "chat/completions"
         else:
@@ -432,10 +838,21 @@ class OpenAICompatibleModel(LanguageModel):
             body["stop"] = list(req.stop)
         if req.seed is not None:
             body["seed"] = req.seed
+        if self._send_repeat_penalty and self.repeat_penalty is not None:
+            body["repeat_penalty"] = self.repeat_penalty
         out = await self._post(path, body)
+        if not out.ok and "repeat_penalty" in body and out.status in (400, 422) \
+                and "repeat_penalty" in (out.error or ""):
+            # a server that refuses fields it does not know: without it from now on
+            self._send_repeat_penalty = False
+            log.warning("%s: the server rejects repeat_penalty (%s); not sending it again", self.spec, out.error)
+            del body["repeat_penalty"]
+            self.usage.extra["retries"] += 1
+            out = await self._post(path, body)
         if not out.ok:
             return GenerateResult(text=None, error=out.error)
         data = out.data
+        rendered = _server_prompt(data) if chat else None
         try:
             choice = _first_choice(data)
             if chat:
@@ -452,10 +869,12 @@ class OpenAICompatibleModel(LanguageModel):
                 raise _Malformed("malformed response: choice has no text")
         except _Malformed as e:
             return GenerateResult(text=None, tokens_in=_usage_int(data, "prompt_tokens"),
-                                  tokens_out=_usage_int(data, "completion_tokens"), error=self._redact(str(e)[:300]))
+                                  tokens_out=_usage_int(data, "completion_tokens"), error=self._redact(str(e)[:300]),
+                                  rendered=rendered)
+        finish = choice.get("finish_reason")
         return GenerateResult(text=text, tokens_in=_usage_int(data, "prompt_tokens"),
                               tokens_out=_usage_int(data, "completion_tokens"),
-                              finish_reason=choice.get("finish_reason"))
+                              finish_reason=finish if isinstance(finish, str) else None, rendered=rendered)
 
 
 # -- response parsing (pure functions) ------------------------------------------------------
@@ -465,6 +884,17 @@ def _usage_int(data: Any, key: str) -> int:
     usage = data.get("usage") if isinstance(data, dict) else None
     value = usage.get(key) if isinstance(usage, dict) else None
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _server_prompt(data: Any) -> str | None:
+    """The prompt as the server rendered it, when it says: a top-level string ``prompt``, or
+    llama.cpp's server's ``__verbose.prompt`` (when started with --verbose)."""
+    if not isinstance(data, dict):
+        return None
+    for where in (data, data.get("__verbose")):
+        if isinstance(where, dict) and isinstance(where.get("prompt"), str):
+            return str(where["prompt"])
+    return None
 
 
 def _first_choice(data: Any) -> dict:
@@ -492,6 +922,13 @@ def _echo_logprob(data: Any, prompt_len: int, full: str) -> tuple[float, int]:
         for t in tokens:
             offsets.append(pos)
             pos += len(t) if isinstance(t, str) else 0
+    if not _offsets_index(tokens, offsets, full):
+        # offsets that skip special tokens (llama-cpp-python): the continuation's tokens are the
+        # last ones before the generated ones
+        generated = _usage_int(data, "completion_tokens") if _has_usage(data, "completion_tokens") else None
+        if generated is None or generated > len(tokens):
+            raise _Malformed("echoed token offsets do not match the prompt")
+        return _echo_suffix_logprob(tokens[: len(tokens) - generated], token_lps, full[prompt_len:])
     full_len = len(full)
     total, n, started = 0.0, 0, False
     for tok_lp, off in zip(token_lps, offsets):
@@ -505,7 +942,7 @@ def _echo_logprob(data: Any, prompt_len: int, full: str) -> tuple[float, int]:
             if off != prompt_len:
                 raise _Malformed("continuation does not start at a token boundary")
             started = True
-        if not isinstance(tok_lp, (int, float)) or isinstance(tok_lp, bool) or math.isnan(tok_lp):
+        if not _is_logprob(tok_lp):
             raise _Malformed("server returned no log-prob for a continuation token")
         total += float(tok_lp)
         n += 1
@@ -517,6 +954,46 @@ def _echo_logprob(data: Any, prompt_len: int, full: str) -> tuple[float, int]:
     return total, n
 
 
+def _is_logprob(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and not math.isnan(x)
+
+
+def _has_usage(data: Any, key: str) -> bool:
+    usage = data.get("usage") if isinstance(data, dict) else None
+    return isinstance(usage, dict) and isinstance(usage.get(key), int) and not isinstance(usage.get(key), bool)
+
+
+def _offsets_index(tokens: list[Any], offsets: list[Any], full: str) -> bool:
+    """Whether the echoed offsets index `full` (each token's text is found at its offset)."""
+    for tok, off in zip(tokens, offsets):
+        if not isinstance(off, int) or not isinstance(tok, str):
+            continue
+        if off >= len(full) or not tok or "\ufffd" in tok:
+            continue
+        if not full.startswith(tok, off):
+            return False
+    return True
+
+
+def _echo_suffix_logprob(tokens: list[Any], token_lps: list[Any], cont: str) -> tuple[float, int]:
+    """The last prompt tokens, which must spell `cont` exactly."""
+    spelled, total, n = "", 0.0, 0
+    for i in range(len(tokens) - 1, -1, -1):
+        if len(spelled) >= len(cont):
+            break
+        tok = tokens[i]
+        if not isinstance(tok, str):
+            raise _Malformed("malformed response: a token is not a string")
+        if not _is_logprob(token_lps[i]):
+            raise _Malformed("server returned no log-prob for a continuation token")
+        spelled, total, n = tok + spelled, total + float(token_lps[i]), n + 1
+    if spelled == cont and n:
+        return total, n
+    if len(spelled) > len(cont) and spelled.endswith(cont):
+        raise _Malformed("continuation does not start at a token boundary")
+    raise _Malformed("the echoed tokens do not spell the continuation")
+
+
 def _completion_top_logprobs(data: Any) -> dict[str, float]:
     """token text -> log-prob at the first generated position of a completions response."""
     lp = _first_choice(data).get("logprobs")
@@ -525,8 +1002,7 @@ def _completion_top_logprobs(data: Any) -> dict[str, float]:
         raise _Malformed("completion response has no top_logprobs")
     out: dict[str, float] = {}
     for tok, value in top[0].items():
-        if isinstance(tok, str) and isinstance(value, (int, float)) and not isinstance(value, bool) \
-                and not math.isnan(value):
+        if isinstance(tok, str) and _is_logprob(value):
             out[tok] = float(value)
     return out
 

@@ -9,7 +9,17 @@
   with the status and a short message taken from the body;
 * waits between attempts: exponential backoff with full jitter, uniform(0, min(max_delay,
   base * 2**retry)); a `Retry-After` header (seconds or an HTTP date) replaces it, capped by
-  `max_retry_after_s`. Jitter changes only timing, never results.
+  `max_retry_after_s`. Jitter changes only timing, never results;
+* waiting for a server (`wait_for_server_s` > 0, ``--wait-for-server``): when the server is
+  unavailable — the connection is refused, times out while connecting, or is dropped; or it
+  answers 503 (llama.cpp's server while it loads a model) — and the `max_retries` are used up,
+  the call keeps trying, every `WAIT_POLL_S` seconds at most, until it has been unavailable for
+  that long: enough to ride out a server restart. Any other failure ends such a streak. With 0
+  (the default) nothing changes.
+
+`on_attempt(i)` is called just before attempt i (0 = the first; i > 0 are the retries), so a
+caller counts requests and retries as they happen, whatever the outcome (a timed-out attempt that
+is tried again is a retry like any other).
 
 It never raises for a failed call (cancellation still propagates): the outcome carries either the
 parsed JSON (`data`) or a one-line `error` such as "HTTP 500 after 5 attempts: injected HTTP 500"
@@ -34,7 +44,15 @@ import httpx
 log = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+UNAVAILABLE_STATUS = frozenset({503})  # counts as "server unavailable" for wait_for_server_s
+# the server is not there (down, restarting): no connection, or the connection dropped without an
+# answer; a read or write timeout on an open connection is a slow server instead
+UNREACHABLE_ERRORS: tuple[type[BaseException], ...] = (
+    httpx.ConnectError, httpx.ConnectTimeout, httpx.ReadError, httpx.WriteError, httpx.CloseError,
+    httpx.RemoteProtocolError)
+WAIT_POLL_S = 2.0  # longest pause between attempts while waiting for a server
 MAX_MESSAGE_CHARS = 200
+_last_wait_warning = [0.0]
 
 
 @dataclass(frozen=True)
@@ -43,12 +61,15 @@ class RetryPolicy:
     base_delay_s: float = 0.5
     max_delay_s: float = 20.0
     max_retry_after_s: float = 60.0
+    wait_for_server_s: float = 0.0  # keep trying an unavailable server this long (0: no extra wait)
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
             raise ValueError("max_retries must be >= 0")
         if self.base_delay_s < 0 or self.max_delay_s < 0 or self.max_retry_after_s < 0:
             raise ValueError("retry delays must be >= 0")
+        if not self.wait_for_server_s >= 0 or self.wait_for_server_s == float("inf"):
+            raise ValueError("wait_for_server_s must be a finite number >= 0")
 
     def backoff_s(self, retry_index: int, rng: random.Random | None = None) -> float:
         """Full-jitter delay before retry number `retry_index` (0 = the first retry)."""
@@ -127,24 +148,34 @@ async def request_with_retries(
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     redact: Callable[[str], str] = lambda s: s,
     label: str = "request",
+    on_attempt: Callable[[int], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> RetryOutcome:
     """Run `send()` with retries; see the module docstring. Never raises except on cancellation."""
     last = "no attempt made"
     status: int | None = None
     attempts = 0
-    for attempt in range(policy.max_retries + 1):
-        attempts = attempt + 1
+    down_since: float | None = None  # start of the current streak of "server unavailable"
+    waited = False  # whether attempts went beyond max_retries to wait for the server
+    while True:
+        attempt = attempts
+        attempts += 1
         retry_after: float | None = None
+        unavailable = False
+        if on_attempt is not None:
+            on_attempt(attempt)
         try:
             resp = await send()
         except asyncio.CancelledError:
             raise
         except httpx.TimeoutException as e:
             status, last = None, f"timeout ({type(e).__name__})"
+            unavailable = isinstance(e, UNREACHABLE_ERRORS)
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as e:  # a bad base URL: retrying is pointless
             return RetryOutcome(error=redact(f"invalid URL ({_exception_text(e)})"), attempts=attempts)
         except (httpx.TransportError, httpx.DecodingError) as e:
             status, last = None, f"connection error ({_exception_text(e)})"
+            unavailable = isinstance(e, UNREACHABLE_ERRORS)
         else:
             status = resp.status_code
             if 200 <= status < 300:
@@ -156,16 +187,31 @@ async def request_with_retries(
                 msg = short_message(resp.content)
                 last = f"HTTP {status}" + (f": {msg}" if msg else "")
                 retry_after = parse_retry_after(resp.headers.get("retry-after"))
+                unavailable = status in UNAVAILABLE_STATUS
             else:
                 msg = short_message(resp.content)
                 error = f"HTTP {status}" + (f": {msg}" if msg else "")
                 return RetryOutcome(error=redact(error), status=status, attempts=attempts)
-        if attempt == policy.max_retries:
+        now = clock()
+        down_since = (now if down_since is None else down_since) if unavailable else None
+        if attempt < policy.max_retries:
+            remaining = None
+        elif unavailable and policy.wait_for_server_s > 0 and down_since is not None \
+                and now - down_since < policy.wait_for_server_s:
+            remaining = policy.wait_for_server_s - (now - down_since)
+            if not waited and now - _last_wait_warning[0] > 10.0:
+                _last_wait_warning[0] = now
+                log.warning("%s: server unavailable (%s); waiting up to %.0f s for it", label, redact(last),
+                            policy.wait_for_server_s)
+            waited = True
+        else:
             break
         if retry_after is not None:
             delay = min(retry_after, policy.max_retry_after_s)
         else:
             delay = policy.backoff_s(attempt, rng)
+        if remaining is not None:
+            delay = max(0.0, min(delay, WAIT_POLL_S, remaining))
         log.debug("%s: attempt %d failed (%s); retrying in %.3fs", label, attempts, redact(last), delay)
         await sleep(delay)
     head, sep, tail = last.partition(": ")
@@ -173,4 +219,6 @@ async def request_with_retries(
         error = f"{head} after {attempts} attempts: {tail}"
     else:
         error = f"{last} after {attempts} attempts"
+    if waited:
+        error += f" (the server was unavailable for {policy.wait_for_server_s:g} s)"
     return RetryOutcome(error=redact(error), status=status, attempts=attempts)
