@@ -11,17 +11,18 @@ import typer
 from stratbench.cli.display import console, err_console, nashgap_table, progress_bar
 from stratbench.cli.options import (
     BaseUrl,
-    Chat,
     MaxConcurrency,
     MaxTokens,
     NoCache,
     OutputDir,
-    Policy,
     Quiet,
     Resume,
+    Retries,
     Seed,
     Shard,
     Temperature,
+    Timeout,
+    WaitForServer,
     slug,
 )
 from stratbench.errors import InputError
@@ -40,14 +41,22 @@ def nashgap(
     llm_type: Optional[str] = typer.Option(None, help="Original alias: dummy, together, openai, or any player name."),
     llm_model: Optional[str] = typer.Option(None, help="Original alias: model name for --llm-type."),
     llm_seed: Optional[int] = typer.Option(None, help="Seed for the player's randomness (default: --seed)."),
-    policy: Policy = None,
+    policy: Optional[str] = typer.Option(
+        None, help="logprob (raw models: exact, the default where available), choice (chat models: exact, "
+        "the labels scored after 'Action: ' in the assistant's turn; the default with --chat for local "
+        "models) or sample (generated answers, parsed)."),
     order_rotations: int = typer.Option(1, help="Evaluate each game under K cyclic row rotations (debiasing)."),
     base_url: BaseUrl = None,
+    timeout: Timeout = 60.0,
+    retries: Retries = 4,
+    wait_for_server: WaitForServer = 0.0,
     max_concurrency: MaxConcurrency = 8,
     no_cache: NoCache = False,
     temperature: Temperature = 1.0,
     max_tokens: MaxTokens = 512,
-    chat: Chat = False,
+    chat: bool = typer.Option(
+        False, help="Send the prompt as a chat message: rendered with a local model's chat template "
+        "(embedded-instruct, gguf/hf with a template), or to a chat endpoint."),
     price_table: Optional[str] = typer.Option(None, help="JSON prices per million tokens by model spec, for a cost estimate."),
     output_dir: OutputDir = "results",
     parallel: bool = typer.Option(False, help="Use --num-workers concurrent decisions."),
@@ -74,7 +83,8 @@ def nashgap(
     base = NashgapConfig(
         num_games=num_games, num_trials=num_trials, num_rows=num_rows, num_cols=num_cols,
         seed=seed, llm_type=llm_type, llm_model=llm_model, llm_seed=llm_seed, policy=policy,
-        order_rotations=order_rotations, base_url=base_url, max_concurrency=max_concurrency,
+        order_rotations=order_rotations, base_url=base_url, timeout=timeout, retries=retries,
+        wait_for_server=wait_for_server, max_concurrency=max_concurrency,
         no_cache=no_cache, temperature=temperature, max_tokens=max_tokens, chat=chat,
         price_table=price_table,
         output_dir=output_dir, parallel=parallel, num_workers=num_workers, combined=combined,

@@ -1,4 +1,6 @@
-"""Mixed-strategy answers: JSON objects and lists, fractions, percentages, renormalisation flagged, never eval; total on arbitrary text."""
+"""Mixed-strategy answers: JSON objects and lists, fractions, percentages, renormalisation flagged, vectors that are
+neither probabilities nor percentages refused, never eval; total on arbitrary text. Strict and flexible answers pinned
+on hand-written replies."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stratbench.suites.nashgap.answers import DistributionParse, parse_distribution
+from stratbench.parsing import parse_action
+from stratbench.suites.nashgap.answers import DistributionParse, parse_distribution, parse_kind
 
 L3 = ("0", "1", "2")
 L40 = tuple(str(i) for i in range(40))
@@ -138,9 +141,29 @@ def test_renormalization_recorded():
     res = parse_distribution("[0.9, 0.9, 0.9]", L3)
     assert_probs(res, [1 / 3] * 3, renormalized=True)
     assert res.raw_sum == pytest.approx(2.7, abs=1e-12)
-    res = parse_distribution('{"0": 2, "1": 6}', ("0", "1"))
-    assert_probs(res, [0.25, 0.75], renormalized=True)
-    assert res.raw_sum == 8.0
+    res = parse_distribution("[30, 30, 39]", L3)  # percentages off by rounding
+    assert_probs(res, [30 / 99, 30 / 99, 39 / 99], renormalized=True)
+    assert res.raw_sum == 99.0
+
+
+def test_percentages_without_percent_signs():
+    res = parse_distribution('{"0": 25, "1": 25, "2": 50}', L3)
+    assert_probs(res, [0.25, 0.25, 0.5])
+    assert res.raw_sum == 100.0
+    assert_probs(parse_distribution("[100, 0, 0]", L3), [1.0, 0.0, 0.0])
+
+
+@pytest.mark.parametrize("text", [
+    "[12345678, 23456789, 34567890]",  # seen with SmolLM2: three 8-digit numbers, summing to millions
+    '{"0": 12345678, "1": 23456789, "2": 34567890}',
+    '{"0": 2, "1": 6}',  # weights: neither probabilities nor percentages
+    "[1.5, 0, 0]",
+    "[50, 60, 70]",  # percentages summing to 180
+    "[150, 0, 0]",
+])
+def test_neither_probabilities_nor_percentages(text):
+    assert_dist_failure(parse_distribution(text, L3 if text.count(",") == 2 else ("0", "1")),
+                        "neither probabilities")
 
 
 def test_properly_normalised_not_flagged():
@@ -237,3 +260,75 @@ def test_parse_distribution_total_on_arbitrary_text(text, n):
 @given(text=_distish)
 def test_parse_distribution_total_on_json_like_text(text):
     _check_distribution_result(parse_distribution(text, L3), 3)
+
+
+# -- strict and flexible, on hand-written answers -------------------------------------------------
+
+PURE_CASES = [
+    # (reply, finish_reason, expected kind or None for a parse failure, action)
+    ("I compare the rows.\nAction: 1", "stop", "strict", 1),
+    ("Action: 2", "stop", "strict", 2),
+    ("Action: 2\n\n  ", "stop", "strict", 2),  # trailing blank lines are not a line
+    ("  Action: 0  ", None, "strict", 0),
+    ("Action: 1", "length", "flexible", 1),  # cut at the token limit: never strict
+    ("Action: 1.", "stop", "flexible", 1),
+    ("**Action: 1**", "stop", "flexible", 1),
+    ("action: 1", "stop", "flexible", 1),
+    ("Action: 1\nThat is my answer.", "stop", "flexible", 1),
+    ("I choose 2", "stop", "flexible", 2),
+    ("The answer is: 0", "stop", "flexible", 0),
+    ("2", "stop", "flexible", 2),
+    ("Final answer: 1", "stop", "flexible", 1),
+    ("", "stop", None, None),
+    ("   \n ", "stop", None, None),
+    ("answer with 0 as the last line.", "stop", None, None),
+    ("The format needs exactly 2 placeholders in the answer", "stop", None, None),
+    ("Premise: [1] You can only choose", "stop", None, None),
+    ("Action: 7", "stop", None, None),
+]
+
+
+@pytest.mark.parametrize("text, finish, kind, action", PURE_CASES)
+def test_pure_strict_or_flexible(text, finish, kind, action):
+    p = parse_action(text, L3)
+    if kind is None:
+        assert not p.ok, p
+        return
+    assert p.ok and p.action == action, p
+    assert parse_kind(text, L3, "pure", p.action, finish) == kind
+
+
+MIXED_CASES = [
+    ('Mixing keeps me safe.\n{"0": 0.2, "1": 0.3, "2": 0.5}', "stop", "strict"),
+    ('{"0": 0.2, "1": 0.3, "2": 0.5}', None, "strict"),
+    ('{"2": 0.5, "0": 0.25, "1": 0.25}', "stop", "strict"),  # key order is free
+    ('{"0": 0.3333333, "1": 0.3333333, "2": 0.3333334}', "stop", "strict"),
+    ('{"0": 1, "1": 0, "2": 0}', "stop", "strict"),
+    ('{"0": 0.2, "1": 0.3, "2": 0.5}', "length", "flexible"),  # cut at the token limit
+    ('{"0": 0.33, "1": 0.33, "2": 0.33}', "stop", "flexible"),  # sums to 0.99: renormalised
+    ('{"0": 0.9, "1": 0.9, "2": 0.9}', "stop", "flexible"),
+    ('{"0": 0.5, "2": 0.5}', "stop", "flexible"),  # not every action
+    ("{'0': 0.2, '1': 0.3, '2': 0.5}", "stop", "flexible"),  # not JSON
+    ('{"0": 1/4, "1": 1/4, "2": 1/2}', "stop", "flexible"),
+    ('{"0": "20%", "1": "30%", "2": "50%"}', "stop", "flexible"),
+    ('{"0": 25, "1": 25, "2": 50}', "stop", "flexible"),  # percentages
+    ('{"action 0": 0.2, "action 1": 0.3, "action 2": 0.5}', "stop", "flexible"),
+    ("[0.2, 0.3, 0.5]", "stop", "flexible"),
+    ('Strategy: {"0": 0.2, "1": 0.3, "2": 0.5}', "stop", "flexible"),  # not the line alone
+    ('{"0": 0.2, "1": 0.3, "2": 0.5}\nI hope this helps.', "stop", "flexible"),
+    ('```json\n{"0": 0.2, "1": 0.3, "2": 0.5}\n```', "stop", "flexible"),
+    ("", "stop", None),
+    ("[12345678, 23456789, 34567890]", "stop", None),
+    ('{"0": NaN, "1": 0.5, "2": 0.5}', "stop", None),
+    ("I would mix evenly.", "stop", None),
+]
+
+
+@pytest.mark.parametrize("text, finish, kind", MIXED_CASES)
+def test_mixed_strict_or_flexible(text, finish, kind):
+    q = parse_distribution(text, L3)
+    if kind is None:
+        assert not q.ok, q
+        return
+    assert q.ok, q
+    assert parse_kind(text, L3, "mixed", None, finish) == kind

@@ -30,9 +30,16 @@ class NashgapConfig:
     llm_type: str | None = None
     llm_model: str | None = None
     llm_seed: int | None = None  # defaults to `seed`, so a seeded run is fully reproducible
-    policy: str | None = None  # logprob | sample; None → logprob where the backend has log-probs
+    # logprob (raw models, exact) | choice (chat models, exact: labels scored after "Action: " in
+    # the assistant's turn) | sample; None → choice with --chat where the model's template is
+    # known, else logprob where the backend has log-probs, else sample
+    policy: str | None = None
     order_rotations: int = 1
     base_url: str | None = None
+    # HTTP backends (runtime settings: a resumed run takes them from the resuming command)
+    timeout: float = 60.0  # seconds one request may take
+    retries: int = 4  # retries of a failed request
+    wait_for_server: float = 0.0  # seconds to wait for an unreachable server before calls fail
     max_concurrency: int = 8
     no_cache: bool = False
     temperature: float = 1.0
@@ -74,8 +81,8 @@ class NashgapConfig:
             )
         if self.bucket is not None and self.games_file is not None:
             raise InputError("--bucket and --games-file cannot be combined")
-        if self.policy not in (None, "logprob", "sample"):
-            raise InputError(f"unknown --policy {self.policy!r}; use logprob or sample")
+        if self.policy not in (None, "logprob", "choice", "sample"):
+            raise InputError(f"unknown --policy {self.policy!r}; use logprob, choice or sample")
         if self.games_file is None:
             self.check_size(self.num_games)
         shard = self.shard_spec
@@ -111,8 +118,8 @@ class NashgapConfig:
         return self.num_workers if self.parallel else self.max_concurrency
 
     def trials_for(self, agent: Agent) -> int:
-        """An exact (log-prob) policy needs one call per game and rotation: repeated trials of the
-        same prompt would return the same distribution."""
+        """An exact policy (logprob, choice) needs one call per game and rotation: repeated trials
+        of the same prompt would return the same distribution."""
         return self.order_rotations if agent.exact_policy else self.num_trials
 
 

@@ -7,7 +7,10 @@ it is 0 only for equilibrium strategies. Both are also given divided by the payo
 (max − min), so games of different scales average meaningfully.
 
 Per run (`summarise`): per-game aggregation first (trials nest in games), then means over games
-with bootstrap 95% CIs; the original benchmark's summary keys are kept.
+with bootstrap 95% CIs; the original benchmark's summary keys are kept. Runs of generated answers
+add lm-eval's two readings: `strict_parse_rate` and `flexible_parse_rate`, and the strict metrics
+(:data:`STRICT_KEYS`), computed over the decisions whose answer followed the requested format
+exactly — a flexible parse counts as a failure there.
 """
 
 from __future__ import annotations
@@ -69,11 +72,46 @@ _PER_TRIAL = ("nash_gap", "nash_gap_normalized", "llm_value", "best_response_val
               "exploitability", "exploitability_normalized")
 
 
+#: per-trial metrics the strict reading reports (as ``strict_mean_<metric>`` with ``_ci95``)
+STRICT_METRICS = ("nash_gap", "nash_gap_normalized", "exploitability", "exploitability_normalized",
+                  "llm_value")
+#: the keys a summary of generated answers adds
+STRICT_KEYS = (
+    "strict_parse_rate", "flexible_parse_rate",
+    *(f"strict_mean_{k}" for k in STRICT_METRICS), *(f"strict_mean_{k}_ci95" for k in STRICT_METRICS),
+    "strict_n_trials_scored", "strict_n_games",
+)
+
+
+def _strict_summary(records: Sequence[dict[str, Any]], seed: int) -> dict[str, Any]:
+    """The strict reading: rates of strict and flexible parses over all records, and the metrics
+    over strict decisions only (per game first, then over the games that have one)."""
+    total = len(records)
+    strict = [r for r in records if r["status"] in SCORED_STATUSES and r.get("parse") == "strict"]
+    n_flex = sum(1 for r in records if r["status"] in SCORED_STATUSES and r.get("parse") == "flexible")
+    by_game: dict[int, list[dict[str, Any]]] = {}
+    for r in strict:
+        by_game.setdefault(r["game_id"], []).append(r)
+    s: dict[str, Any] = {"strict_parse_rate": len(strict) / total if total else 0.0,
+                         "flexible_parse_rate": n_flex / total if total else 0.0}
+    boot = derive_seed(seed, 9001)
+    for k in STRICT_METRICS:
+        vals = [float(np.mean([r[k] for r in by_game[g]])) for g in sorted(by_game)]
+        s[f"strict_mean_{k}"] = describe(vals)["mean"]
+        s[f"strict_mean_{k}_ci95"] = bootstrap_ci(vals, seed=boot)
+    s["strict_n_trials_scored"] = len(strict)
+    s["strict_n_games"] = len(by_game)
+    return s
+
+
 def summarise(
-    records: Sequence[dict[str, Any]], entries: Sequence[GameEntry], num_trials: int, seed: int
+    records: Sequence[dict[str, Any]], entries: Sequence[GameEntry], num_trials: int, seed: int,
+    generated: bool = False,
 ) -> dict[str, Any]:
     """Per-game aggregation first (trials nest in games), then means over games with bootstrap
-    95% CIs. Keys of the original benchmark are kept; failures are counted, not scored."""
+    95% CIs. Keys of the original benchmark are kept; failures are counted, not scored. With
+    `generated` (answers parsed from generated text), the strict reading is added
+    (:data:`STRICT_KEYS`)."""
     by_game: dict[int, list[dict[str, Any]]] = {}
     counts = {"ok": 0, "parsed": 0, "parse_failed": 0, "error": 0}
     renorm = 0
@@ -136,4 +174,6 @@ def summarise(
     s["error_rate"] = counts["error"] / total if total else 0.0
     s["renormalized_rate"] = renorm / total if total else 0.0
     s["status_counts"] = counts
+    if generated:
+        s.update(_strict_summary(records, seed))
     return s

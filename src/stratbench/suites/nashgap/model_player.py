@@ -1,10 +1,19 @@
-"""Language models as players, under two policies.
+"""Language models as players, under three policies.
 
-- `logprob`: the policy *is* the model's distribution over the legal action labels, renormalised,
-  read from log-probabilities in one scoring call: exact, with no sampling noise and no parsing.
-  `label_mass` records how much probability the model put on legal labels at all.
-- `sample`: one generation per decision, parsed by the robust parsers; the empirical distribution
-  over trials is the policy. Unparseable answers are `parse_failed`, failed calls `error`.
+- `logprob` (raw models): the policy *is* the model's distribution over the legal action labels,
+  renormalised, read from log-probabilities of a completion prompt in one scoring call: exact, with
+  no sampling noise and no parsing. `label_mass` records how much probability the model put on
+  legal labels at all.
+- `choice` (chat models): the same exact distribution for an instruction-tuned model, as lm-eval
+  scores chat models on multiple choice: the instruction prompt is the user's message, the model's
+  chat template opens the assistant's turn, the answer stem ``Action: `` follows, and each legal
+  label is scored as its continuation. In pure mode an action is drawn from that distribution; in
+  mixed mode it is the stated strategy (as with `logprob`).
+- `sample`: one generation per decision (with ``--chat``, the instruction prompt as a user message
+  rendered by the model's chat template), parsed by the robust parsers; the empirical distribution
+  over trials is the policy. Unparseable answers are `parse_failed`, failed calls `error`; a parsed
+  answer says whether it followed the requested format exactly (`strict`) or was extracted from
+  free text (`flexible`).
 """
 
 from __future__ import annotations
@@ -18,10 +27,13 @@ from stratbench.errors import InputError
 from stratbench.models import ModelOptions, open_model
 from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
 from stratbench.parsing import parse_action
-from stratbench.suites.nashgap.answers import parse_distribution
+from stratbench.suites.nashgap.answers import parse_distribution, parse_kind
 from stratbench.suites.nashgap.players import SCRIPTED_AGENTS, Agent, Decision, DecisionRequest
 
-Policy = Literal["logprob", "sample"]
+Policy = Literal["logprob", "sample", "choice"]
+POLICIES = ("logprob", "sample", "choice")
+#: what the assistant's turn starts with under `--policy choice` (the pure prompt's answer format)
+ANSWER_STEM = "Action: "
 
 
 class ModelAgent(Agent):
@@ -41,36 +53,46 @@ class ModelAgent(Agent):
         self.chat = chat
         self.system = system
         self.name = model.spec
-        self.prompt_style = "completion" if policy == "logprob" else "instruction"
-        self.exact_policy = policy == "logprob"
+        # logprob: the raw completion prompt; choice: the pure-mode instruction prompt in both modes
+        # (its exact distribution over "Action: X" is the policy, as logprob's is); sample: the
+        # instruction prompt of the mode
+        self.prompt_style = {"logprob": "completion", "choice": "choice"}.get(policy, "instruction")  # type: ignore[assignment]
+        self.exact_policy = policy in ("logprob", "choice")
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name, "policy": self.policy, "model": self.model.describe()}
         if self.policy == "sample":
             d.update(temperature=self.temperature, max_tokens=self.max_tokens, chat=self.chat)
+        elif self.policy == "choice":
+            d.update(chat=True, answer_stem=ANSWER_STEM)
         return d
 
     async def decide(self, request: DecisionRequest) -> Decision:
         if self.policy == "logprob":
-            return await self._decide_logprob(request)
+            return await self._decide_scored(request, ScoreRequest(request.prompt, tuple(request.labels)))
+        if self.policy == "choice":
+            return await self._decide_scored(request, ScoreRequest(
+                ANSWER_STEM, tuple(request.labels), messages=(("user", request.prompt),)))
         return await self._decide_sample(request)
 
-    async def _decide_logprob(self, request: DecisionRequest) -> Decision:
-        (res,) = await self.model.score([ScoreRequest(request.prompt, tuple(request.labels))])
+    async def _decide_scored(self, request: DecisionRequest, score: ScoreRequest) -> Decision:
+        """An exact policy: the labels' log-probabilities, renormalised over the legal labels."""
+        (res,) = await self.model.score([score])
         usage = {"tokens_in": res.tokens_in, "cached": res.cached, "n_tokens": res.n_tokens}
+        rendered = res.rendered if score.messages else None
         if not res.ok:
-            return Decision("error", error=res.error, latency_s=res.latency_s, usage=usage)
+            return Decision("error", error=res.error, latency_s=res.latency_s, usage=usage, rendered=rendered)
         lp = np.asarray(res.logprobs, dtype=float)
         if not np.any(np.isfinite(lp)):
             return Decision("error", error="no legal label has finite log-probability",
-                            latency_s=res.latency_s, usage=usage, logprobs=res.logprobs)
+                            latency_s=res.latency_s, usage=usage, logprobs=res.logprobs, rendered=rendered)
         m = lp[np.isfinite(lp)].max()
         w = np.where(np.isfinite(lp), np.exp(lp - m), 0.0)
         probs = w / w.sum()
         mass = float(math.exp(m) * w.sum())
         rng = np.random.default_rng(request.seed)
         d = Decision("parsed", policy=probs.tolist(), latency_s=res.latency_s, usage=usage,
-                     label_mass=mass, logprobs=[float(x) for x in lp])
+                     label_mass=mass, logprobs=[float(x) for x in lp], rendered=rendered)
         if request.mode == "pure":
             d.action = int(rng.choice(len(probs), p=probs))
         else:
@@ -85,21 +107,22 @@ class ModelAgent(Agent):
             )
         ])
         usage = {"tokens_in": res.tokens_in, "tokens_out": res.tokens_out, "cached": res.cached}
+        common: dict[str, Any] = {"latency_s": res.latency_s, "usage": usage,
+                                  "finish_reason": res.finish_reason, "rendered": res.rendered}
         if not res.ok:
-            return Decision("error", error=res.error, latency_s=res.latency_s, usage=usage)
+            return Decision("error", error=res.error, **common)
         if request.mode == "pure":
             p = parse_action(res.text, request.labels)
             if not p.ok:
-                return Decision("parse_failed", raw_response=res.text, error=p.error,
-                                latency_s=res.latency_s, usage=usage)
-            return Decision("parsed", action=p.action, raw_response=res.text,
-                            latency_s=res.latency_s, usage=usage)
+                return Decision("parse_failed", raw_response=res.text, error=p.error, **common)
+            kind = parse_kind(res.text, request.labels, "pure", p.action, res.finish_reason)
+            return Decision("parsed", action=p.action, raw_response=res.text, parse=kind, **common)
         q = parse_distribution(res.text, request.labels)
         if not q.ok:
-            return Decision("parse_failed", raw_response=res.text, error=q.error,
-                            latency_s=res.latency_s, usage=usage)
+            return Decision("parse_failed", raw_response=res.text, error=q.error, raw_sum=q.raw_sum, **common)
+        kind = parse_kind(res.text, request.labels, "mixed", None, res.finish_reason)
         return Decision("parsed", strategy=q.probs, raw_response=res.text, renormalized=q.renormalized,
-                        raw_sum=q.raw_sum, latency_s=res.latency_s, usage=usage)
+                        raw_sum=q.raw_sum, parse=kind, **common)
 
     async def aclose(self) -> None:
         await self.model.aclose()
@@ -120,11 +143,36 @@ def make_agent(
     key = spec.strip().lower()
     if key in SCRIPTED_AGENTS:  # scripted players have no policy choice
         return SCRIPTED_AGENTS[key]()
-    if policy not in (None, "logprob", "sample"):
-        raise InputError(f"unknown --policy {policy!r}; use logprob or sample")
+    if policy not in (None, *POLICIES):
+        raise InputError(f"unknown --policy {policy!r}; use logprob, choice or sample")
+    api = _is_api(spec)
+    if chat and policy == "logprob" and not api:
+        raise InputError(f"{spec}: --policy logprob scores a raw completion prompt and ignores --chat; use "
+                         "--policy choice (exact, over the chat template) or --policy sample")
     model = open_model(spec, model_options, no_cache=no_cache, cache_path=cache_path)
-    if policy is None:
-        policy = "logprob" if model.supports_logprobs else "sample"
+    if policy is None:  # exact where the model allows it: choice for local chat, else logprob
+        if chat and not api:
+            policy = "choice" if model.supports_chat_scoring else "sample"
+        else:
+            policy = "logprob" if model.supports_logprobs else "sample"
     elif policy == "logprob" and not model.supports_logprobs:
         raise InputError(f"{spec}: this backend gives no log-probabilities; use --policy sample")
+    if policy == "choice":  # one line for a model without chat scoring, before any folder exists
+        if not model.supports_chat_scoring:
+            raise InputError(f"{spec}: --policy choice (exact choice scoring) needs the model's chat template "
+                             "here; use a local chat model (embedded-instruct, gguf:/hf: with a template) or "
+                             "--policy sample")
+        model.check_chat(scoring=True)
+    elif chat and not api:  # chat endpoints take conversations by definition
+        model.check_chat()
     return ModelAgent(model, policy, temperature=temperature, max_tokens=max_tokens, chat=chat)  # type: ignore[arg-type]
+
+
+def _is_api(spec: str) -> bool:
+    """An HTTP API model (its chat endpoint renders conversations on the server)."""
+    from stratbench.models import API_PROVIDERS, split_spec
+
+    try:
+        return split_spec(spec)[0] in API_PROVIDERS
+    except InputError:
+        return False

@@ -56,13 +56,18 @@ class Decision:
     usage: dict[str, Any] = field(default_factory=dict)  # tokens, cache hits, ...
     label_mass: float | None = None  # log-prob policies: probability on legal labels at all
     logprobs: list[float] | None = None  # log-prob policies: raw label log-probabilities
+    # generated answers: "strict" (the requested format exactly) or "flexible" (extracted from
+    # free text); None when nothing was parsed from text
+    parse: str | None = None
+    finish_reason: str | None = None  # generated answers: "stop", or "length" (cut by the budget)
+    rendered: str | None = None  # chat: the text the model saw, after its chat template
 
     @property
     def scored(self) -> bool:
         return self.status in SCORED_STATUSES
 
 
-PromptStyle = Literal["instruction", "completion"]
+PromptStyle = Literal["instruction", "completion", "choice"]
 
 
 class Agent(abc.ABC):
@@ -70,8 +75,9 @@ class Agent(abc.ABC):
     status `error` instead), and all randomness must come from `request.seed`.
 
     `prompt_style` tells suites which prompt to build: "instruction" (answer in a stated format,
-    parsed) or "completion" (a raw-model prompt ending where the action label goes, scored by
-    log-probabilities). `exact_policy` is True when every decision reports the exact distribution
+    parsed), "completion" (a raw-model prompt ending where the action label goes, scored by
+    log-probabilities) or "choice" (the pure-mode instruction prompt in every mode: a chat model's
+    exact distribution over its "Action: X" answer is the policy). `exact_policy` is True when every decision reports the exact distribution
     it comes from, so repeated trials of one prompt add nothing.
     """
 

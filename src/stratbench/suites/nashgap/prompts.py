@@ -89,7 +89,8 @@ def nashgap_prompt(
 
     `style="completion"` is the raw-model format scored by log-probabilities; its distribution over
     the first action label is the model's policy in both modes (for a raw model that *is* its
-    natural mixed strategy)."""
+    natural mixed strategy). `style="choice"` is the pure-mode instruction prompt in both modes:
+    a chat model's exact distribution over its "Action: X" answer is its policy in both."""
     m, n = game.shape
     intro = _INTRO.substitute(
         m=m,
@@ -100,7 +101,7 @@ def nashgap_prompt(
     )
     if style == "completion":
         return intro + COMPLETION_ENDING.substitute(choices=join_choices(game.row_labels))
-    if mode == "pure":
+    if mode == "pure" or (style == "choice" and mode in ("pure", "mixed")):
         return intro + PURE_INSTRUCTIONS.substitute(choices=join_choices(game.row_labels))
     if mode == "mixed":
         return intro + MIXED_INSTRUCTIONS.substitute(example=_example(game.row_labels))

@@ -10,7 +10,7 @@ from typing import Any, Literal, TypedDict, cast
 
 import numpy as np
 
-from stratbench.runner.schema import SCORED_STATUSES
+from stratbench.runner.schema import SCORED_STATUSES, NotRequired
 from stratbench.suites.nashgap.games import GameEntry
 from stratbench.suites.nashgap.metrics import zero_sum_metrics
 from stratbench.suites.nashgap.players import Decision
@@ -40,6 +40,15 @@ class TrialRecord(TypedDict):
     renormalized: bool  # a stated strategy did not sum to 1 and was rescaled
     raw_sum: float | None  # its sum before rescaling
     raw_response: str | None  # the model's text, verbatim
+    # a parsed generated answer: "strict" (its last line is the requested "Action: X" or JSON
+    # object summing to 1, and the reply was not cut at the token limit) or "flexible" (extracted
+    # from free text); None when no answer was parsed from text (scripted, exact policies, failures)
+    parse: NotRequired[Literal["strict", "flexible"] | None]
+    finish_reason: NotRequired[str | None]  # generated answers: "stop", or "length" (cut by the budget)
+    # chat (--chat, --policy choice): the text the model saw, after its chat template (with the
+    # choice policy, up to and including the answer stem); None for raw prompts, whose text is the
+    # prompt hashed in prompt_sha256
+    rendered: NotRequired[str | None]
     latency_s: float
     usage: dict[str, Any]  # tokens, cache hits
     seed: int  # the decision's seed: derive_seed(llm_seed, game, trial, mode)
@@ -116,6 +125,9 @@ def make_record(
         "renormalized": decision.renormalized,
         "raw_sum": decision.raw_sum,
         "raw_response": decision.raw_response,
+        "parse": decision.parse if status == "parsed" else None,
+        "finish_reason": decision.finish_reason,
+        "rendered": decision.rendered,
         "latency_s": decision.latency_s,
         "usage": decision.usage,
         "seed": seed,

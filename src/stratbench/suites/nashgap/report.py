@@ -39,7 +39,8 @@ HEADLINE_KEYS = (
     "mean_nash_gap", "median_nash_gap", "mean_nash_gap_normalized", "mean_exploitability",
     "mean_exploitability_normalized", "mean_mixture_exploitability",
     "mean_mixture_exploitability_normalized", "mean_llm_value", "mean_br_value", "position_bias",
-    "mean_label_mass", "parse_failure_rate", "error_rate", "renormalized_rate", "n_games",
+    "mean_label_mass", "parse_failure_rate", "strict_parse_rate", "flexible_parse_rate",
+    "strict_mean_nash_gap", "strict_mean_exploitability", "error_rate", "renormalized_rate", "n_games",
     "n_games_unscored", "n_trials_scored", "total_trials",
 )
 # Ranked by the debiased exploitability (of the policy averaged over row orders): the Nash gap

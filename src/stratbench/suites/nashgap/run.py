@@ -22,6 +22,7 @@ from stratbench.games.normal_form import NormalFormGame, load_games
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.jsonl import write_json_atomic
 from stratbench.runner.lifecycle import (
+    RUNTIME_KEYS,
     FolderSpec,
     Outcome,
     Progress,
@@ -62,9 +63,8 @@ MODE_FILES = {
     "mixed": ("trials_mixed_strategy.jsonl", "summary_mixed_strategy.json"),
 }
 SINGLE_FILES = ("trials.jsonl", "summary.json")
-# flags a resumed run takes from the command line rather than from its folder: they change how
-# fast it runs, never a record
-RUNTIME_KEYS = ("parallel", "num_workers", "max_concurrency", "base_url")
+# flags a resumed run takes from the command line rather than from its folder (RUNTIME_KEYS: how
+# fast and through which server it runs, timeouts and retries), never what a record holds
 
 
 def player_from_config(config: NashgapConfig) -> Agent:
@@ -73,7 +73,8 @@ def player_from_config(config: NashgapConfig) -> Agent:
     return make_agent(
         config.player, config.policy,
         model_options=ModelOptions(base_url=config.base_url, max_concurrency=config.max_concurrency,
-                                   chat=config.chat or None),
+                                   chat=config.chat or None, timeout_s=config.timeout,
+                                   max_retries=config.retries, wait_for_server_s=config.wait_for_server),
         no_cache=config.no_cache, temperature=config.temperature, max_tokens=config.max_tokens,
         chat=config.chat,
     )
@@ -279,7 +280,8 @@ class NashgapPlan(RunPlan):
         shard = c.shard_spec
         for mode in c.modes:
             trials_file, summary_file = mode_files(c, mode)
-            s = summarise(records[trials_file], self.played, self.n_trials, c.seed or 0)
+            s = summarise(records[trials_file], self.played, self.n_trials, c.seed or 0,
+                          generated=self.policy == "sample")
             s["mode"] = mode
             s["agent"] = self.agent_name
             s["policy"] = self.policy

@@ -34,6 +34,7 @@ class NashgapSuite(SuiteBase):
     kinds = ("run",)
     description = "random zero-sum matrix games against a Nash-equilibrium opponent"
     cli = "stratbench.cli.nashgap"
+    scorecard = "stratbench.suites.nashgap.scorecard"
     headline_keys = HEADLINE_KEYS
     leaderboard = LEADERBOARD
     compare_metrics = COMPARE_METRICS

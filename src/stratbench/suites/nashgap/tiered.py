@@ -40,6 +40,7 @@ from stratbench.runner.shard import parse_shard
 from stratbench.stats import stratified_bootstrap_ci
 from stratbench.suites.nashgap.config import NashgapConfig, load_price_table
 from stratbench.suites.nashgap.games import BUCKETS, Bucket
+from stratbench.suites.nashgap.model_player import POLICIES
 from stratbench.suites.nashgap.players import SCRIPTED_AGENTS
 from stratbench.suites.nashgap.run import MODE_FILES, SINGLE_FILES, build_games, run_nashgap
 
@@ -96,15 +97,17 @@ class ModelEntry:
 
 def provider_of(spec: str) -> tuple[str, str]:
     """(provider, model name) of a player spec: `together:M` → ('together', 'M'), `hf:/p` →
-    ('hf', '/p'), `embedded` → ('embedded', 'embedded'), `random` → ('scripted', 'random')."""
+    ('hf', '/p'), `embedded` → ('embedded', 'embedded'), `embedded-instruct` → ('embedded',
+    'embedded-instruct') (the local embedded models, named by their spec), `random` →
+    ('scripted', 'random')."""
     s = spec.strip()
     if s.lower() in SCRIPTED_AGENTS:
         return "scripted", s.lower()
-    from stratbench.models import split_spec
+    from stratbench.models import EMBEDDED_SPECS, split_spec
 
     kind, name = split_spec(s)  # InputError for malformed specs
-    if kind == "embedded":
-        return "embedded", "embedded"
+    if kind in EMBEDDED_SPECS:  # the models shipped with stratbench: no ":name", the spec names them
+        return "embedded", kind
     return kind, name
 
 
@@ -251,8 +254,8 @@ class TieredConfig:
             raise InputError(f"--providers lists a provider twice: {self.resolved_providers()}")
         if not self.modes or any(m not in MODES for m in self.modes) or len(set(self.modes)) != len(self.modes):
             raise InputError(f"modes must be pure, mixed or both (got {self.modes})")
-        if self.policy not in (None, "logprob", "sample"):
-            raise InputError(f"unknown --policy {self.policy!r}; use logprob or sample")
+        if self.policy not in (None, *POLICIES):
+            raise InputError(f"unknown --policy {self.policy!r}; use logprob, choice or sample")
         if self.max_concurrency < 1:
             raise InputError(f"--max-concurrency must be at least 1 (got {self.max_concurrency})")
         if self.order_rotations < 1:
@@ -269,8 +272,8 @@ class TieredConfig:
             raise InputError("no models configured: give tiers with --together-model-tiers-json / "
                              "--openai-model-tiers-json, --model SPEC, or a suite file's models")
         for e in entries:
-            if e.policy not in (None, "logprob", "sample"):
-                raise InputError(f"model {e.display!r}: unknown policy {e.policy!r}; use logprob or sample")
+            if e.policy not in (None, *POLICIES):
+                raise InputError(f"model {e.display!r}: unknown policy {e.policy!r}; use logprob, choice or sample")
             if not self.use_dummy:
                 _preflight(e, self.base_url)
         return entries
