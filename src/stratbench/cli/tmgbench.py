@@ -11,13 +11,17 @@ from stratbench.cli.display import console, fmt, progress_bar
 from stratbench.cli.options import (
     BaseUrl,
     Chat,
+    ChatTemplate,
     MaxConcurrency,
     NoCache,
     OutputDir,
     Quiet,
     Resume,
+    Retries,
     Seed,
     Shard,
+    Timeout,
+    WaitForServer,
     group,
 )
 from stratbench.errors import InputError
@@ -67,7 +71,9 @@ def _is_complex_run(folder: str) -> bool:
 @tmg_app.command("run")
 def tmgbench_run(
     model: Optional[str] = typer.Option(None, help="Player: embedded (default), any model spec, or oracle/empty/uniform."),
-    policy: Optional[str] = typer.Option(None, help="logprob (exact answer distribution; DA only) or sample."),
+    policy: Optional[str] = typer.Option(None, help="logprob (raw models: exact answer distribution; DA only), choice "
+                                         "(chat models: exact answer distribution with the chat template; DA only) "
+                                         "or sample."),
     prompting: str = typer.Option("DA", help="DA, CoT, FoToM, SoToM, reFoToM or reSoToM."),
     setting: str = typer.Option("classic", help="classic or story (with --stories-dir)."),
     stories_dir: Optional[str] = typer.Option(None, help="Story files {id}_{k}.txt for --setting story."),
@@ -82,7 +88,12 @@ def tmgbench_run(
     no_cache: NoCache = False,
     temperature: float = typer.Option(1.0, help="Sampling temperature."),
     max_tokens: int = typer.Option(1024, help="Generation budget for sampled answers."),
-    chat: bool = typer.Option(False, help="Send the paper's system + user messages to a chat endpoint."),
+    chat: bool = typer.Option(False, help="Send the paper's system + user messages as a conversation (the model's "
+                              "chat template, or a chat endpoint)."),
+    timeout: Timeout = 60.0,
+    retries: Retries = 4,
+    wait_for_server: WaitForServer = 0.0,
+    chat_template: ChatTemplate = None,
     output_dir: OutputDir = "results",
     resume: Resume = None,
     shard: Shard = None,
@@ -94,7 +105,8 @@ def tmgbench_run(
     kw: dict[str, Any] = dict(model=model, policy=policy, prompting=prompting, setting=setting, form=form,
               repeats=repeats, games=games, seed=seed, base_url=base_url, stories_dir=stories_dir,
               max_concurrency=max_concurrency, no_cache=no_cache, temperature=temperature,
-              max_tokens=max_tokens, chat=chat, output_dir=output_dir, shard=shard)
+              max_tokens=max_tokens, chat=chat, output_dir=output_dir, shard=shard, timeout=timeout,
+              retries=retries, wait_for_server=wait_for_server, chat_template=chat_template)
     if form == "atomic" and k is not None and not resume:
         raise InputError("--k applies to complex forms only (--form sequential, parallel or nested)")
     if form != "atomic" or (resume and _is_complex_run(resume)):
@@ -111,7 +123,10 @@ def tmgbench_run(
         else:
             console.print(f"TMGBench {s['form']} (k={s['k']}) — {result.folder} — {s['player']}: "
                           f"accuracy {fmt(s.get('accuracy_pct'), s.get('accuracy_pct_ci95'), 1)}% over "
-                          f"{s.get('n_tasks')} tasks, parse failures {s.get('parse_failure_rate', 0):.1%}")
+                          f"{s.get('n_tasks')} tasks, parse failures {s.get('parse_failure_rate') or 0:.1%}")
+            if s.get("strict_parse_rate") is not None:
+                console.print(f"  strict answers {s['strict_parse_rate']:.1%}, flexible {s['flexible_parse_rate']:.1%}; "
+                              f"strict accuracy {fmt(s.get('strict_accuracy_pct'), None, 1)}%")
         return 1 if result.n_errors else 0
     with progress_bar(quiet) as progress:
         result = get_suite("tmgbench").run(TmgbenchConfig(**kw), progress=progress, resume_dir=resume)
@@ -124,6 +139,10 @@ def tmgbench_run(
             f"PAR {fmt(s.get('par_pct'), s.get('par_pct_ci95'), 1)}  ID {fmt(s.get('id_pct'), s.get('id_pct_ci95'), 1)}  "
             f"BD {fmt(s.get('bd_pct'), s.get('bd_pct_ci95'), 1)}  (percent; grids: {s.get('n_grids')}, "
             f"parse failures {s.get('parse_failure_rate', 0):.1%}, errors {s.get('error_rate', 0):.1%})")
+        if s.get("strict_parse_rate") is not None:
+            console.print(f"  strict answers {s['strict_parse_rate']:.1%}, flexible {s['flexible_parse_rate']:.1%}; "
+                          f"flexible counted as failures: PAR {fmt(s.get('strict_par_pct'), None, 1)}  "
+                          f"ID {fmt(s.get('strict_id_pct'), None, 1)}  BD {fmt(s.get('strict_bd_pct'), None, 1)}")
         for n in (0, 1, 2):
             console.print(f"  {n}-NE games: PAR {fmt(s.get(f'par_{n}_pct'), None, 1)}  "
                           f"ID {fmt(s.get(f'id_{n}_pct'), None, 1)}  BD {fmt(s.get(f'bd_{n}_pct'), None, 1)}")
@@ -142,6 +161,9 @@ def tmgbench_stories_generate(
     max_tokens: int = typer.Option(2048, help="Generation budget."),
     chat: Chat = False,
     base_url: BaseUrl = None,
+    timeout: Timeout = 60.0,
+    retries: Retries = 4,
+    wait_for_server: WaitForServer = 0.0,
     no_cache: NoCache = False,
     max_concurrency: MaxConcurrency = 8,
     output_dir: OutputDir = "results",
@@ -150,13 +172,16 @@ def tmgbench_stories_generate(
 ) -> int:
     """Generate story files with a model; keep only stories whose matrix equals the classic game's."""
     from stratbench.checks import check_config
+    from stratbench.suites.tmgbench.config import check_runtime
     from stratbench.suites.tmgbench.stories_gen import StoryGenConfig
 
     cfg = StoryGenConfig(model=model, games=games, variants=variants, topics=topics,
                          max_attempts=max_attempts, seed=seed, temperature=temperature,
                          max_tokens=max_tokens, chat=chat, base_url=base_url, no_cache=no_cache,
-                         max_concurrency=max_concurrency, output_dir=output_dir)
+                         max_concurrency=max_concurrency, output_dir=output_dir, timeout=timeout, retries=retries,
+                         wait_for_server=wait_for_server)
     check_config(cfg)  # the shared checks of flag values (story generation has no validate of its own)
+    check_runtime(cfg)
     with progress_bar(quiet) as progress:
         res = get_suite("tmgbench-stories").run(cfg, progress=progress, resume_dir=resume)
     s = res.summary

@@ -260,3 +260,53 @@ def test_huge_or_deeply_nested_input_fails_cleanly() -> None:
     bad("answer = " + "[" * 5000 + "]" * 5000)
     bad("answer = [" + ", ".join(["('A1','B2')"] * 2000) + "]")  # over the length cap
     ok("x" * 200_000 + "\nanswer = [('A1','B2')]", {2})
+
+
+# --------------------------------------------------------------------------------------------
+# Strict and flexible answers (lm-eval's strict-match / flexible-extract): strict = written as the
+# prompt asks, "a block of python-style code" like ```python\nanswer = [{"Ax", "By"}] # list-type\n```
+
+
+@pytest.mark.parametrize(
+    "text, cells, strict",
+    [
+        # strict: an `answer = [...]` list in a closed ```python block, exact labels, straight quotes
+        ('```python\nanswer = [{"A2", "B1"}] # list-type\n```', {3}, True),
+        ('```python\nanswer = [("A1", "B2"), ("A2", "B1")]\n```', {2, 3}, True),
+        ("```python\nanswer = [['B1', 'A2']]\n```", {3}, True),  # a pair as a list, B's label first
+        ("```python\nanswer = []\n```", set(), True),  # no equilibrium
+        ("```PYTHON\nanswer = [{'A1', 'B1'}]\n```", {1}, True),  # the tag in any case
+        ('Step 1: A prefers A2.\n```python\nanswer = [{"A2", "B1"}]  # list-type\n```\nSo (A2, B1).', {3}, True),
+        ('```python\nx = 1\nanswer = []\nanswer = [{"A2", "B2"}]\n```', {4}, True),  # the last assignment
+        ('```python\nanswer = [\n    {"A1", "B1"},\n    {"A2", "B2"},\n]\n```', {1, 4}, True),
+        # flexible: read by the lenient reader, but not in the requested format
+        ('answer = [{"A2", "B1"}]', {3}, False),  # no code block
+        ('The answer is `answer = [("A2", "B1")]`.', {3}, False),  # inline code
+        ('```\nanswer = [{"A2", "B1"}]\n```', {3}, False),  # no language tag
+        ('```py\nanswer = [{"A2", "B1"}]\n```', {3}, False),  # another tag
+        ('```python\nanswer = [{"A2", "B1"}]', {3}, False),  # the block never closed
+        ('```python\n[{"A2", "B1"}]\n```', {3}, False),  # a bare literal
+        ('```python\nanswer = ({"A2", "B1"},)\n```', {3}, False),  # a tuple, not a list
+        ('```python\nanswer = {("A2", "B1")}\n```', {3}, False),  # a set, not a list
+        ('```python\nanswer = set()\n```', set(), False),
+        ('```python\nanswer = ("A2", "B1")\n```', {3}, False),  # a single pair
+        ('```python\nanswer = ["A2", "B1"]\n```', {3}, False),  # a single pair as a list
+        ('```python\nanswer = ["A2B1"]\n```', {3}, False),  # a cell as a string
+        ('```python\nanswer = [("a2", "b1")]\n```', {3}, False),  # lower-case labels
+        ('```python\nanswer = [(" A2", "B1")]\n```', {3}, False),  # a padded label
+        ('```python\nanswer = [{“A2”, “B1”}]\n```', {3}, False),  # typographic quotes
+        ("```\n“python\nanswer = [(“A1”, “B2”)] # list-type\n”\n```", {2}, False),  # the paper's PDF rendering
+    ],
+)
+def test_strict_and_flexible_answers(text: str, cells: set[int], strict: bool) -> None:
+    res = parse_answer_set(text)
+    assert res.ok and res.cells == frozenset(cells), (text, res)
+    assert res.strict is strict, (text, res)
+    assert (res.note is None) is strict, (text, res)
+
+
+@pytest.mark.parametrize("text", [None, "", "   \n", "```python\n```", "```python\nanswer = \n```",
+                                  '```python\nanswer = [{"Ax", "By"}] # list-type\n```'])
+def test_empty_or_template_answers_are_never_parsed(text: str | None) -> None:
+    res = parse_answer_set(text)
+    assert not res.ok and not res.strict

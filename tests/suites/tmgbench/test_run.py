@@ -191,7 +191,6 @@ STORIES = Path(__file__).parents[2] / "data" / "tmgbench_stories"
 
 
 @pytest.mark.parametrize("setting", [
-    {"policy": "logprob"},
     {"policy": "sample", "prompting": "CoT", "repeats": 2},
     {"policy": "sample", "setting": "story", "stories_dir": str(STORIES)},
 ])
@@ -245,3 +244,151 @@ def test_story_generation_bad_flags_one_line(tmp_path, cli):
         r = cli("tmgbench", "stories", "generate", "--output-dir", str(tmp_path / "o"), *args)
         assert r.returncode == 2 and "Traceback" not in r.stderr and needle in r.stderr, (args, r.stderr)
     assert not (tmp_path / "o").exists()
+
+
+STRICT = '```python\nanswer = [{"A2", "B1"}] # list-type\n```'
+FLEXIBLE = 'I think both defect, so answer = [("A2", "B1")] in the end.'
+
+
+@pytest.mark.parametrize("reply, max_tokens, chat, parse, note", [
+    (STRICT, 200, True, "strict", None),
+    (FLEXIBLE, 200, True, "flexible", "answer written outside a ```python code block; text after the answer on its line"),
+    # the block is whole but the reply was cut by the token budget: never strict
+    (STRICT + "\nBecause A2 dominates A1 for player A.", len(STRICT) + 5, True, "flexible", "cut at the token limit"),
+    # a raw model continues the prompt's opened ```python block
+    (STRICT[len("```python\n"):], 200, False, "strict", None),
+])
+def test_sampled_answers_are_strict_or_flexible(tmp_path, reply, max_tokens, chat, parse, note):
+    with FakeOpenAIServer(canned_text=reply) as server:
+        res = run_tmgbench(TmgbenchConfig(
+            model="openai-compatible:fake", base_url=server.base_url, policy="sample", chat=chat,
+            prompting="CoT", games="111,444", repeats=2, seed=1, no_cache=True, max_tokens=max_tokens,
+            output_dir=str(tmp_path)))
+    recs = read_jsonl(res.folder / "answers.jsonl")
+    assert len(recs) == 4
+    for r in recs:
+        assert r["status"] == "parsed" and r["answer"] == [3] and r["parse"] == parse
+        assert r["finish_reason"] == ("length" if note == "cut at the token limit" else "stop")
+        assert r.get("parse_note") == note
+    s = res.summary
+    assert s["par_pct"] == 50.0  # (A2, B1) is 111's answer, not 444's (no equilibrium)
+    if parse == "strict":
+        assert (s["strict_parse_rate"], s["flexible_parse_rate"]) == (1.0, 0.0)
+        assert (s["strict_par_pct"], s["strict_id_pct"], s["strict_bd_pct"]) == (s["par_pct"], s["id_pct"], s["bd_pct"])
+    else:
+        assert (s["strict_parse_rate"], s["flexible_parse_rate"]) == (0.0, 1.0)
+        assert s["strict_par_pct"] == 0.0 and s["strict_id_pct"] == 12.5  # every answer a failure
+
+
+def test_http_logprob_is_refused_up_front_and_sample_is_its_default(tmp_path, cli):
+    """Over HTTP without the top-k walk the 16 multi-token answer lines need one echo request each
+    (minutes per game): `--policy logprob` is refused before anything is sent or written; with no
+    --policy such an HTTP model samples."""
+    from stratbench.errors import InputError
+
+    with FakeOpenAIServer(canned_text=STRICT[len("```python\n"):]) as server:  # a raw model's continuation
+        with pytest.raises(InputError, match="--policy logprob over HTTP .* use --policy sample, or a local model"):
+            run_tmgbench(TmgbenchConfig(model="openai-compatible:fake", base_url=server.base_url, policy="logprob",
+                                        games="111", seed=1, output_dir=str(tmp_path / "a")))
+        assert server.requests == [] and not (tmp_path / "a").exists()
+        r = cli("tmgbench", "run", "--model", "openai-compatible:fake", "--base-url", server.base_url,
+                "--policy", "logprob", "--games", "111", "--output-dir", str(tmp_path / "b"))
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--policy sample" in r.stderr, r.stderr
+        res = run_tmgbench(TmgbenchConfig(model="openai-compatible:fake", base_url=server.base_url, games="111",
+                                          repeats=1, seed=1, no_cache=True, output_dir=str(tmp_path / "c")))
+    assert res.summary["policy"] == "sample" and res.summary["strict_parse_rate"] == 1.0
+
+
+@pytest.mark.parametrize("kw, needle", [
+    ({"policy": "choice", "prompting": "CoT"}, "--policy choice scores direct answers only"),
+    ({"policy": "logprob", "chat": True}, "with --chat use --policy choice"),
+    ({"policy": "maybe"}, "use logprob, sample or choice"),
+    ({"timeout": 0.0}, "--timeout must be at least"),
+    ({"retries": -1}, "--retries must be at least 0"),
+    ({"wait_for_server": -1.0}, "--wait-for-server must be at least 0"),
+])
+def test_bad_policy_and_runtime_settings_are_refused_before_any_model_loads(tmp_path, kw, needle):
+    from stratbench.errors import InputError
+
+    with pytest.raises(InputError, match=needle):
+        run_tmgbench(TmgbenchConfig(model="nosuch:thing", games="111", seed=1, output_dir=str(tmp_path), **kw))
+    assert not any(tmp_path.iterdir())
+
+
+def test_runtime_settings_reach_the_model_and_a_resume_takes_them_from_its_command(tmp_path, monkeypatch):
+    from stratbench.suites.tmgbench import run as run_mod
+
+    seen = []
+    real = run_mod.model_options
+
+    def spy(config):
+        opts = real(config)
+        seen.append((opts.timeout_s, opts.max_retries, opts.wait_for_server_s))
+        return opts
+
+    monkeypatch.setattr(run_mod, "model_options", spy)
+    with FakeOpenAIServer(canned_text=STRICT) as server:
+        res = run_tmgbench(TmgbenchConfig(model="openai-compatible:fake", base_url=server.base_url, games="111,444",
+                                          repeats=1, seed=1, no_cache=True, timeout=7.5, retries=2, wait_for_server=3.0,
+                                          output_dir=str(tmp_path)))
+        meta = json.loads((res.folder / "run.json").read_text())
+        assert (meta["config"]["timeout"], meta["config"]["retries"], meta["config"]["wait_for_server"]) == (7.5, 2, 3.0)
+        run_tmgbench(TmgbenchConfig(timeout=9.0, retries=1), resume_dir=res.folder)
+    assert seen == [(7.5, 2, 3.0), (9.0, 1, 3.0)]
+
+
+class CharTokenizer:
+    """The fake server's tokenizer (one character per token), as the top-k walk needs it."""
+
+    def tokenize(self, text: str) -> list[int]:
+        return [ord(c) for c in text]
+
+    def piece(self, token: int) -> str:
+        return chr(token)
+
+
+@pytest.mark.parametrize("scoring", ["topk-walk", "echo", "unsupported", None])
+def test_http_logprob_runs_only_with_the_topk_walk(tmp_path, monkeypatch, scoring):
+    """`--policy logprob` over HTTP depends on the model's `describe()["multi_token_scoring"]`:
+    with "topk-walk" it runs (and is the default policy), with anything else — or no such key — it
+    is refused in one line before the result folder exists."""
+    import stratbench.models as models
+    from stratbench.errors import InputError
+    from stratbench.models.openai_api import OpenAICompatibleModel
+
+    def opener(spec, options=None, *, no_cache=False, cache_path=None):
+        m = OpenAICompatibleModel("openai-compatible", "fake", base_url=options.base_url, tokenizer=CharTokenizer())
+        described = m.describe()
+        if scoring != "topk-walk":  # the same model, describing another way (or none)
+            described.pop("multi_token_scoring", None)
+            if scoring is not None:
+                described["multi_token_scoring"] = scoring
+            monkeypatch.setattr(m, "describe", lambda: dict(described))
+        return m
+
+    monkeypatch.setattr(models, "open_model", opener)
+    with FakeOpenAIServer() as server:
+        cfg = dict(model="openai-compatible:fake", base_url=server.base_url, games="111", seed=1, no_cache=True,
+                   output_dir=str(tmp_path / "out"))
+        if scoring != "topk-walk":
+            with pytest.raises(InputError, match="--policy logprob over HTTP needs the top-k walk"):
+                run_tmgbench(TmgbenchConfig(policy="logprob", **cfg))
+            assert server.requests == [] and not (tmp_path / "out").exists()
+            res = run_tmgbench(TmgbenchConfig(repeats=1, max_tokens=8, **cfg))  # no --policy: sample
+            assert res.summary["policy"] == "sample"
+            return
+        for policy in ("logprob", None):  # the walk makes logprob the default too
+            res = run_tmgbench(TmgbenchConfig(policy=policy, **cfg))
+            (rec,) = read_jsonl(res.folder / "answers.jsonl")
+            assert (rec["status"], rec["policy"], res.summary["policy"]) == ("parsed", "logprob", "logprob")
+            assert sum(rec["distribution"].values()) == pytest.approx(1.0) and 0 < rec["label_mass"] <= 1
+            assert res.n_errors == 0
+
+
+def test_chat_template_is_for_http_models_only(tmp_path):
+    from stratbench.errors import InputError
+
+    with pytest.raises(InputError, match="--chat-template applies to HTTP models"):
+        run_tmgbench(TmgbenchConfig(model="gguf:nosuch.gguf", chat_template="x.gguf", games="111", seed=1,
+                                    output_dir=str(tmp_path)))
+    assert not any(tmp_path.iterdir())

@@ -71,10 +71,10 @@ import numpy as np
 from stratbench.seeding import derive_seed
 from stratbench.stats import bootstrap_ci
 from stratbench.suites.tmgbench.answers import (  # the same block-selection rules as atomic answers
-    QUOTES,
     AnswerSetParse,
-    find_expression,
+    locate_answer,
     parse_answer_set,
+    parse_literal,
 )
 from stratbench.suites.tmgbench.games import (
     RGGame,
@@ -426,16 +426,18 @@ def _game_key(node: ast.AST) -> int | None:
 
 
 def _parse_multi(text: str, k: int) -> list[AnswerSetParse]:
-    """k per-game parses from one answer holding a list (or {game: answer} dict) of k answers."""
+    """k per-game parses from one answer holding a list (or {game: answer} dict) of k answers.
+    A game's parse is strict when its own list is written as requested and the outer answer is
+    too: `answer = [[...], [...], ...]`, a list, in a closed ```python block."""
     def failed(msg: str) -> list[AnswerSetParse]:
         return [AnswerSetParse(None, msg) for _ in range(k)]
 
     if not text or not str(text).strip():
         return failed("empty response")
-    expr = find_expression(str(text).translate(QUOTES))
-    if expr is None:
+    found = locate_answer(str(text))
+    if found is None:
         return failed("no `answer = ...` assignment or answer code block found")
-    expr = expr.strip()
+    expr = found.expr.strip()
     if len(expr) > 4000 * max(k, 1):
         return failed("answer expression too long")
     try:
@@ -443,13 +445,17 @@ def _parse_multi(text: str, k: int) -> list[AnswerSetParse]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return failed("answer is not a Python literal")
     node = tree.body
+    outer = found.note
     if isinstance(node, ast.Dict):
         keys = [_game_key(kn) if kn is not None else None for kn in node.keys]
         if sorted(x for x in keys if x is not None) != list(range(1, k + 1)) or None in keys:
             return failed(f"dict answer must have game keys 1..{k}")
         elts = [v for _, v in sorted(zip(cast("list[int]", keys), node.values), key=lambda kv: kv[0])]
+        outer = outer or "a dict of games, not a list"
     elif isinstance(node, (ast.List, ast.Tuple)):
         elts = list(node.elts)
+        if isinstance(node, ast.Tuple):
+            outer = outer or "not a list"
     else:
         return failed(f"expected a list of {k} answer lists, found {type(node).__name__}")
     if len(elts) != k:
@@ -460,8 +466,11 @@ def _parse_multi(text: str, k: int) -> list[AnswerSetParse]:
         if seg is None:  # pragma: no cover - every literal node has a position
             out.append(AnswerSetParse(None, "could not locate a game's answer"))
             continue
-        # Element-level literal check is parse_answer_set's: it only ast.parses and walks literals.
-        out.append(parse_answer_set(f"answer = {seg}"))
+        # Element-level literal check is parse_literal's: it only ast.parses and walks literals.
+        p = parse_literal(seg)
+        if p.ok and outer is not None:
+            p = AnswerSetParse(p.cells, None, strict=False, note="; ".join(x for x in (outer, p.note) if x))
+        out.append(p)
     return out
 
 

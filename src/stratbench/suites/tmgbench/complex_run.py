@@ -6,9 +6,12 @@ shared lifecycle). Complex forms need written answers, so model players use samp
 (log-prob scoring covers atomic DA tasks only); the reference players `oracle` and `empty` answer
 exactly.
 
-The model interface sends one prompt (plus an optional system message) per call, so a sequential
-task's history — earlier games and the model's own replies — is written into the prompt as a
-transcript ("User:" / "Assistant:" turns) rather than sent as separate chat messages.
+A sequential task's history — earlier games and the model's own replies — is sent as real
+user/assistant turns with `--chat` (rendered by the model's chat template, or a chat endpoint's
+messages); a raw model (no `--chat`) reads it as a plain transcript ("User:" / "Assistant:")
+ending where its next reply goes. The record keeps the last call's rendered prompt with `--chat`
+(it holds the whole conversation), every reply's finish reason, and whether the answers were
+written in the requested format (`parse`: strict or flexible, as atomic answers).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from stratbench.suites.tmgbench.complex import (
     PAPER_K,
     ComplexTask,
     complex_messages,
-    parse_complex_answer,
+    parse_complex_answer_detail,
     sample_tasks,
     score_complex,
     summarise_complex,
@@ -50,6 +53,8 @@ from stratbench.suites.tmgbench.config import (
     SUITE,
     TmgbenchConfig,
     check_resume_shard,
+    check_runtime,
+    model_options,
     refuse_repeated_units,
     shard_units,
 )
@@ -98,27 +103,42 @@ async def _run_task(model: LanguageModel | None, spec: str, config: TmgbenchConf
         rec.update(status="ok", **score_complex(task, answers))
     else:
         replies: list[str] = []
+        finish: list[str | None] = []
         steps = task.k if task.form == "sequential" else 1
         for step in range(steps):
-            system, prompt = _transcript(complex_messages(task, config.prompting, replies))
+            msgs = complex_messages(task, config.prompting, replies)
+            system, prompt = _transcript(msgs)
+            history: tuple[tuple[str, str], ...] = ()
             if not config.chat and system:
                 prompt = f"{system}\n\n{prompt}"
                 system = None
+            elif config.chat and len(msgs) > 2:  # earlier games and replies as real turns
+                history = tuple((m["role"], m["content"]) for m in msgs)
             (res,) = await model.generate([GenerateRequest(
                 prompt, max_tokens=config.max_tokens, temperature=config.temperature,
                 seed=derive_seed(config.seed or 0, task.index), sample_index=step,
-                chat=config.chat, system=system)])
+                chat=config.chat, system=system, messages=history)])
+            finish.append(res.finish_reason)
+            if res.rendered is not None:
+                rec["rendered_prompt"] = res.rendered
             if not res.ok:
-                rec.update(status="error", error=res.error, raw_responses=replies)
+                rec.update(status="error", error=res.error, raw_responses=replies, finish_reasons=finish)
                 rec["latency_s"] = time.perf_counter() - t0
                 return cast(TaskRecord, rec)
             replies.append(res.text or "")
-        parsed = parse_complex_answer(replies if task.form == "sequential" else replies[0], task)
+        detail = parse_complex_answer_detail(replies if task.form == "sequential" else replies[0], task)
         rec["raw_responses"] = replies
-        if parsed is None:
+        rec["finish_reasons"] = finish
+        if any(not p.ok for p in detail):
             rec.update(status="parse_failed", **score_complex(task, None))
         else:
-            rec.update(status="parsed", **score_complex(task, parsed))
+            cut = "length" in finish
+            strict = all(p.strict for p in detail) and not cut
+            rec.update(status="parsed", **score_complex(task, [p.cells for p in detail]),
+                       parse="strict" if strict else "flexible")
+            if not strict:
+                notes = list(dict.fromkeys(p.note for p in detail if p.note)) + (["cut at the token limit"] if cut else [])
+                rec["parse_note"] = "; ".join(notes)
     rec["latency_s"] = time.perf_counter() - t0
     return cast(TaskRecord, _jsonable(rec))
 
@@ -131,6 +151,20 @@ def _jsonable(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return [_jsonable(v) for v in x]
     return x
+
+
+def _strict_keys(scored: list[Record]) -> dict[str, Any]:
+    """A model's tasks: `strict_parse_rate`, `flexible_parse_rate` (shares of the tasks that are not
+    errors) and `strict_accuracy_pct`, the accuracy with flexible answers counted as failures.
+    Nothing for scripted players or records written before answers said how they were parsed."""
+    answered = [r for r in scored if r["status"] in ("parsed", "parse_failed")]
+    if not answered or any(r["status"] == "parsed" and r.get("parse") not in ("strict", "flexible") for r in answered):
+        return {}
+    n = len(answered)
+    strict = [r.get("parse") == "strict" for r in answered]
+    return {"strict_parse_rate": sum(strict) / n,
+            "flexible_parse_rate": sum(r.get("parse") == "flexible" for r in answered) / n,
+            "strict_accuracy_pct": 100.0 * sum(bool(r.get("correct")) and s for r, s in zip(answered, strict)) / n}
 
 
 class ComplexPlan(RunPlan):
@@ -161,6 +195,7 @@ class ComplexPlan(RunPlan):
     def resume_from(self, meta: RunMeta, folder: Path) -> None:
         check_meta(meta, folder, SUITE, (self.kind,))
         given = self.config
+        check_runtime(given)
         self.config = rebuild_config(ComplexConfig, meta["config"], given=self.config)  # shard included
         check_resume_shard(given.shard, self.config.shard_spec, str(folder))
         self._build()
@@ -169,7 +204,7 @@ class ComplexPlan(RunPlan):
         """The run's tasks (this shard's, each keeping its unsharded index and seed); refusals of
         players that cannot answer complex tasks."""
         c = self.config
-        if c.policy == "logprob":
+        if c.policy in ("logprob", "choice"):
             raise InputError("complex forms need written answers: use --policy sample")
         try:
             tasks = sample_tasks(c.form, c.k, c.num_tasks, c.seed or 0)  # type: ignore[arg-type]
@@ -182,10 +217,11 @@ class ComplexPlan(RunPlan):
     def open(self) -> None:
         c = self.config
         if c.player not in COMPLEX_SCRIPTED:
-            from stratbench.models import ModelOptions, open_model
+            from stratbench.models import open_model
 
-            self.model = open_model(c.player, ModelOptions(base_url=c.base_url, max_concurrency=c.max_concurrency,
-                                                           chat=c.chat or None), no_cache=c.no_cache)
+            self.model = open_model(c.player, model_options(c), no_cache=c.no_cache)
+            if c.chat:
+                self.model.check_chat()  # one line for a model without a chat template
 
     def folder_spec(self) -> FolderSpec:
         return FolderSpec(self.config.output_dir, f"tmgbench_{self.config.form}", tag=shard_tag(self.config.shard_spec))
@@ -218,6 +254,7 @@ class ComplexPlan(RunPlan):
         c, recs = self.config, records[TASKS]
         scored = [r for r in recs if r["status"] != "error"]
         summary: dict[str, Any] = summarise_complex(scored) if scored else {"n_tasks": 0}
+        summary.update(_strict_keys(scored))
         n_errors = len(recs) - len(scored)
         summary.update(form=c.form, k=c.k, player=c.player, error_rate=n_errors / len(recs) if recs else 0.0)
         if not c.shard_spec.whole:

@@ -40,16 +40,24 @@ class AnswerRecord(TypedDict):
     setting: NotRequired[str]  # "classic" or "story" (absent on records of an exception)
     repeat: int  # repetition 0..T-1 (exact players answer once: 0)
     player: str  # the player spec: oracle/empty/uniform or a model spec
-    policy: NotRequired[str]  # "scripted", "logprob" or "sample"
+    policy: NotRequired[str]  # "scripted", "logprob", "choice" or "sample"
     prompting: NotRequired[str]  # DA, CoT, FoToM, SoToM, reFoToM or reSoToM
     standard: NotRequired[list[int]]  # the standard answer: choice numbers 1..4 of the pure NE
     status: Status  # ok (scripted), parsed, parse_failed (nothing guessed), error (no answer)
     distribution: NotRequired[dict[str, float]]  # exact players: answer subset ("" or "14") → probability
-    logprobs: NotRequired[dict[str, float]]  # logprob policy: answer subset → log-probability of its line
-    label_mass: NotRequired[float]  # logprob policy: total probability of the 16 answer lines
+    logprobs: NotRequired[dict[str, float]]  # logprob/choice: answer subset → log-probability of its line
+    label_mass: NotRequired[float]  # logprob/choice: total probability of the 16 answer lines
     answer: NotRequired[list[int]]  # sample policy, parsed: the cells answered (choice numbers)
+    parse: NotRequired[Literal["strict", "flexible"]]  # sample policy, parsed: in the requested format or not
+    parse_note: NotRequired[str]  # flexible answers: how the answer departs from the requested format
     raw_response: NotRequired[str | None]  # sample policy: the model's text, as generated
-    prompt_sha256: NotRequired[str | None]  # hash of the prompt sent (None for scripted players)
+    finish_reason: NotRequired[str | None]  # sample policy: "stop", or "length" when the budget cut the reply
+    # hash of the prompt text (raw: the completion prompt; --chat and choice: the user message);
+    # None for scripted players
+    prompt_sha256: NotRequired[str | None]
+    # --chat / choice with a local model: the whole prompt after the chat template (choice: with
+    # the answer stem the 16 answer lines continue)
+    rendered_prompt: NotRequired[str]
     usage: NotRequired[Usage]  # the call's token counts and cache hit
     error: NotRequired[str | None]  # why there is no answer (error) or it could not be read (parse_failed)
     latency_s: NotRequired[float]  # seconds to answer
@@ -86,14 +94,18 @@ class AtomicSummary(TypedDict, total=False):
     sd_pct: float | None  # significance degree on the 0-NE blocks (in [−50, 50])
     parse_failure_rate: float  # mean share of unparseable answers (a fraction)
     n_grids: int  # grids with usable answers
-    mean_label_mass: float | None  # logprob policy: mean probability of the answer lines
+    mean_label_mass: float | None  # logprob/choice: mean probability of the answer lines
+    strict_parse_rate: float  # sampled answers: share in the requested format (errors excluded)
+    flexible_parse_rate: float  # sampled answers: share read from free text by the lenient reader
+    strict_par_pct: float | None  # PAR with flexible answers counted as failures (also strict_id_pct,
+    # strict_bd_pct and their _ci95; story runs: mean over variants with _std)
     error_rate: float  # share of records with status error
     n_records: int  # records in answers.jsonl
     status_counts: dict[str, int]  # records per status
     n_variants: int  # story setting with several variants
     variants: dict[str, dict[str, Any]]  # story setting: variant → its own summary
     player: str  # the player spec
-    policy: str  # scripted, logprob or sample
+    policy: str  # scripted, logprob, choice or sample
     prompting: str  # the prompting method
     setting: str  # classic or story
     form: str  # "atomic"
@@ -126,6 +138,12 @@ class TaskRecord(TypedDict):
     myopic_answer: NotRequired[list[int] | None]  # nested: the pre-game's own NE set
     gave_myopic: NotRequired[bool]  # nested: the answer ignored the core game
     raw_responses: NotRequired[list[str]]  # model players: the replies, one per turn
+    finish_reasons: NotRequired[list[str | None]]  # model players: each reply's finish reason
+    parse: NotRequired[Literal["strict", "flexible"]]  # parsed: every answer in the requested format, none cut
+    parse_note: NotRequired[str]  # flexible: how an answer departs from the requested format
+    # --chat with a local model: the last call's prompt after the chat template (a sequential
+    # task's last turn holds every earlier game and reply as real turns)
+    rendered_prompt: NotRequired[str]
     error: NotRequired[str | None]  # why there is no answer (status error)
     latency_s: NotRequired[float]  # seconds for the task
     # and form, k, game_ids, index, seed, restricted_player, restricted_situation, restricted_choice
@@ -139,6 +157,9 @@ class ComplexSummary(TypedDict, total=False):
     accuracy_pct: float | None  # tasks answered all-correct, percent
     accuracy_pct_ci95: list[float] | None  # bootstrap 95% interval over tasks
     parse_failure_rate: float | None  # share of tasks with an unreadable answer
+    strict_parse_rate: float  # model players: share of tasks answered in the requested format
+    flexible_parse_rate: float  # model players: share read from free text by the lenient reader
+    strict_accuracy_pct: float | None  # accuracy with flexible answers counted as failures
     game_accuracy_pct: float | None  # answered games right, percent
     per_position_accuracy_pct: list[float]  # sequential: accuracy per turn
     myopic_rate: float  # nested: share of myopic answers
@@ -157,6 +178,8 @@ class StoryAttemptRecord(TypedDict):
     attempt: int  # 0-based; attempts stop at the first accepted story
     topic: str  # the topic the prompt asked for
     raw_response: str | None  # the model's text
+    finish_reason: NotRequired[str | None]  # "stop", or "length" when the token budget cut the reply
+    rendered_prompt: NotRequired[str]  # --chat with a local model: the prompt after the chat template
     status: Literal["accepted", "rejected", "parse_failed", "error"]  # rejected: its matrix is not the game's
     error: NotRequired[str | None]  # the reason for any status but accepted
     path: NotRequired[str]  # accepted: the story file written

@@ -1,13 +1,29 @@
 """The TMGBench suite: the 144 Robinson–Goforth 2×2 games, classic and story settings, atomic form.
 
-Two ways to play, like every suite:
+Three ways to play:
 - `logprob` (raw models): the prompt is a plain completion ending where the answer list starts;
   the 16 possible answer sets (subsets of the 4 cells) are scored as continuations, so the model's
   answer *distribution* is exact — Freq_{i,j,o} is the probability that cell o is in the answer and
   PAR the probability of the exact standard set. Only direct answers (DA) can be scored this way.
+  Over HTTP only with the top-k walk (the model's `describe()["multi_token_scoring"]` is
+  "topk-walk": an HTTP model given its GGUF with `--chat-template`), which scores the 16
+  multi-token answer lines with one cheap next-token request per node of their prefix tree; it is
+  refused otherwise, before anything is sent or written, since each line would need its own echo
+  request (one took 266 s on a 262k-vocabulary server) and a run would never finish in practice.
+- `choice` (chat models, DA only; its chat twin): the paper's system + user messages rendered with
+  the model's chat template up to the assistant's turn, then the same fixed stem as the raw prompt
+  (`COMPLETION_ANSWER_START`, the opened ```python block), and the same 16 answer lines scored as
+  continuations: the exact answer distribution of the chat model, no sampling, no parsing.
 - `sample`: T generations per game (the paper's repetitions, default 4), parsed without executing
-  anything; unparseable answers are counted, not guessed.
-Scripted players (`oracle`, `empty`, `uniform`) give exact reference distributions.
+  anything; unparseable answers are counted, not guessed. Each parsed answer is `strict` (written
+  in the requested ```python block, not cut by the token budget) or `flexible` (read from free
+  text by the lenient reader); the summary reports both rates and the metrics with flexible
+  answers counted as failures (`strict_par_pct`, `strict_id_pct`, `strict_bd_pct`). With `--chat`
+  the paper's system + user messages are sent as a conversation rendered with the model's own
+  chat template, and the record keeps the rendered prompt (`rendered_prompt`).
+Scripted players (`oracle`, `empty`, `uniform`) give exact reference distributions. Without
+`--policy`, a raw model that can score the answer lines (local, or HTTP with the top-k walk) uses
+`logprob` and every other model (`--chat`, HTTP without the walk, no log-probabilities) `sample`.
 
 A run is an :class:`AtomicPlan` executed by the shared lifecycle (:func:`run_tmgbench`): work units
 are (game, story variant, repetition); each record is appended to `answers.jsonl` as it completes
@@ -54,6 +70,8 @@ from stratbench.suites.tmgbench.config import (
     SUITE,
     TmgbenchConfig,
     check_resume_shard,
+    check_runtime,
+    model_options,
     refuse_repeated_units,
     selected_games,
     shard_units,
@@ -67,7 +85,12 @@ from stratbench.suites.tmgbench.metrics import (
     metrics_from_samples,
     summary_keys,
 )
-from stratbench.suites.tmgbench.prompts import build_completion_prompt, build_messages, completion_candidates
+from stratbench.suites.tmgbench.prompts import (
+    COMPLETION_ANSWER_START,
+    build_completion_prompt,
+    build_messages,
+    completion_candidates,
+)
 from stratbench.suites.tmgbench.records import AnswerRecord
 from stratbench.suites.tmgbench.stories import Story, load_story_dir, verify_story
 
@@ -116,6 +139,24 @@ def _scripted_distribution(name: str, std: frozenset[int]) -> dict[str, float]:
     return {subset_key(s): 1.0 / len(ALL_SUBSETS) for s in ALL_SUBSETS}
 
 
+HTTP_LOGPROB_REFUSED = (
+    "--policy logprob over HTTP needs the top-k walk (give the model's GGUF with --chat-template); without it "
+    "each answer line is one echo request (16 per game; minutes per game on a large-vocabulary server, so a run "
+    "never finishes): use --policy sample, or a local model (embedded, gguf:PATH, hf:PATH)")
+
+
+def is_http(model: LanguageModel) -> bool:
+    """Whether the model answers over HTTP (an OpenAI-compatible endpoint)."""
+    return model.describe().get("backend") == "openai-compatible"
+
+
+def http_walks(model: LanguageModel) -> bool:
+    """Whether an HTTP model scores multi-token continuations by the top-k walk (its
+    `describe()["multi_token_scoring"]` is "topk-walk"); False when it says anything else or
+    nothing."""
+    return model.describe().get("multi_token_scoring") == "topk-walk"
+
+
 class _Player:
     """What answers a TMGBench task: a scripted reference, or a model under a policy."""
 
@@ -125,27 +166,45 @@ class _Player:
         if self.spec in SCRIPTED:
             self.policy = "scripted"
             return
-        from stratbench.models import ModelOptions, open_model
+        from stratbench.models import open_model
 
-        self.model = open_model(
-            self.spec, ModelOptions(base_url=config.base_url, max_concurrency=config.max_concurrency,
-                                    chat=config.chat or None),
-            no_cache=config.no_cache,
-        )
-        self.policy = config.policy or ("logprob" if self.model.supports_logprobs else "sample")
-        if self.policy == "logprob" and config.prompting != "DA":
-            raise InputError("--policy logprob scores direct answers only: use --prompting DA "
+        self.model = open_model(self.spec, model_options(config), no_cache=config.no_cache)
+        http = is_http(self.model)
+        scorable = self.model.supports_logprobs and (not http or http_walks(self.model))
+        self.policy = config.policy or ("logprob" if scorable and not config.chat else "sample")
+        if self.policy in ("logprob", "choice") and config.prompting != "DA":
+            raise InputError(f"--policy {self.policy} scores direct answers only: use --prompting DA "
                              "(or --policy sample for reasoning prompts)")
+        if self.policy == "logprob" and http and not http_walks(self.model):
+            raise InputError(HTTP_LOGPROB_REFUSED)
+        if self.policy == "choice":
+            self.model.check_chat(scoring=True)  # one line for a model without chat scoring
+        elif config.chat:
+            self.model.check_chat()
 
     @property
     def exact(self) -> bool:
-        return self.policy in ("scripted", "logprob")
+        return self.policy in ("scripted", "logprob", "choice")
 
     def describe(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.spec, "policy": self.policy}
         if self.model is not None:
             d["model"] = self.model.describe()
         return d
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _conversation(msgs: list[dict[str, str]]) -> tuple[tuple[str, str], ...]:
+    return tuple((m["role"], m["content"]) for m in msgs)
+
+
+def parse_kind(strict: bool, finish_reason: str | None) -> str:
+    """"strict" for an answer in the requested format that the token budget did not cut, else
+    "flexible"."""
+    return "strict" if strict and finish_reason != "length" else "flexible"
 
 
 async def _answer(player: _Player, config: TmgbenchConfig, game: RGGame, repeat: int,
@@ -159,11 +218,19 @@ async def _answer(player: _Player, config: TmgbenchConfig, game: RGGame, repeat:
     t0 = time.perf_counter()
     if player.policy == "scripted":
         rec.update(status="ok", distribution=_scripted_distribution(player.spec, std), prompt_sha256=None)
-    elif player.policy == "logprob":
-        prompt = build_completion_prompt(game.payoff_A, game.payoff_B, config.prompting, story)
+    elif player.policy in ("logprob", "choice"):
         cands = completion_candidates()
-        (res,) = await player.model.score([ScoreRequest(prompt, tuple(t for _, t in cands))])  # type: ignore[union-attr]
-        rec["prompt_sha256"] = hashlib.sha256(prompt.encode()).hexdigest()
+        if player.policy == "logprob":
+            prompt = build_completion_prompt(game.payoff_A, game.payoff_B, config.prompting, story)
+            req = ScoreRequest(prompt, tuple(t for _, t in cands))
+        else:  # the conversation up to the assistant's turn, then the raw prompt's stem
+            msgs = build_messages(game.payoff_A, game.payoff_B, config.prompting, story)
+            prompt = msgs[1]["content"]
+            req = ScoreRequest(COMPLETION_ANSWER_START, tuple(t for _, t in cands), messages=_conversation(msgs))
+        (res,) = await player.model.score([req])  # type: ignore[union-attr]
+        rec["prompt_sha256"] = _sha256(prompt)
+        if res.rendered is not None:
+            rec["rendered_prompt"] = res.rendered
         rec["usage"] = {"tokens_in": res.tokens_in, "cached": res.cached, "n_tokens": res.n_tokens}
         if not res.ok:
             rec.update(status="error", error=res.error)
@@ -185,16 +252,24 @@ async def _answer(player: _Player, config: TmgbenchConfig, game: RGGame, repeat:
         (res,) = await player.model.generate([GenerateRequest(  # type: ignore[union-attr]
             prompt, max_tokens=config.max_tokens, temperature=config.temperature, seed=seed,
             sample_index=repeat, chat=config.chat, system=system)])
-        rec["prompt_sha256"] = hashlib.sha256(prompt.encode()).hexdigest()
+        rec["prompt_sha256"] = _sha256(prompt)
+        if res.rendered is not None:
+            rec["rendered_prompt"] = res.rendered
         rec["usage"] = {"tokens_in": res.tokens_in, "tokens_out": res.tokens_out, "cached": res.cached}
         rec["raw_response"] = res.text
+        rec["finish_reason"] = res.finish_reason
         if not res.ok:
             rec.update(status="error", error=res.error)
         else:
-            text = res.text if config.chat else "```python\n" + (res.text or "")
-            p = parse_answer_set(text)
+            # a raw model continues the prompt's opened ```python block: its reply is read with it
+            text = res.text if config.chat else COMPLETION_ANSWER_START + (res.text or "")
+            p = parse_answer_set(text) if (res.text or "").strip() else parse_answer_set(None)
             if p.ok:
-                rec.update(status="parsed", answer=sorted(p.cells))  # type: ignore[arg-type]
+                kind = parse_kind(p.strict, res.finish_reason)
+                rec.update(status="parsed", answer=sorted(p.cells), parse=kind)  # type: ignore[arg-type]
+                if kind == "flexible":
+                    cut = ["cut at the token limit"] if res.finish_reason == "length" else []
+                    rec["parse_note"] = "; ".join([*([p.note] if p.note else []), *cut])
             else:
                 rec.update(status="parse_failed", error=p.error)
     rec["latency_s"] = time.perf_counter() - t0
@@ -205,6 +280,36 @@ def _distribution(rec: Record) -> dict[Any, float] | None:
     if rec.get("distribution") is not None:
         return {frozenset(int(c) for c in k): v for k, v in rec["distribution"].items()}
     return None
+
+
+def _samples(records: Sequence[Record], strict: bool = False) -> dict[GridKey, list[Answer]]:
+    """The answers per grid (None: unparseable; with `strict`, flexible answers too)."""
+    samples: dict[GridKey, list[Answer]] = {}
+    for r in records:
+        ok = r["status"] == "parsed" and (not strict or r.get("parse") == "strict")
+        samples.setdefault(r["game_id"], []).append(frozenset(r["answer"]) if ok else None)
+    return samples
+
+
+STRICT_KEYS = ("par_pct", "id_pct", "bd_pct", "par_pct_ci95", "id_pct_ci95", "bd_pct_ci95")
+
+
+def _strict_keys(usable: Sequence[Record], seed: int) -> dict[str, Any]:
+    """Sampled answers: `strict_parse_rate` and `flexible_parse_rate` (shares of the answers
+    that are not errors) and the headline metrics with flexible answers counted as failures
+    (`strict_par_pct`, `strict_id_pct`, `strict_bd_pct` and their `_ci95`). Nothing for exact
+    players, or for records written before answers said how they were parsed."""
+    sampled = [r for r in usable if r.get("policy") == "sample"]
+    if not sampled or any(r["status"] == "parsed" and r.get("parse") not in ("strict", "flexible") for r in sampled):
+        return {}
+    n = len(sampled)
+    out: dict[str, Any] = {
+        "strict_parse_rate": sum(r.get("parse") == "strict" for r in sampled) / n,
+        "flexible_parse_rate": sum(r.get("parse") == "flexible" for r in sampled) / n,
+    }
+    strict = summary_keys(metrics_from_samples(_samples(sampled, strict=True), seed=seed))
+    out.update({f"strict_{k}": strict[k] for k in STRICT_KEYS})
+    return out
 
 
 def summarise(records: Sequence[Record], seed: int) -> tuple[dict[str, Any], TMGBenchMetrics | None]:
@@ -228,12 +333,9 @@ def summarise(records: Sequence[Record], seed: int) -> tuple[dict[str, Any], TMG
             avg[gid] = {k: sum(d.get(k, 0.0) for d in ds) / len(ds) for k in keys}
         m = metrics_from_distributions(avg, seed=seed)
     else:
-        samples: dict[GridKey, list[Answer]] = {}
-        for r in usable:
-            ans = frozenset(r["answer"]) if r["status"] == "parsed" else None
-            samples.setdefault(r["game_id"], []).append(ans)
-        m = metrics_from_samples(samples, seed=seed)
+        m = metrics_from_samples(_samples(usable), seed=seed)
     s = summary_keys(m)
+    s.update(_strict_keys(usable, seed))
     masses = [r["label_mass"] for r in usable if r.get("label_mass") is not None]
     s["mean_label_mass"] = float(np.mean(masses)) if masses else None
     s["error_rate"] = errors / len(records)
@@ -260,6 +362,12 @@ def summarise_variants(records: Sequence[Record], seed: int) -> tuple[dict[str, 
         vals = [p[k] for p in per.values() if p.get(k) is not None]
         s[k] = float(np.mean(vals)) if vals else None
         s[f"{k}_std"] = float(np.std(vals)) if vals else None
+    for k in ("strict_par_pct", "strict_id_pct", "strict_bd_pct", "strict_parse_rate", "flexible_parse_rate"):
+        vals = [p[k] for p in per.values() if p.get(k) is not None]
+        if vals:  # sampled answers only
+            s[k] = float(np.mean(vals))
+            if k.endswith("_pct"):
+                s[f"{k}_std"] = float(np.std(vals))
     s["n_variants"] = len(variants)
     s["n_records"] = len(records)
     s["error_rate"] = sum(r["status"] == "error" for r in records) / len(records)
@@ -327,6 +435,7 @@ class AtomicPlan(RunPlan):
         check_meta(meta, folder, SUITE, (self.kind,))
         given = self.config
         check_config(given, only=("max_concurrency",))
+        check_runtime(given)
         # the saved config, with this command's concurrency; it keeps its shard
         self.config = rebuild_config(TmgbenchConfig, meta["config"], given=given)
         check_resume_shard(given.shard, self.config.shard_spec, str(folder))

@@ -30,7 +30,7 @@ from stratbench.runner.lifecycle import (
 )
 from stratbench.runner.schema import Record, RunMeta
 from stratbench.seeding import derive_seed, fresh_seed
-from stratbench.suites.tmgbench.config import selected_games
+from stratbench.suites.tmgbench.config import check_runtime, model_options, selected_games
 from stratbench.suites.tmgbench.games import RGGame, game_by_id
 from stratbench.suites.tmgbench.prompts import STORY_TOPICS, generation_prompt
 from stratbench.suites.tmgbench.records import StoriesSummary, StoryAttemptRecord
@@ -52,8 +52,11 @@ class StoryGenConfig:
     seed: int | None = None
     temperature: float = 1.0
     max_tokens: int = 2048
-    chat: bool = False
+    chat: bool = False  # send the generation prompt as a user message (the model's chat template)
     base_url: str | None = None
+    timeout: float = 60.0  # HTTP: seconds one request may take (runtime: from the resuming command)
+    retries: int = 4  # HTTP: retries of a failed request
+    wait_for_server: float = 0.0  # HTTP: seconds to wait for an unreachable server
     no_cache: bool = False
     max_concurrency: int = 8
     output_dir: str = "results"
@@ -70,7 +73,9 @@ async def _write_story(model: LanguageModel, c: StoryGenConfig, g: RGGame, k: in
             prompt, max_tokens=c.max_tokens, temperature=c.temperature,
             seed=derive_seed(c.seed or 0, int(g.id), k), sample_index=a, chat=c.chat)])
         rec = StoryAttemptRecord(game_id=g.id, variant=k, attempt=a, topic=topic, raw_response=res.text,
-                                 status="error", error=res.error)
+                                 status="error", error=res.error, finish_reason=res.finish_reason)
+        if res.rendered is not None:
+            rec["rendered_prompt"] = res.rendered
         if res.ok:
             try:
                 story = parse_story(res.text or "", g.id, k)
@@ -122,6 +127,7 @@ class StoryGenPlan(RunPlan):
 
     def resume_from(self, meta: RunMeta, folder: Path) -> None:
         check_meta(meta, folder, "tmgbench-stories", ("stories",))
+        check_runtime(self.config)
         self.config = rebuild_config(StoryGenConfig, meta["config"], given=self.config)
         self.spec = (self.config.model or "embedded").strip()
         self._select()
@@ -129,11 +135,12 @@ class StoryGenPlan(RunPlan):
         self.out_dir.mkdir(exist_ok=True)
 
     def open(self) -> None:
-        from stratbench.models import ModelOptions, open_model
+        from stratbench.models import open_model
 
         c = self.config
-        self.model = open_model(self.spec, ModelOptions(base_url=c.base_url, max_concurrency=c.max_concurrency,
-                                                        chat=c.chat or None), no_cache=c.no_cache)
+        self.model = open_model(self.spec, model_options(c), no_cache=c.no_cache)
+        if c.chat:
+            self.model.check_chat()  # one line for a model without a chat template
 
     def folder_spec(self) -> FolderSpec:
         return FolderSpec(self.config.output_dir, "stories")

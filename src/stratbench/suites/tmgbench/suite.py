@@ -41,6 +41,7 @@ class TmgbenchSuite(SuiteBase):
     kinds = ("atomic",)
     description = "the 144 Robinson–Goforth 2×2 games: PAR, ID, BD"
     cli: ClassVar[str | None] = "stratbench.cli.tmgbench"
+    scorecard: ClassVar[str | None] = "stratbench.suites.tmgbench.scorecard"
     headline_keys = HEADLINE_KEYS
     leaderboard = LEADERBOARD
     compare_metrics = ("par", "id_term")
@@ -122,6 +123,7 @@ class TmgbenchComplexSuite(TmgbenchSuite):
     kinds = ("complex",)
     description = "TMGBench complex forms: sequential, parallel and nested tasks"
     cli = None  # the tmgbench command group runs both kinds
+    scorecard = None  # the scorecard part belongs to the suite's main entry
 
     def legacy_owns(self, config: Mapping[str, Any]) -> bool:
         return config.get("form", "atomic") != "atomic"
