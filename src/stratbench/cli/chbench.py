@@ -14,10 +14,12 @@ from stratbench.cli.options import (
     FixedSeed,
     NoCache,
     OutputDir,
-    Policy,
     Quiet,
     Resume,
+    Retries,
     Shard,
+    Timeout,
+    WaitForServer,
     csv_list,
     group,
 )
@@ -28,7 +30,7 @@ ch_app = group("CHBench: cognitive-hierarchy levels of players.")
 
 @ch_app.command("run")
 def chbench_run(
-    models: Optional[List[str]] = typer.Option(None, help="Players, comma-separated or repeated: model specs "
+    models: Optional[List[str]] = typer.Option(None, "--models", "--model", help="Players, comma-separated or repeated: model specs "
                                                "or scripted (random, first-action, level-k:K, poisson:LAMBDA). All pairs play."),
     opponents: Optional[List[str]] = typer.Option(None, help="Extra players that play every --models player "
                                                   "but not each other (e.g. scripted references)."),
@@ -36,11 +38,17 @@ def chbench_run(
     rounds: int = typer.Option(30, help="Rounds per match (T)."),
     games: str = typer.Option("all", help="all, recoverable, or game ids like 1,2,11."),
     seed: FixedSeed = 0,
-    policy: Policy = None,
+    policy: Optional[str] = typer.Option(
+        None, help="logprob (raw models: exact log-probabilities; the default where available), choice (chat "
+                   "models, with --chat: the action numbers scored after the chat template; the default with --chat "
+                   "where the model scores chat conversations) or sample (generated and parsed)."),
     temperature: float = typer.Option(1.0, help="Temperature for generated answers and advisor messages."),
     chat: Chat = False,
     base_url: BaseUrl = None,
     max_concurrency: int = typer.Option(4, help="Matches played concurrently."),
+    timeout: Timeout = 60.0,
+    retries: Retries = 4,
+    wait_for_server: WaitForServer = 0.0,
     no_cache: NoCache = False,
     prefix_reuse: bool = typer.Option(False, help="Local models: reuse the KV cache across a match's growing "
                                       "prompts (one model instance per seat, matches in sequence, no response cache)."),
@@ -62,9 +70,9 @@ def chbench_run(
         models=["embedded"] if models is None else csv_list(models), opponents=csv_list(opponents),
         mechanisms=csv_list([mechanism]), rounds=rounds, games=games, seed=seed, policy=policy,
         temperature=temperature, chat=chat, base_url=base_url, max_concurrency=max_concurrency,
-        no_cache=no_cache, prefix_reuse=prefix_reuse, self_play=self_play, k_hat=k_hat, restarts=restarts,
-        bootstrap=bootstrap, corrections=corrections, keep_prompts=keep_prompts, output_dir=output_dir,
-        shard=shard)
+        timeout=timeout, retries=retries, wait_for_server=wait_for_server, no_cache=no_cache,
+        prefix_reuse=prefix_reuse, self_play=self_play, k_hat=k_hat, restarts=restarts, bootstrap=bootstrap,
+        corrections=corrections, keep_prompts=keep_prompts, output_dir=output_dir, shard=shard)
     with progress_bar(quiet) as progress:
         result = get_suite("chbench").run(cfg, progress=progress, resume_dir=resume)
     folder, summary, n_err = result.folder, result.summary, result.n_errors
@@ -77,7 +85,9 @@ def chbench_run(
             for p, s in players.items():
                 console.print(f"  {mech:<11} {p:<24} Level-K mean level {fmt(s.get('level_k_mean_level'), s.get('level_k_mean_level_ci95'))}"
                               f"  Poisson {fmt(s.get('poisson_mean_level'), s.get('poisson_mean_level_ci95'))}"
-                              f"  utility {fmt(s.get('mean_utility'), s.get('mean_utility_ci95'))}")
+                              f"  utility {fmt(s.get('mean_utility'), s.get('mean_utility_ci95'))}"
+                              + (f"  strict parses {fmt(s['strict_parse_rate'])}, flexible {fmt(s['flexible_parse_rate'])}"
+                                 if "strict_parse_rate" in s else ""))
         console.print(f"  tables: {folder}/levels.md, utilities_*.md; plot: level_distribution.png")
     if n_err:
         err_console.print(f"{n_err} rounds have errors (see rounds.jsonl); --resume {folder} retries them")

@@ -52,3 +52,61 @@ def test_chat_prompts_have_conversations_and_review_sections():
     adv = consultation_prompt(own, opp, 30, "chat", [], conv, advisor=True)
     assert "You are Sam, and you are highly intelligent" in adv and adv.endswith("Your response:")
     assert "what would you like to say to him next?" in adv
+
+
+def _alternates(msgs):
+    roles = [r for r, _ in msgs]
+    assert roles[0] == "user" and roles[-1] == "user"
+    assert all(a != b for a, b in zip(roles, roles[1:])), roles  # strict templates need alternation
+
+
+def test_chat_decision_without_sessions_is_the_template_as_one_user_message():
+    from stratbench.suites.chbench.prompts import decision_messages
+
+    own, opp = PD.payoff_row, PD.payoff_col
+    hist = [PastRound(t, 0, 1, 0.0, 5.0) for t in range(1, 4)]
+    for mech in ("baseline", "memory", "memory10", "chat", "chat_memory"):
+        msgs = decision_messages(own, opp, 30, 4, mech, hist)
+        assert msgs == (("user", decision_prompt(own, opp, 30, 4, mech, hist)),)
+
+
+def test_chat_advisor_sessions_are_real_turns_in_each_speakers_conversation():
+    from stratbench.suites.chbench.prompts import consultation_messages, decision_messages
+
+    own, opp = PD.payoff_row, PD.payoff_col
+    s1 = (("Alex", "What should I do?"), ("Sam", "Defect."), ("Alex", "Sure?"), ("Sam", "Yes, play 2."))
+    # the agent's view after the session: its messages are assistant turns, the advisor's user turns
+    msgs = decision_messages(own, opp, 30, 3, "chat", [], Conversations(before=s1))
+    _alternates(msgs)
+    assert [c for r, c in msgs if r == "assistant"] == ["What should I do?", "Sure?"]
+    assert msgs[0][1].startswith("Game Rules:") and "Your advisor Sam is highly intelligent" in msgs[0][1]
+    assert msgs[0][1].endswith("Do **not** include any additional text, explanations, or characters in your response!!!")
+    assert "Your response:" not in msgs[0][1] and "Alex:" not in msgs[0][1]
+    assert msgs[2] == ("user", "Defect.")
+    assert msgs[-1][1].startswith("Yes, play 2.\n\nQuestion:\n\nFor the No.3 round")
+    assert msgs[-1][1].endswith("Your Choice:\n\nYour choice is :")
+    # mid-session: the advisor answers the agent's second question; its own first answer is an assistant turn
+    adv = consultation_messages(own, opp, 30, "chat", [], Conversations(before=s1[:3]), advisor=True)
+    _alternates(adv)
+    assert "You are Sam, and you are highly intelligent" in adv[0][1] and adv[0][1].endswith("What should I do?")
+    assert adv[1] == ("assistant", "Defect.") and adv[2] == ("user", "Sure?")
+    first = consultation_messages(own, opp, 30, "chat", [], Conversations(), advisor=False)
+    assert len(first) == 1 and "Conversations:" in first[0][1] and "what would you like to say" in first[0][1]
+
+
+def test_chat_memory_reviews_open_with_the_records_of_their_time():
+    from stratbench.suites.chbench.prompts import decision_messages
+
+    own, opp = PD.payoff_row, PD.payoff_col
+    hist = [PastRound(t, 1, 1, 1.0, 1.0) for t in range(1, 23)]
+    r1 = (("Alex", "a1"), ("Sam", "b1"), ("Alex", "a2"), ("Sam", "b2"))
+    r2 = (("Alex", "c1"), ("Sam", "d1"), ("Alex", "c2"), ("Sam", "d2"))
+    msgs = decision_messages(own, opp, 30, 23, "chat_memory", hist, Conversations(reviews=(r1, r2)))
+    _alternates(msgs)
+    assert [c for r, c in msgs if r == "assistant"] == ["a1", "a2", "c1", "c2"]
+    assert "Round 10:" in msgs[0][1] and "Round 11:" not in msgs[0][1]  # review 1: after 10 rounds
+    second = msgs[4][1]  # the advisor's last word of review 1, then review 2's opener
+    assert second.startswith("b2\n\nHistorical Game Records:") and "Round 20:" in second and "Round 21:" not in second
+    assert "Game Rules" not in second and second.endswith("in your response!!!")
+    assert msgs[-1][1].startswith("d2\n\nHistorical Game Records:") and "Round 22:" in msgs[-1][1]
+    assert msgs[-1][1].endswith("Your choice is :")

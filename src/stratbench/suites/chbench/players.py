@@ -4,11 +4,28 @@ Scripted specs (baselines and tests, never stand-ins for models):
 ``random`` (level 0, uniform), ``level-k:K`` (a pure level-K reasoner, K = 0..3), ``poisson:LAMBDA``
 (plays the Poisson-CH population strategy), ``first-action``.
 
-A model player sees the paper's prompts (`prompts.py`). With ``policy="logprob"`` the action is
-drawn from the exact renormalised distribution over the continuations " 1", " 2", ... after
-``Your choice is :`` with the round's seed, and the distribution is stored; with ``"sample"`` the
-model generates and the number is parsed (failures are recorded, never replaced). Advisor turns are
-always generated text (the advisor is a second instance of the same model: the same backend).
+A model player sees the paper's prompts (`prompts.py`). Policies:
+
+- ``logprob`` (raw models): the action is drawn from the exact renormalised distribution over the
+  continuations " 1", " 2", ... after ``Your choice is :`` with the round's seed, and the
+  distribution is stored;
+- ``choice`` (chat models, ``--chat``): its chat twin — the conversation (:func:`decision_messages`)
+  rendered with the model's chat template up to the assistant's turn, then the same stem
+  ``Your choice is :`` and the same continuations scored exactly; drawn and stored the same way;
+- ``sample``: the model generates and the number is parsed (failures are recorded, never replaced).
+  A parsed answer is ``strict`` when the reply, stripped of surrounding whitespace, is exactly one
+  of the numbers the prompt asks for ("returning only one number from (1, 2, ...)"; "Do **not**
+  include any additional text ...") and was not cut at the token limit (``finish_reason !=
+  "length"``); anything else the parser reads is ``flexible`` (:func:`answer_form`). Raw models
+  continue the text past their answer, so their replies run to the budget and are flexible unless
+  the model ends its text right after the number. A flexible reading whose line is a line of the
+  prompt repeated (SmolLM2 echoes the rules: "[1] If you choose 1 and your opponent chooses 2 ...",
+  which the parser would read as "choose 1") is not an answer: ``parse_failed``.
+
+Advisor turns are always generated text (the advisor is a second instance of the same model: the
+same backend). Without ``--chat`` a message is the reply up to its first blank line (raw models run
+on); with ``--chat`` it is the whole reply, and the sessions are real turns of each speaker's
+conversation (:func:`consultation_messages`).
 """
 
 from __future__ import annotations
@@ -22,17 +39,20 @@ import numpy as np
 
 from stratbench.errors import InputError
 from stratbench.games.normal_form import NormalFormGame
-from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
-from stratbench.parsing.actions import parse_action
+from stratbench.models.base import GenerateRequest, GenerateResult, LanguageModel, Message, ScoreRequest
+from stratbench.parsing.actions import ActionParse, parse_action
 from stratbench.suites.chbench.fit import CHAgent
 from stratbench.suites.chbench.hierarchy import GameBatch
 from stratbench.suites.chbench.prompts import (
     ADVISOR_NAME,
     AGENT_NAME,
+    DECISION_STEM,
     MECHANISMS,
     REVIEW_EVERY,
     Conversations,
+    consultation_messages,
     consultation_prompt,
+    decision_messages,
     decision_prompt,
 )
 from stratbench.suites.chbench.repeated import Move, RoundView
@@ -40,6 +60,8 @@ from stratbench.suites.chbench.repeated import Move, RoundView
 CHAT_EXCHANGES = 2
 MESSAGE_TOKENS = 96  # "within 50 words"
 ANSWER_TOKENS = 16
+POLICIES = ("logprob", "choice", "sample")
+ECHO_MIN_WORDS = 3  # a parsed line this long found verbatim in the prompt is the prompt echoed
 
 
 # ----------------------------------------------------------------------------- scripted players
@@ -107,6 +129,26 @@ def _softmax(lp: list[float]) -> np.ndarray:
     return x / x.sum()
 
 
+def answer_form(reply: str | None, parsed: ActionParse, labels: tuple[str, ...],
+                finish_reason: str | None) -> str | None:
+    """How a generated decision was read: "strict" when the whole reply (surrounding whitespace
+    aside) is exactly one of `labels` and it was not cut at the token limit, "flexible" for any
+    other reply the parser read an action from, None when nothing was parsed."""
+    if not parsed.ok:
+        return None
+    if reply is not None and reply.strip() in labels and finish_reason != "length":
+        return "strict"
+    return "flexible"
+
+
+def echoed_line(parsed: ActionParse, shown: tuple[str, ...]) -> str | None:
+    """The parsed line when it is a line of what the model was shown, repeated (not an answer)."""
+    line = parsed.line
+    if not parsed.ok or parsed.tier == "whole" or not line or len(line.split()) < ECHO_MIN_WORDS:
+        return None
+    return line if any(line in text for text in shown) else None
+
+
 @dataclass
 class ModelPlayer:
     """A language model playing one match under one mechanism (keeps its advisor conversations)."""
@@ -123,15 +165,27 @@ class ModelPlayer:
     def __post_init__(self) -> None:
         if self.mechanism not in MECHANISMS:
             raise InputError(f"unknown mechanism {self.mechanism!r}; known: {', '.join(MECHANISMS)}")
+        if self.policy not in POLICIES:
+            raise InputError(f"unknown policy {self.policy!r}; known: {', '.join(POLICIES)}")
+        if self.policy == "choice" and not self.chat:
+            raise InputError("policy choice scores the chat conversation: it needs chat=True")
 
-    async def _generate(self, prompt: str, seed: int, max_tokens: int, idx: int) -> tuple[str | None, Any]:
+    async def _generate(self, prompt: str, seed: int, max_tokens: int, idx: int,
+                        messages: tuple[Message, ...] = ()) -> tuple[str | None, GenerateResult]:
         # No stop sequence: raw models often open with a blank line, which a "\n\n" stop would turn
-        # into an empty answer. The message is the text up to its first blank line instead.
+        # into an empty answer. The message is the text up to its first blank line instead; a chat
+        # model's message is its whole reply. `messages` is the conversation (chat), `prompt` its
+        # flattened text; a conversation of one user turn holding `prompt` is sent as `prompt`
+        # alone, so its request (and cache key) is the one single-turn chat has always sent.
+        if len(messages) == 1 and messages[0] == ("user", prompt):
+            messages = ()
         req = GenerateRequest(prompt=prompt, max_tokens=max_tokens, temperature=self.temperature,
-                              seed=seed, sample_index=idx, chat=self.chat)
+                              seed=seed, sample_index=idx, chat=self.chat, messages=messages)
         r = (await self.model.generate([req]))[0]
         if not r.ok or r.text is None:
             return None, r
+        if self.chat:
+            return r.text.strip(), r
         return r.text.strip().split("\n\n")[0].strip(), r
 
     async def _session(self, view: RoundView, review: bool) -> tuple[list[dict[str, Any]], str | None, dict[str, int]]:
@@ -145,11 +199,13 @@ class ModelPlayer:
                 conv = (Conversations(reviews=self.conv.reviews + (tuple(turns),)) if review
                         else Conversations(before=tuple(turns)))
                 prompt = consultation_prompt(own, opp, view.rounds, self.mechanism, view.history, conv, advisor)
-                text, r = await self._generate(prompt, view.seed, MESSAGE_TOKENS, 2 * k + advisor)
+                messages = (consultation_messages(own, opp, view.rounds, self.mechanism, view.history, conv, advisor)
+                            if self.chat else ())
+                text, r = await self._generate(prompt, view.seed, MESSAGE_TOKENS, 2 * k + advisor, messages)
                 used["tokens_in"] += r.tokens_in
                 used["tokens_out"] += r.tokens_out
                 who = ADVISOR_NAME if advisor else AGENT_NAME
-                log.append({"speaker": who, "text": r.text, "error": r.error})
+                log.append({"speaker": who, "text": r.text, "error": r.error, "finish_reason": r.finish_reason})
                 if text is None:
                     return log, f"advisor session: {r.error or 'empty message'}", used
                 turns.append((who, text))
@@ -162,6 +218,8 @@ class ModelPlayer:
     async def act(self, view: RoundView) -> Move:
         t0 = time.perf_counter()
         extra: dict[str, Any] = {}
+        if self.policy == "sample":  # every sampled move says how its answer was read (None: not at all)
+            extra.update(parse=None, finish_reason=None)
         tokens_in = tokens_out = 0
         session_due = (
             (self.mechanism == "chat" and self._sessions_done == 0)
@@ -177,27 +235,38 @@ class ModelPlayer:
                 return Move(None, "error", error=err, extra=extra, tokens_in=tokens_in,
                             tokens_out=tokens_out, latency_s=time.perf_counter() - t0)
         own, opp = view.game.payoff_row, view.game.payoff_col
-        prompt = decision_prompt(own, opp, view.rounds, view.round, self.mechanism, view.history, self.conv)
+        args = (own, opp, view.rounds, view.round, self.mechanism, view.history, self.conv)
+        prompt = decision_prompt(*args)
+        messages = decision_messages(*args) if self.chat else ()
         n = own.shape[0]
         labels = tuple(str(i + 1) for i in range(n))
-        if self.policy == "logprob":
-            r = (await self.model.score([ScoreRequest(prompt, tuple(" " + x for x in labels))]))[0]
+        if self.policy in ("logprob", "choice"):
+            req = (ScoreRequest(DECISION_STEM, tuple(" " + x for x in labels), messages=messages)
+                   if self.policy == "choice" else ScoreRequest(prompt, tuple(" " + x for x in labels)))
+            r = (await self.model.score([req]))[0]
             tokens_in += r.tokens_in
+            shown = r.rendered or prompt
             if not r.ok:
-                return Move(None, "error", prompt=prompt, error=r.error, extra=extra, tokens_in=tokens_in,
+                return Move(None, "error", prompt=shown, error=r.error, extra=extra, tokens_in=tokens_in,
                             tokens_out=tokens_out, latency_s=time.perf_counter() - t0)
             p = _softmax(r.logprobs)  # type: ignore[arg-type]
             a = int(np.random.default_rng(view.seed).choice(n, p=p))
             extra["label_mass"] = float(np.exp(np.logaddexp.reduce(np.asarray(r.logprobs, float))))
-            return Move(a, "parsed", policy=[float(x) for x in p], prompt=prompt, extra=extra,
+            return Move(a, "parsed", policy=[float(x) for x in p], prompt=shown, extra=extra,
                         tokens_in=tokens_in, tokens_out=tokens_out, latency_s=time.perf_counter() - t0)
-        text, g = await self._generate(prompt, view.seed, ANSWER_TOKENS, 0)
+        text, g = await self._generate(prompt, view.seed, ANSWER_TOKENS, 0, messages)
         tokens_in += g.tokens_in
         tokens_out += g.tokens_out
+        shown = g.rendered or prompt
+        extra["finish_reason"] = g.finish_reason
         if not g.ok:
-            return Move(None, "error", prompt=prompt, error=g.error, extra=extra, tokens_in=tokens_in,
+            return Move(None, "error", prompt=shown, error=g.error, extra=extra, tokens_in=tokens_in,
                         tokens_out=tokens_out, latency_s=time.perf_counter() - t0)
         parsed = parse_action(text, labels)
-        return Move(parsed.action, "parsed" if parsed.ok else "parse_failed", raw=g.text, prompt=prompt,
+        echo = echoed_line(parsed, (prompt, *(c for _, c in messages)))
+        if echo is not None:
+            parsed = ActionParse(None, f"the answer's line repeats the prompt ({echo!r}): not an answer")
+        extra["parse"] = answer_form(g.text, parsed, labels, g.finish_reason)
+        return Move(parsed.action, "parsed" if parsed.ok else "parse_failed", raw=g.text, prompt=shown,
                     error=parsed.error, extra=extra, tokens_in=tokens_in, tokens_out=tokens_out,
                     latency_s=time.perf_counter() - t0)

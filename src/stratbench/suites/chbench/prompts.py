@@ -18,6 +18,20 @@ numbered actions 1..n. What the paper leaves open, decided here:
 
 Prompts only grow at the end of the records section between rounds (records are joined, the query
 follows), so a prefix-reusing backend evaluates only each round's new line under full memory.
+
+Chat (``--chat``): the paper's templates have no system message, so none is sent; a prompt with
+no advisor session is one user message holding the template above, verbatim. Advisor sessions
+become real turns (:func:`chat_messages`): in each speaker's conversation its own messages are
+assistant turns and the other's are user turns, verbatim (no ``Sam:`` prefix: the role says who
+speaks, and a prefixed turn taught SmolLM2 to open its own messages with the other's name). A
+session opens with a user turn holding what the template
+shows before the conversation (the rules and, under chat & memory, the records at that time, the
+Conversations intro) and its Question, without the ``Your response:`` stem (the assistant's turn
+is the response); a later review (chat & memory) opens with the records at that time and the
+Question (the ``After 10 rounds:`` labels are left out: the records say when it is). The decision
+after sessions is the last user turn: the advisor's last message, then the template's remaining
+sections (the records under chat & memory, the Question, ``Your Choice:`` and its stem). Roles
+alternate user/assistant, as strict chat templates require.
 """
 
 from __future__ import annotations
@@ -27,6 +41,7 @@ from typing import Sequence
 
 import numpy as np
 
+from stratbench.models.base import Message
 from stratbench.suites.chbench.repeated import PastRound
 
 MECHANISMS = ("baseline", "memory", "memory10", "chat", "chat_memory")
@@ -115,6 +130,12 @@ def conversations_section(mech: str, conv: Conversations, advisor_view: bool = F
     return f"Conversations:\n\n{intro}\n\n" + "\n\n".join(parts)
 
 
+def _decision_query(n: int, round_: int) -> list[str]:
+    return [f"Question:\n\nFor the No.{round_} round, please choose just one of the following options "
+            f"by returning only one number from {_options(n)}.\n\n{NOT_LINE}",
+            f"Your Choice:\n\n{DECISION_STEM}"]
+
+
 def decision_prompt(own: np.ndarray, opp: np.ndarray, rounds: int, round_: int, mech: str,
                     history: Sequence[PastRound] = (), conv: Conversations | None = None) -> str:
     """Figures 6 (baseline), 9 (chat), 10 (memory; memory10 keeps the last 10 rounds), 13."""
@@ -123,11 +144,15 @@ def decision_prompt(own: np.ndarray, opp: np.ndarray, rounds: int, round_: int, 
         sections.append(records_section(history, PARTIAL_MEMORY if mech == "memory10" else None))
     if mech in ("chat", "chat_memory"):
         sections.append(conversations_section(mech, conv or Conversations()))
-    n = own.shape[0]
-    sections.append(f"Question:\n\nFor the No.{round_} round, please choose just one of the following options "
-                    f"by returning only one number from {_options(n)}.\n\n{NOT_LINE}")
-    sections.append(f"Your Choice:\n\n{DECISION_STEM}")
+    sections += _decision_query(own.shape[0], round_)
     return "\n\n".join(sections)
+
+
+def _consultation_question(mech: str) -> str:
+    rule = "rule" if mech == "chat" else "rules"
+    return (f"Question:\n\nBased on the game {rule} and your conversation with your advisor, what would you "
+            "like to say to him next? Your response must only contain what you want to say, and must be "
+            f"within 50 words.\n\n{NOT_LINE}")
 
 
 def consultation_prompt(own: np.ndarray, opp: np.ndarray, rounds: int, mech: str,
@@ -137,9 +162,80 @@ def consultation_prompt(own: np.ndarray, opp: np.ndarray, rounds: int, mech: str
     if mech == "chat_memory":
         sections.append(records_section(history))
     sections.append(conversations_section(mech, conv, advisor_view=advisor))
-    rule = "rule" if mech == "chat" else "rules"
-    sections.append(f"Question:\n\nBased on the game {rule} and your conversation with your advisor, what would you "
-                    "like to say to him next? Your response must only contain what you want to say, and must be "
-                    f"within 50 words.\n\n{NOT_LINE}")
+    sections.append(_consultation_question(mech))
     sections.append(RESPONSE_STEM)
     return "\n\n".join(sections)
+
+
+# ----------------------------------------------------------------------------- chat conversations
+
+
+def sessions_of(mech: str, conv: Conversations) -> tuple[tuple[tuple[str, str], ...], ...]:
+    """The advisor sessions held so far, in order (chat: the one before play, once held)."""
+    if mech == "chat":
+        return (conv.before,) if conv.before else ()
+    if mech == "chat_memory":
+        return conv.reviews
+    return ()
+
+
+def session_opener(own: np.ndarray, opp: np.ndarray, rounds: int, mech: str, history: Sequence[PastRound],
+                   session: int, advisor: bool) -> str:
+    """Chat: the user turn that opens advisor session `session` (0-based) for one speaker; under
+    chat & memory session k is held after ``10 (k + 1)`` rounds and shows those rounds' records."""
+    sections = []
+    if session == 0:
+        sections.append(game_rules(own, opp, rounds))
+    if mech == "chat_memory":
+        sections.append(records_section(list(history)[: REVIEW_EVERY * (session + 1)]))
+    if session == 0:
+        intro = (_self_intro if advisor else _advisor_intro)(mech == "chat_memory")
+        sections.append(f"Conversations:\n\n{intro}")
+    sections.append(_consultation_question(mech))
+    return "\n\n".join(sections)
+
+
+def chat_messages(own: np.ndarray, opp: np.ndarray, rounds: int, mech: str, history: Sequence[PastRound],
+                  sessions: Sequence[Sequence[tuple[str, str]]], speaker: str, final: str = "") -> tuple[Message, ...]:
+    """Chat: `speaker`'s conversation (``AGENT_NAME`` or ``ADVISOR_NAME``) through the advisor
+    `sessions` (each opened by :func:`session_opener`), ending with a user turn that holds what is
+    pending (a session's opener, the other speaker's last message) and `final`. Its own messages
+    are assistant turns, the other's user turns."""
+    msgs: list[Message] = []
+    pending: list[str] = []
+    for k, turns in enumerate(sessions):
+        pending.append(session_opener(own, opp, rounds, mech, history, k, advisor=speaker == ADVISOR_NAME))
+        for who, text in turns:
+            if who == speaker:
+                msgs += [("user", "\n\n".join(pending)), ("assistant", text)]
+                pending = []
+            else:
+                pending.append(text)
+    if final:
+        pending.append(final)
+    msgs.append(("user", "\n\n".join(pending)))
+    return tuple(msgs)
+
+
+def decision_messages(own: np.ndarray, opp: np.ndarray, rounds: int, round_: int, mech: str,
+                      history: Sequence[PastRound] = (), conv: Conversations | None = None) -> tuple[Message, ...]:
+    """Chat: the decision as the agent's conversation. With no advisor session (baseline, memory,
+    memory10, chat & memory before its first review) it is one user message: :func:`decision_prompt`.
+    After sessions, their turns and then a user turn with the advisor's last message and the
+    template's sections after the conversation."""
+    conv = conv or Conversations()
+    sessions = sessions_of(mech, conv)
+    if not sessions:
+        return (("user", decision_prompt(own, opp, rounds, round_, mech, history, conv)),)
+    final = [records_section(history)] if mech == "chat_memory" else []
+    final += _decision_query(own.shape[0], round_)
+    return chat_messages(own, opp, rounds, mech, history, sessions, AGENT_NAME, "\n\n".join(final))
+
+
+def consultation_messages(own: np.ndarray, opp: np.ndarray, rounds: int, mech: str,
+                          history: Sequence[PastRound], conv: Conversations, advisor: bool) -> tuple[Message, ...]:
+    """Chat: the conversation of the speaker about to talk in the session in progress — `conv`'s
+    last session (chat: ``before``, chat & memory: the last review), possibly still empty — the
+    agent (`advisor=False`) or its advisor."""
+    sessions = (conv.before,) if mech == "chat" else conv.reviews
+    return chat_messages(own, opp, rounds, mech, history, sessions, ADVISOR_NAME if advisor else AGENT_NAME)

@@ -6,6 +6,16 @@ Actions are 0-based indices into the game's own actions (``row_labels`` / ``col_
 seat in its own role: the column player's action indexes the columns. Nothing is substituted for a
 failed move: its action and the round's payoffs are None and the failure is in its status and
 error. Records stay plain dicts at run time; these TypedDicts say what their keys hold.
+
+Generated answers (policy ``sample``): each seat says how its answer was read in its own key,
+``row_parse`` / ``col_parse`` (a round holds two answers, one per seat, like every other move
+field): ``"strict"`` when the reply is exactly one of the numbers asked for (surrounding whitespace
+aside) and was not cut at the token limit, ``"flexible"`` when the parser extracted it from other
+text, None when no action was read (parse_failed, error). ``row_finish_reason`` is the backend's
+("stop", or "length": cut by the budget). Fits and utilities use every parsed action, strict or
+flexible (a strict-only variant of the level fits is not computed); an unparsed move has no action
+and is never used. With ``--chat`` the prompt kept is the text the model saw, after its chat
+template: the conversation with the advisor's turns, and under ``choice`` the answer stem scored.
 """
 
 # no `from __future__ import annotations`: the TypedDicts' required/optional keys are then right at
@@ -15,6 +25,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from stratbench.runner.schema import RunTotals
 
 MoveStatus = Literal["ok", "parsed", "parse_failed", "error"]
+ParseKind = Literal["strict", "flexible"]
 RoundStatus = Literal["complete", "parse_failed", "error"]
 
 
@@ -24,6 +35,7 @@ class ConsultationTurn(TypedDict):
     speaker: str  # "Alex" (the player) or "Sam" (its advisor: the same model)
     text: str | None  # the message as generated (None when the call failed)
     error: str | None  # why the call failed
+    finish_reason: NotRequired[str | None]  # "stop", or "length" (cut by the token budget); None on error
 
 
 class RoundRecord(TypedDict):
@@ -39,15 +51,19 @@ class RoundRecord(TypedDict):
     round: int  # 1..rounds
     row_action: int | None  # the row seat's action, None when it gave none
     row_status: MoveStatus  # ok (scripted), parsed, parse_failed or error
-    row_policy: list[float] | None  # the distribution the action was drawn from (scripted, logprob)
+    row_policy: list[float] | None  # the distribution the action was drawn from (scripted, logprob, choice)
     row_raw: str | None  # the generated answer, verbatim (policy "sample")
     row_error: str | None  # why the move failed (parse_failed / error)
     row_tokens_in: int  # prompt tokens evaluated for the move (advisor session included)
     row_tokens_out: int  # tokens generated for it
     row_latency_s: float  # seconds the move took
-    row_prompt: NotRequired[str | None]  # the decision prompt shown (absent with --no-keep-prompts)
-    row_label_mass: NotRequired[float]  # logprob policy: probability the model put on the action labels
+    # the decision prompt shown (absent with --no-keep-prompts); with --chat as the model saw it,
+    # after its chat template (choice: up to and including the answer stem scored)
+    row_prompt: NotRequired[str | None]
+    row_label_mass: NotRequired[float]  # logprob / choice: probability the model put on the action labels
     row_consultation: NotRequired[list[ConsultationTurn]]  # the advisor session held before this move
+    row_parse: NotRequired[ParseKind | None]  # policy sample: how the answer was read (None: not read)
+    row_finish_reason: NotRequired[str | None]  # policy sample: the answer's finish reason (None: no answer)
     col_action: int | None
     col_status: MoveStatus
     col_policy: list[float] | None
@@ -59,6 +75,8 @@ class RoundRecord(TypedDict):
     col_prompt: NotRequired[str | None]
     col_label_mass: NotRequired[float]
     col_consultation: NotRequired[list[ConsultationTurn]]
+    col_parse: NotRequired[ParseKind | None]
+    col_finish_reason: NotRequired[str | None]
     row_payoff: float | None  # the row seat's payoff, None unless both seats acted
     col_payoff: float | None  # the column seat's payoff
     status: RoundStatus  # complete (both acted), else the worse seat status (error before parse_failed)
@@ -81,5 +99,5 @@ def round_record(head: dict[str, Any], played: dict[str, Any]) -> RoundRecord:
     return {**head, **played}  # type: ignore[typeddict-item]
 
 
-__all__ = ["ChbenchTotals", "ConsultationTurn", "FitTotals", "MoveStatus", "RoundRecord", "RoundStatus",
-           "round_record"]
+__all__ = ["ChbenchTotals", "ConsultationTurn", "FitTotals", "MoveStatus", "ParseKind", "RoundRecord",
+           "RoundStatus", "round_record"]

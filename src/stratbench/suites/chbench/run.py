@@ -63,6 +63,9 @@ class ChbenchConfig:
     chat: bool = False
     base_url: str | None = None
     max_concurrency: int = 4
+    timeout: float = 60.0  # HTTP backends: seconds one request may take
+    retries: int = 4  # HTTP backends: retries of a failed request
+    wait_for_server: float = 0.0  # HTTP backends: seconds to wait for an unreachable server
     no_cache: bool = False
     prefix_reuse: bool = False
     self_play: bool = True
@@ -76,15 +79,17 @@ class ChbenchConfig:
     shard: dict[str, int] | str | Shard | None = None
 
     def validate(self) -> None:
-        from stratbench.suites.chbench.players import scripted_agent
+        from stratbench.suites.chbench.players import POLICIES, scripted_agent
 
         # --games is the catalogue's to read ("all", "recoverable" or ids)
         check_config(self, flags={"mechanisms": "--mechanism", "games": None})
         for m in self.mechanisms:
             if m not in MECHANISMS:
                 raise InputError(f"unknown --mechanism {m!r}; known: {', '.join(MECHANISMS)}")
-        if self.policy not in (None, "logprob", "sample"):
-            raise InputError(f"unknown --policy {self.policy!r}; use logprob or sample")
+        if self.policy not in (None, *POLICIES):
+            raise InputError(f"unknown --policy {self.policy!r}; use logprob, choice or sample")
+        if self.policy == "choice" and not self.chat:
+            raise InputError("--policy choice scores the chat conversation (the model's chat template): add --chat")
         if set(self.models) & set(self.opponents):
             raise InputError("each player may be named once across --models and --opponents")
         for spec in self.models + self.opponents:
@@ -151,14 +156,25 @@ class PlayerFactory:
         key = (spec, seat if self.config.prefix_reuse else 0)
         if key not in self._models:
             opts = ModelOptions(base_url=self.config.base_url, max_concurrency=self.config.max_concurrency,
-                                chat=self.config.chat or None, prefix_reuse=self.config.prefix_reuse)
+                                chat=self.config.chat or None, prefix_reuse=self.config.prefix_reuse,
+                                timeout_s=self.config.timeout, max_retries=self.config.retries,
+                                wait_for_server_s=self.config.wait_for_server)
             self._models[key] = open_model(spec, opts, no_cache=self.config.no_cache or self.config.prefix_reuse)
         return self._models[key]
 
     def policy_for(self, spec: str) -> str:
+        """The policy `spec` plays, checked against what its backend can do (one InputError line
+        before anything is written). Default: ``choice`` with --chat where the model scores chat
+        conversations (local models with a chat template), else ``logprob`` where it gives
+        log-probabilities, else ``sample``."""
         if spec not in self.policies:
             model = self._model(spec, 0)
-            pol = self.config.policy or ("logprob" if model.supports_logprobs else "sample")
+            pol = self.config.policy
+            if pol is None:
+                pol = ("choice" if self.config.chat and model.supports_chat_scoring
+                       else "logprob" if model.supports_logprobs else "sample")
+            if self.config.chat:  # one line for a model without a chat template, not an error per record
+                model.check_chat(scoring=pol == "choice")
             if pol == "logprob" and not model.supports_logprobs:
                 raise InputError(f"{spec}: this backend gives no log-probabilities; use --policy sample")
             self.policies[spec] = pol

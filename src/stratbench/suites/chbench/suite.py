@@ -28,6 +28,7 @@ class ChbenchSuite(SuiteBase):
     kinds = ("run",)
     description = "repeated play between models; Level-K and Poisson cognitive-hierarchy levels"
     cli: ClassVar[str | None] = "stratbench.cli.chbench"
+    scorecard: ClassVar[str | None] = "stratbench.suites.chbench.scorecard"
     compare_metrics = ("utility",)
     marker_files = ("fit.json", "levels.md")
 
@@ -121,6 +122,7 @@ class ChbenchFitSuite(ChbenchSuite):
     kinds = ("fit",)
     description = "Level-K and Poisson CH fits of play collected anywhere"
     cli = None  # the chbench command group runs both kinds
+    scorecard = None  # the scorecard part belongs to the suite's main entry
 
     def legacy_owns(self, config: Mapping[str, Any]) -> bool:
         return "data" in config and "mechanisms" not in config

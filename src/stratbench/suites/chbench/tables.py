@@ -9,7 +9,17 @@ built-in check that the fit reads levels right):
 - **per-opponent fits**, whose mean and variance across opponents are the paper's Tables 3-5;
 - k̂ likelihood-improvement ratios (3→4, 4→5) and the mean KL(s^k ‖ s^{k+1}) between levels;
 - **average utility** per (player, opponent) (Tables 11-14) and its variance across opponents
-  (Table 15), with a bootstrap CI over games of the player's overall average.
+  (Table 15), with a bootstrap CI over games of the player's overall average;
+- how a player's generated answers were read (policy ``sample``): ``strict_parse_rate`` (the reply
+  was exactly the number asked for) and ``flexible_parse_rate`` (extracted from other text), over
+  its moves; with ``parse_failure_rate`` and ``error_rate`` they add up to 1. Fits and utilities
+  use every parsed action (strict or flexible) and never an unparsed move; a strict-only variant
+  of the fits is not computed (CHBench's levels are fitted to play, and a dropped move would
+  change the opponent's history too), but ``strict_mean_utility`` (over ``strict_n_actions``) is
+  mean_utility with the player's flexible answers counted as failures. The run's summary has both
+  rates over every generated answer, and ``parsing.md`` tabulates them per player. Players without
+  generated answers (scripted, ``logprob``, ``choice``) have no such keys; a sampled player that
+  never answered is still listed (``n_actions`` 0, no fit).
 
 Seeds: every fit's seed is derived from (run seed, mechanism, player, opponent) positions, so the
 analysis is a deterministic function of the records and the config.
@@ -85,9 +95,26 @@ def _utilities(records: list[dict[str, Any]], player: str) -> dict[str, list[tup
 def _move_rates(records: list[dict[str, Any]], player: str) -> dict[str, Any]:
     st = [r[f"{me}_status"] for r in records for me in ("row", "col") if r[f"{me}_player"] == player]
     n = len(st)
-    return {"n_moves": n,
-            "parse_failure_rate": (st.count("parse_failed") / n) if n else None,
-            "error_rate": (st.count("error") / n) if n else None}
+    out: dict[str, Any] = {"n_moves": n,
+                           "parse_failure_rate": (st.count("parse_failed") / n) if n else None,
+                           "error_rate": (st.count("error") / n) if n else None}
+    # sampled moves carry "<seat>_parse" (strict, flexible, or None when nothing was read)
+    kinds = [r[f"{me}_parse"] for r in records for me in ("row", "col")
+             if r[f"{me}_player"] == player and f"{me}_parse" in r]
+    if kinds:
+        out.update(_parse_rates(kinds))
+        # the strict twin of mean_utility: the player's flexible answers count as failures (their
+        # rounds are dropped, like a parse failure's)
+        strict = [float(r[f"{me}_payoff"]) for r in records if r["status"] == "complete"
+                  for me in ("row", "col") if r[f"{me}_player"] == player and r.get(f"{me}_parse", "strict") == "strict"]
+        out.update(strict_n_actions=sum(1 for k in kinds if k == "strict"),
+                   strict_mean_utility=float(np.mean(strict)) if strict else None)
+    return out
+
+
+def _parse_rates(kinds: list[Any]) -> dict[str, float]:
+    return {"strict_parse_rate": kinds.count("strict") / len(kinds),
+            "flexible_parse_rate": kinds.count("flexible") / len(kinds)}
 
 
 def analyse_records(folder: Path, config: Any, records: list[Record]) -> dict[str, Any]:
@@ -120,6 +147,11 @@ def analyse_records(folder: Path, config: Any, records: list[Record]) -> dict[st
         for pi, p in enumerate(players):
             obs = pooled[p]
             if obs.n_actions_observed == 0:
+                # nothing to fit, but a player that moved and never answered is reported (its
+                # parse and error rates say why), never left out
+                rates = _move_rates(recs, p)
+                if rates["n_moves"] and "strict_parse_rate" in rates:
+                    summary["mechanisms"][mech][p] = {"n_actions": 0, "mean_utility": None, **rates}
                 continue
             opps = sorted({r["col_player"] if r["row_player"] == p else r["row_player"]
                            for r in recs if p in (r["row_player"], r["col_player"])})
@@ -172,6 +204,9 @@ def analyse_records(folder: Path, config: Any, records: list[Record]) -> dict[st
         "parse_failure_rate": (moves.count("parse_failed") / len(moves)) if moves else None,
         "error_rate": (moves.count("error") / len(moves)) if moves else None,
     })
+    kinds = [r[f"{s}_parse"] for r in records for s in ("row", "col") if f"{s}_parse" in r]
+    if kinds:  # over every generated answer of the run (policy sample)
+        summary.update(_parse_rates(kinds))
     write_json_atomic(folder / "fit.json", fits_out)
     write_tables(folder, summary, players)
     try:
@@ -194,13 +229,14 @@ def _ci(x: Any) -> str:
 
 
 def write_tables(folder: Path, summary: dict[str, Any], players: list[str]) -> None:
-    """levels.csv/.md (Tables 3-5 layout), utilities_<mech>.csv/.md (11-14), utility_variance (15)."""
+    """levels.csv/.md (Tables 3-5 layout), utilities_<mech>.csv/.md (11-14), utility_variance (15),
+    parsing.md (parse rates of generated answers, when there are any)."""
     mechs = list(summary["mechanisms"])
     rows = []
     for p in players:
         for mech in mechs:
             s = summary["mechanisms"][mech].get(p)
-            if not s:
+            if not s or not s.get("n_actions"):  # no action: no fit
                 continue
             for cm in CH_MODELS:
                 rows.append({"player": p, "mechanism": mech, "ch_model": cm,
@@ -252,6 +288,17 @@ def write_tables(folder: Path, summary: dict[str, Any], players: list[str]) -> N
     lines = ["# Utility variance across opponents", "", "| Player | " + " | ".join(mechs) + " |",
              "|---|" + "---|" * len(mechs)] + ["| " + " | ".join(r) + " |" for r in var_rows]
     (folder / "utility_variance.md").write_text("\n".join(lines) + "\n")
+    parsed = [(m, p, sm) for m in mechs for p in players
+              if "strict_parse_rate" in (sm := summary["mechanisms"][m].get(p) or {})]
+    if parsed:  # generated answers (policy sample) only
+        lines = ["# How generated answers were read (strict: exactly the number asked for; flexible: "
+                 "extracted from other text)", "",
+                 "| Mechanism | Player | moves | strict | flexible | parse failed | error | utility | strict utility |",
+                 "|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {m} | {p} | {s['n_moves']} | {_fmt(s['strict_parse_rate'])} | {_fmt(s['flexible_parse_rate'])} "
+                  f"| {_fmt(s['parse_failure_rate'])} | {_fmt(s['error_rate'])} | {_fmt(s.get('mean_utility'))} "
+                  f"| {_fmt(s.get('strict_mean_utility'))} |" for m, p, s in parsed]
+        (folder / "parsing.md").write_text("\n".join(lines) + "\n")
 
 
 __all__ = ["CSV_COLUMNS", "analyse_records", "write_tables"]
