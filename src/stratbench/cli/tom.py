@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from stratbench.cli.display import console, fmt
-from stratbench.cli.options import BaseUrl, FixedSeed, OutputDir, Resume, Shard, group
+from stratbench.cli.options import BaseUrl, FixedSeed, OutputDir, Resume, Retries, Shard, Timeout, WaitForServer, group
 from stratbench.suites import get_suite
 
 tom_app = group("Functional theory of mind: repeated games against scripted partners.")
@@ -57,8 +57,10 @@ def tom_run(
                                     "or before (partner_first)."),
     no_history: bool = typer.Option(False, help="Ablation: leave the interaction history out of the prompts."),
     no_payoffs: bool = typer.Option(False, help="Ablation: leave the payoff rules out of the prompts."),
-    chat: Optional[bool] = typer.Option(None, "--chat/--no-chat", help="Send prompts as chat messages "
-                                        "(default: only for openai: models); raw models get completion-style prompts."),
+    chat: Optional[bool] = typer.Option(None, "--chat/--no-chat", help="Send prompts as chat messages through "
+                                        "the model's chat template (default: only for openai: models); raw models get "
+                                        "completion-style prompts. With --prompting LM: the choice policy (the options "
+                                        "scored after the template and 'A: Option'; local models)."),
     temperature: float = typer.Option(0.7, help="Sampling temperature of generated answers."),
     max_tokens: int = typer.Option(384, help="Token budget of reasoning answers (CoT, CoT3, Plans+Insights, "
                                    "Reflexion, S2ACoT) and of S2A rewrites."),
@@ -68,6 +70,9 @@ def tom_run(
     base_url: BaseUrl = None,
     max_concurrency: int = typer.Option(8, help="Concurrent episodes (generation strategies)."),
     no_cache: bool = typer.Option(False, help="Bypass the response cache (generation strategies)."),
+    timeout: Timeout = 60.0,
+    retries: Retries = 4,
+    wait_for_server: WaitForServer = 0.0,
     shard: Shard = None,
     output_dir: OutputDir = "results",
     resume: Resume = None,
@@ -80,14 +85,18 @@ def tom_run(
                        tom_variant=tom_variant, history=not no_history, payoffs=not no_payoffs, chat=chat,
                        temperature=temperature, max_tokens=max_tokens, max_tries=max_tries, memory=memory,
                        keep_prompts=keep_prompts, shard=shard, base_url=base_url,
-                       max_concurrency=max_concurrency, no_cache=no_cache, output_dir=output_dir)
+                       max_concurrency=max_concurrency, no_cache=no_cache, output_dir=output_dir, timeout=timeout,
+                       retries=retries, wait_for_server=wait_for_server)
     result = get_suite("tom").run(cfg, resume_dir=resume)
     s = result.summary
-    console.print(f"ToM — {result.folder} — {s['model']} / {s['prompting']} / {s['game']} vs {s['partner']}: "
+    strict = "" if s["strict_parse_rate"] is None else (
+        f" (strict {s['strict_parse_rate']:.3f}, flexible {s['flexible_parse_rate']:.3f}; strict regret/step "
+        f"{fmt(s['strict_regret_per_step'], s['strict_regret_per_step_ci95'])} over {s['n_strict_episodes']} episodes)")
+    console.print(f"ToM — {result.folder} — {s['model']} / {s['prompting']} ({s['policy']}) / {s['game']} vs {s['partner']}: "
                   f"regret/step {fmt(s['regret_per_step'], s['regret_per_step_ci95'])}, ToM "
                   f"{fmt(s['tom_accuracy'], s['tom_accuracy_ci95'])}, {s['n_episodes']} of {s['n_episodes_run']} "
                   f"episodes complete ({s['n_parse_failed_episodes']} stopped by a parse failure, "
-                  f"{s['n_error_episodes']} by errors), parse failure rate {s['parse_failure_rate']:.3f}, "
+                  f"{s['n_error_episodes']} by errors), parse failure rate {s['parse_failure_rate']:.3f}{strict}, "
                   f"{s['tokens_evaluated_per_episode']:.0f} tokens evaluated per episode")
     return 1 if result.n_errors else 0
 

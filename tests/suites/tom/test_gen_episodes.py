@@ -337,13 +337,14 @@ def test_s2a_episode_call_order_records_and_seeds():
 
 
 def test_s2a_empty_rewrites_errors_and_parse_failures():
-    # an empty rewrite is accepted once (never re-sampled), flagged, and the answer is asked without it
+    # an empty rewrite is accepted once (never re-sampled), flagged, and the answer is asked without it;
+    # an empty reply is never `parsed`: its call is parse_failed with `empty`
     m = ScriptedLM(lambda p, r: " \n" if p.endswith("Summary:") else " F")
     ep = play(m, IPD, "single_action", 2, GenSettings(prompting="S2A", predict=False, keep_prompts=True))
     assert ep["status"] == "complete"
     for r in ep["records"]:
         rw, act = r["calls"]
-        assert rw["kind"] == "s2a_context" and rw["empty"] is True and rw["status"] == "parsed"
+        assert rw["kind"] == "s2a_context" and rw["empty"] is True and rw["status"] == "parse_failed"
         assert r["s2a_context"] == "" and "prediction" not in r
         assert act["prompt"].startswith(INTRO_IBS.replace("100", "2") + "\n\nYou are currently playing round")
     # a raw model that opens with a blank line still has its first paragraph taken

@@ -16,6 +16,16 @@ query, so a prefix-reusing backend (``load_embedded(prefix_reuse=True)``) evalua
 round line + query each call. ``"partner_first"`` keeps the paper's Figure 3 wording, whose history
 lines differ from Figure 1's, so the two prompt streams share only the header and each call
 re-evaluates the other stream's history (much more expensive).
+
+Chat models (``chat=True``; `tom run --prompting LM --chat`, policy ``choice``): the same episode
+with the chat twin of the prompts (:mod:`prompts`, "Chat models"): each ScoreRequest carries the
+conversation as ``messages`` and the answer stem ``A: Option`` as its prompt, the backend scores
+the labels after the model's chat template. Records store what LM prompting stores (``policy``,
+``tom_policy``, ``prediction``) plus ``label_mass`` / ``tom_label_mass``: the probability the model
+put on the legal labels after the stem (the policy is renormalised over them), and with
+``keep_prompts`` the scored text as the model saw it (template + stem). Prefix reuse applies as
+for raw prompts: the agent-first ToM conversation extends the action's, and a round's
+conversations share the previous round's up to its history.
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ from stratbench.models.base import LanguageModel, ScoreRequest
 from stratbench.seeding import derive_seed
 from stratbench.suites.tom.games import RepeatedGame, get_game
 from stratbench.suites.tom.partners import FiniteStatePartner, make_partner
-from stratbench.suites.tom.prompts import LMPrompts, PromptHistory
+from stratbench.suites.tom.prompts import ANSWER_STEM, LMPrompts, PromptHistory, flatten
 from stratbench.suites.tom.regret import mean_ci, regret_per_step, tom_accuracy
 
 PARTNER_STREAM = (7, 7, 7)
@@ -44,8 +54,14 @@ def _policy(logprobs: list[float]) -> np.ndarray:
     return p / p.sum()
 
 
-async def _score_one(model: LanguageModel, prompt: str, conts: tuple[str, ...]):
-    res = await model.score([ScoreRequest(prompt=prompt, continuations=conts)])
+def label_mass(logprobs: list[float]) -> float:
+    """The probability on the legal labels (their log-probabilities' exp, summed)."""
+    return float(np.exp(np.asarray(logprobs, dtype=float)).sum())
+
+
+async def _score_one(model: LanguageModel, prompt: str, conts: tuple[str, ...],
+                     messages: tuple[tuple[str, str], ...] = ()):
+    res = await model.score([ScoreRequest(prompt=prompt, continuations=conts, messages=messages)])
     return res[0]
 
 
@@ -61,8 +77,9 @@ async def arun_lm_episode(
     keep_prompts: bool = False,
     history: bool = True,
     payoffs: bool = True,
+    chat: bool = False,
 ) -> dict[str, Any]:
-    """One episode; see :func:`run_lm_episode`."""
+    """One episode; see :func:`run_lm_episode` (``chat``: the choice policy, module doc)."""
     g = get_game(game)
     partner = make_partner(partner_name, g)
     act_tpl = LMPrompts(g, label_set, T, "agent_first", payoffs=payoffs, history=history)
@@ -85,17 +102,25 @@ async def arun_lm_episode(
     for t in range(T):
         rec: dict[str, Any] = {"t": t, "status": "parsed", "tokens_in": 0, "latency_s": 0.0}
         prompts: dict[str, str] = {}
+        act_msgs = act_hist.chat_action_messages() if chat else ()
 
         async def predict_partner(my_action: int | None) -> bool:
-            prompt = tom_hist.tom_prompt(my_action)
-            prompts["tom"] = prompt
-            r = await _score_one(model, prompt, conts)
+            if chat:
+                msgs = tom_hist.chat_tom_messages(my_action, act_msgs)
+                r = await _score_one(model, ANSWER_STEM, conts, msgs)
+                prompts["tom"] = r.rendered or flatten(msgs, ANSWER_STEM)
+            else:
+                prompt = tom_hist.tom_prompt(my_action)
+                prompts["tom"] = prompt
+                r = await _score_one(model, prompt, conts)
             rec["tokens_in"] += r.tokens_in
             rec["latency_s"] += r.latency_s
             if not r.ok:
                 rec.update(status="error", error=f"tom: {r.error}")
                 return False
             rec["tom_policy"] = _policy(r.logprobs).tolist()
+            if chat:
+                rec["tom_label_mass"] = label_mass(r.logprobs)
             rec["prediction"] = int(np.argmax(r.logprobs))
             return True
 
@@ -103,9 +128,13 @@ async def arun_lm_episode(
         if predict and tom_variant != "agent_first":
             ok = await predict_partner(None)  # Figure 3: asked before the agent acts
         if ok:
-            prompt = act_hist.action_prompt()
-            prompts["action"] = prompt
-            r = await _score_one(model, prompt, conts)
+            if chat:
+                r = await _score_one(model, ANSWER_STEM, conts, act_msgs)
+                prompts["action"] = r.rendered or flatten(act_msgs, ANSWER_STEM)
+            else:
+                prompt = act_hist.action_prompt()
+                prompts["action"] = prompt
+                r = await _score_one(model, prompt, conts)
             rec["tokens_in"] += r.tokens_in
             rec["latency_s"] += r.latency_s
             if not r.ok:
@@ -115,6 +144,8 @@ async def arun_lm_episode(
             pol = _policy(r.logprobs)
             a = int(np.random.default_rng(derive_seed(seed, t)).choice(len(pol), p=pol))
             rec.update(policy=pol.tolist(), my_action=a)
+            if chat:
+                rec["label_mass"] = label_mass(r.logprobs)
             if predict and tom_variant == "agent_first":
                 ok = await predict_partner(a)  # Figure 2: asked after the agent acted
         tokens += rec["tokens_in"]
@@ -169,6 +200,7 @@ def run_lm_episode(
     keep_prompts: bool = False,
     history: bool = True,
     payoffs: bool = True,
+    chat: bool = False,
 ) -> dict[str, Any]:
     """Play one LM-prompting episode (sync wrapper; use :func:`arun_lm_episode` inside a loop).
 
@@ -178,7 +210,7 @@ def run_lm_episode(
     (tokens the backend actually evaluated), seconds, status ("complete" / "error").
     """
     return asyncio.run(arun_lm_episode(model, game, partner_name, T, seed, label_set, predict,
-                                       tom_variant, keep_prompts, history, payoffs))
+                                       tom_variant, keep_prompts, history, payoffs, chat))
 
 
 async def arun_lm_episodes(

@@ -58,17 +58,18 @@ from typing import Any
 import numpy as np
 
 from stratbench.errors import InputError
-from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
+from stratbench.models.base import GenerateRequest, LanguageModel, Message, ScoreRequest
 from stratbench.seeding import derive_seed
-from stratbench.suites.tom.episodes import PARTNER_STREAM, _policy
+from stratbench.suites.tom.episodes import PARTNER_STREAM, _policy, label_mass
 from stratbench.suites.tom.games import RepeatedGame, get_game
 from stratbench.suites.tom.gen_prompts import S2A_STEM, GenPrompts, Prompt, memory_lines
 from stratbench.suites.tom.partners import FiniteStatePartner, make_partner
-from stratbench.suites.tom.prompts import TOM_VARIANTS, LMPrompts
+from stratbench.suites.tom.prompts import ANSWER_STEM, TOM_VARIANTS, LMPrompts, flatten
 from stratbench.suites.tom.strategies import (
     GENERATION_PROMPTINGS,
+    ParseMode,
     extract_field,
-    parse_option,
+    read_option,
 )
 
 KIND_CODES = {"action": 1, "tom": 2, "reflection": 3, "s2a_context": 4, "s2a_tom_context": 5}
@@ -120,8 +121,19 @@ class GenSettings:
         return self.prompting in ("S2A", "S2ACoT")
 
 
-Parser = Callable[[str], tuple[Any, str | None]]
-"""Answer text (stem included) → (value or None, reason when None)."""
+Parser = Callable[[str], tuple[Any, str | None, ParseMode | None]]
+"""Answer text (stem included) → (value or None, reason when None, strict / flexible when read)."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """How a call ended: ``status`` (parsed / parse_failed / error), the value read, and in chat
+    mode the conversation it ended (the accepted reply as its last, assistant turn) for the calls
+    that follow it up (:mod:`gen_prompts`, "Chat conversations")."""
+
+    status: str
+    value: Any = None
+    conversation: tuple[Message, ...] = ()
 
 
 class _Caller:
@@ -131,20 +143,28 @@ class _Caller:
         self.model, self.s, self.seed = model, s, ep_seed
 
     async def ask(self, t: int, kind: str, prompt: Prompt, parse: Parser, reasoning: bool,
-                  calls: list[dict[str, Any]]) -> tuple[str, Any]:
+                  calls: list[dict[str, Any]], prior: tuple[Message, ...] = (), tries: int | None = None) -> Answer:
+        """``prompt`` as a completion-style prompt (raw models) or, in chat mode, as the user's
+        message - after ``prior``, the conversation it follows up, when given. ``tries``: at most
+        this many samples (default ``max_tries``)."""
         s = self.s
         text = prompt.render(s.chat)
         stem = "" if s.chat else prompt.stem
+        sent: tuple[Message, ...] = (*prior, ("user", text)) if s.chat else ()
+        # one user message is sent as `prompt` (its cache key as before); a longer conversation as
+        # `messages`, with its flattened text as `prompt`
+        messages = sent if prior else ()
+        req_text = flatten(messages) if messages else text
         if s.chat:
             stop: tuple[str, ...] = ()
         elif kind == "reflection":
             stop = ("\n\n",)
         else:
             stop = REASONING_STOPS if reasoning else ("\n",)
-        for attempt in range(s.max_tries):
+        for attempt in range(s.max_tries if tries is None else tries):
             req = GenerateRequest(
-                prompt=text, max_tokens=s.max_tokens if reasoning else s.qa_max_tokens,
-                temperature=s.temperature, stop=stop, chat=s.chat,
+                prompt=req_text, max_tokens=s.max_tokens if reasoning else s.qa_max_tokens,
+                temperature=s.temperature, stop=stop, chat=s.chat, messages=messages,
                 seed=derive_seed(self.seed, t, KIND_CODES[kind], attempt) % (2**31), sample_index=attempt,
             )
             r = (await self.model.generate([req]))[0]
@@ -154,50 +174,60 @@ class _Caller:
                 "finish_reason": r.finish_reason,
             }
             if s.keep_prompts and attempt == 0:
-                call["prompt"] = text
+                call["prompt"] = r.rendered or req_text  # chat: as the model saw it, with its template
             calls.append(call)
             if not r.ok:
                 call.update(status="error", error=r.error)
-                return "error", None
-            value, reason = parse(stem + (r.text or ""))
+                return Answer("error")
+            reply = r.text or ""
+            if not reply.strip():  # never an answer, whatever a stem would make of it
+                call.update(status="parse_failed", reason="empty reply")
+                continue
+            value, reason, mode = parse(stem + reply)
             if value is not None:
-                call["status"] = "parsed"
-                return "parsed", value
+                call.update(status="parsed", parse="flexible" if r.finish_reason == "length" else mode)
+                return Answer("parsed", value, (*sent, ("assistant", reply)) if s.chat else ())
             call.update(status="parse_failed", reason=reason)
-        return "parse_failed", None
+        return Answer("parse_failed")
 
 
 def _option_parser(labels: tuple[str, ...]) -> Parser:
-    def parse(text: str) -> tuple[Any, str | None]:
-        res = parse_option(text, labels)
-        return (res.action, res.error)
+    def parse(text: str) -> tuple[Any, str | None, ParseMode | None]:
+        res = read_option(text, labels)
+        return res.action, res.error, res.parse
     return parse
 
 
 def _plans_insights_parser(labels: tuple[str, ...]) -> Parser:
     """The action, with the answer's plans and insights (empty when the model left them out)."""
-    def parse(text: str) -> tuple[Any, str | None]:
-        res = parse_option(text, labels)
+    def parse(text: str) -> tuple[Any, str | None, ParseMode | None]:
+        res = read_option(text, labels)
         if not res.ok:
-            return None, res.error
-        return (res.action, extract_field(text, "plans") or "", extract_field(text, "insights") or ""), None
+            return None, res.error, None
+        return (res.action, extract_field(text, "plans") or "", extract_field(text, "insights") or ""), None, res.parse
     return parse
 
 
 def _s2a_parser(chat: bool) -> Parser:
-    """S2A's rewrite, accepted as it is (an empty one too). Completion mode: the text after our
-    ``Summary:`` stem, up to its first blank line (a raw model goes on to write the next question
-    and answer it); chat: the whole reply."""
-    def parse(text: str) -> tuple[Any, str | None]:
+    """S2A's rewrite, accepted as it is (strict: the figures ask for no template; an empty reply
+    never gets here). Completion mode: the text after our ``Summary:`` stem, up to its first blank
+    line (a raw model goes on to write the next question and answer it); chat: the whole reply."""
+    def parse(text: str) -> tuple[Any, str | None, ParseMode | None]:
         if chat:
-            return text.strip(), None
-        return text.removeprefix(S2A_STEM).strip().split("\n\n")[0].strip(), None
+            return text.strip(), None, "strict"
+        return text.removeprefix(S2A_STEM).strip().split("\n\n")[0].strip(), None, "strict"
     return parse
 
 
-def _plan_parser(text: str) -> tuple[Any, str | None]:
+def _plan_parser(text: str) -> tuple[Any, str | None, ParseMode | None]:
+    """The reflection's ``Plan:`` field (strict); a reply with no ``Plan:`` field at all is taken
+    whole as the plan (flexible: Figure 10 asks for free text)."""
     plan = extract_field(text, "plan")
-    return (plan, None) if plan else (None, "no 'Plan:' field")
+    if plan:
+        return plan, None, "strict"
+    if plan is None and text.strip():
+        return text.strip(), None, "flexible"
+    return None, "empty 'Plan:' field", None
 
 
 async def arun_gen_episode(
@@ -236,18 +266,26 @@ async def arun_gen_episode(
 
     async def rewrite(t: int, kind: str, prompt: Prompt, rec: dict[str, Any],
                       calls: list[dict[str, Any]]) -> str | None:
-        """S2A's rewrite (never re-sampled: always accepted); None on a model error."""
-        st, summary = await caller.ask(t, kind, prompt, s2a_parse, True, calls)
-        if st != "parsed":
+        """S2A's rewrite (asked once: always accepted, an empty reply as an empty rewrite, which
+        its call records as ``parse_failed`` with ``empty``); None on a model error."""
+        ans = await caller.ask(t, kind, prompt, s2a_parse, True, calls, tries=1)
+        if ans.status == "error":
             return None
+        summary = ans.value if ans.status == "parsed" else ""
         if not summary:
             calls[-1]["empty"] = True
         rec[kind] = summary
         return summary
 
     async def ask_tom(t: int, my_action: int | None, plans: str | None, insights: str | None,
-                      rec: dict[str, Any], calls: list[dict[str, Any]]) -> tuple[str, int | None]:
-        """The strategy's literal-ToM prompt; agent-first when ``my_action`` is given."""
+                      rec: dict[str, Any], calls: list[dict[str, Any]],
+                      after: tuple[Message, ...] = ()) -> Answer:
+        """The strategy's literal-ToM prompt; agent-first when ``my_action`` is given; in chat
+        mode the turn after ``after`` (the action's conversation) when given."""
+        if after:
+            assert my_action is not None
+            return await caller.ask(t, "tom", P.tom_turn(rounds, my_action, tom_style), option, tom_style == "cot",
+                                    calls, prior=after)
         if s.prompting == "PlansInsights":
             extra = P.plans_insights_extra(plans, insights, current=my_action is not None)
         elif s.prompting == "Reflexion":
@@ -259,7 +297,7 @@ async def arun_gen_episode(
             order = "agent_first" if my_action is not None else "partner_first"
             summary = await rewrite(t, "s2a_tom_context", P.s2a_rewrite(rounds, "tom", order), rec, calls)
             if summary is None:
-                return "error", None
+                return Answer("error")
         return await caller.ask(t, "tom", P.tom(rounds, my_action, tom_style, extra, shots, summary), option,
                                 tom_style == "cot", calls)
 
@@ -269,39 +307,56 @@ async def arun_gen_episode(
         rec: dict[str, Any] = {"t": t, "status": "parsed", "partner_state": state}
         prediction: int | None = None
         stop: str | None = None
+        # chat: the conversation the action follows up (this round's reflection, Social's prediction)
+        lead: tuple[Message, ...] = ()
 
         if s.prompting == "Reflexion" and t > 0:
-            st, plan = await caller.ask(t, "reflection", P.reflection(rounds), _plan_parser, True, calls)
-            rec["reflection_status"] = st
-            if st == "error":
+            ans = await caller.ask(t, "reflection", P.reflection(rounds), _plan_parser, True, calls)
+            rec["reflection_status"] = ans.status
+            if ans.status == "error":
                 stop = "error"
-            elif st == "parsed":
-                memory.append(plan)
-                rec["plan"] = plan
+            elif ans.status == "parsed":
+                memory.append(ans.value)
+                rec["plan"] = ans.value
+                lead = ans.conversation
 
         if stop is None and s.prompting == "SocialLM":
-            prompt = lm_tom.header() + lm_tom.history_text(rounds) + lm_tom.tom_query(t)
-            r = (await model.score([ScoreRequest(prompt=prompt, continuations=lm_tom.continuations)]))[0]
+            if s.chat:  # the chat twin of Figure 3 (prompts.py, "Chat models")
+                msgs: tuple[Message, ...] = (
+                    ("user", lm_tom.header() + lm_tom.history_text(rounds) + lm_tom.chat_tom_question(t)),)
+                req = ScoreRequest(prompt=ANSWER_STEM, continuations=lm_tom.continuations, messages=msgs)
+            else:
+                req = ScoreRequest(prompt=lm_tom.header() + lm_tom.history_text(rounds) + lm_tom.tom_query(t),
+                                   continuations=lm_tom.continuations)
+            r = (await model.score([req]))[0]
             call: dict[str, Any] = {"kind": "tom", "attempt": 0, "tokens_in": r.tokens_in, "tokens_out": 0,
                                     "latency_s": r.latency_s, "cached": r.cached}
             if s.keep_prompts:
-                call["prompt"] = prompt
+                call["prompt"] = r.rendered or (flatten(msgs, ANSWER_STEM) if s.chat else req.prompt)
             calls.append(call)
             if r.ok and r.logprobs is not None:  # (ok says logprobs is set)
                 prediction = int(np.argmax(r.logprobs))
                 call.update(status="parsed", logprobs=list(r.logprobs), tom_policy=_policy(r.logprobs).tolist())
+                if s.chat:
+                    call["label_mass"] = label_mass(r.logprobs)
+                    lead = (*msgs, ("assistant", lm_tom.chat_answer(prediction)))
                 rec["tom_status"] = "parsed"
             else:
                 call.update(status="error", error=r.error)
                 rec["tom_status"] = stop = "error"
         elif stop is None and (s.prompting == "Social" or (s.predict and s.tom_variant == "partner_first")):
-            st, prediction = await ask_tom(t, None, plans, insights, rec, calls)
-            rec["tom_status"] = st
-            if st == "error" or (st == "parse_failed" and s.prompting == "Social"):
-                stop = st  # Social's action prompt needs the prediction
+            ans = await ask_tom(t, None, plans, insights, rec, calls)
+            prediction = ans.value
+            rec["tom_status"] = ans.status
+            if ans.status == "error" or (ans.status == "parse_failed" and s.prompting == "Social"):
+                stop = ans.status  # Social's action prompt needs the prediction
+            elif s.prompting == "Social":
+                lead = ans.conversation
 
         a: int | None = None
         summary: str | None = None
+        follow_up = False  # chat: the agent-first ToM prompt follows up the action's conversation
+        action_talk: tuple[Message, ...] = ()
         if stop is None and s.s2a:
             summary = await rewrite(t, "s2a_context", P.s2a_rewrite(rounds, "action"), rec, calls)
             if summary is None:
@@ -319,26 +374,29 @@ async def arun_gen_episode(
             elif s.prompting == "PlansInsights":
                 prompt_obj = P.plans_insights(rounds, plans, insights)
             elif s.prompting == "Reflexion":
-                prompt_obj = P.reflexion(rounds, list(memory))
+                prompt_obj = P.reflexion_turn(rounds, list(memory)) if lead else P.reflexion(rounds, list(memory))
             elif s.prompting in ("Oracle", "OracleMax"):
                 prompt_obj = P.oracle(rounds, b, maximize=s.prompting == "OracleMax")
             else:  # Social, SocialLM
                 assert prediction is not None
-                prompt_obj = P.social(rounds, prediction)
+                prompt_obj = P.social_turn(rounds, prediction) if lead else P.social(rounds, prediction)
             parser = _plans_insights_parser(labels) if s.prompting == "PlansInsights" else option
-            st, value = await caller.ask(t, "action", prompt_obj, parser, reasoning_action, calls)
-            if st != "parsed":
-                stop = st
+            ans = await caller.ask(t, "action", prompt_obj, parser, reasoning_action, calls, prior=lead)
+            follow_up = s.chat and s.prompting in ("QA", "CoT", "CoT3", "PlansInsights", "Reflexion")
+            action_talk = ans.conversation if follow_up else ()
+            if ans.status != "parsed":
+                stop = ans.status
             elif s.prompting == "PlansInsights":
-                a, plans, insights = value
+                a, plans, insights = ans.value
                 rec.update(plans=plans, insights=insights)
             else:
-                a = value
+                a = ans.value
 
         if stop is None and s.predict and not s.social and s.tom_variant == "agent_first":
-            st, prediction = await ask_tom(t, a, plans, insights, rec, calls)
-            rec["tom_status"] = st
-            if st == "error":
+            ans = await ask_tom(t, a, plans, insights, rec, calls, after=action_talk)
+            prediction = ans.value
+            rec["tom_status"] = ans.status
+            if ans.status == "error":
                 stop = "error"
 
         rec["calls"] = calls

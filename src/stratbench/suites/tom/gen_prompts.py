@@ -68,7 +68,42 @@ Raw (base) models get *completion-style* prompts: the paper's prompt, a blank li
 template's first field name as an answer stem (``Option:`` for QA, ``Thoughts:`` for CoT,
 ``Plans:`` for Plans+Insights, ``Plan:`` for the reflection), so the model's continuation is the
 answer. The stem is put back in front of the generated text before parsing. Chat models get the
-paper's prompt unchanged.
+paper's prompt unchanged, as the user's message.
+
+Chat conversations (``--chat``): which calls are turns of one conversation. Every round starts a
+new conversation whose first user message is the paper's prompt with the rules and the history
+written out as in the figures (the history stays user text). A call whose prompt, in the paper,
+*tells the model its own answer of this round* is asked as the next user turn after that answer
+(the accepted reply verbatim as the assistant's turn), and its turn carries only the figure's
+paragraphs after the rules and history (:meth:`GenPrompts.tom_turn`, :meth:`GenPrompts.social_turn`,
+:meth:`GenPrompts.reflexion_turn`); what the conversation already shows is not repeated. Per
+strategy:
+
+* QA, CoT, CoT 3-Shot, Plans+Insights, Reflexion - the agent-first literal-ToM prompt (Figures 5,
+  7, 9, 12: "In round 5, you chose Option J." ...) is the turn after the action's answer. Figure
+  9's "Your plans from this round were: ..." and Figure 12's memory paragraphs are left out of
+  that turn: the plans are in the model's own answer just above, the memory in the action turn.
+* Reflexion - the action prompt (Figure 11) is the turn after this round's reflection (Figure 10,
+  asked over the same rules and history): the newest plan is the model's reply just above, so
+  only the older plans (``--memory`` > 1) stay as "Your plan from two rounds ago was: ..."
+  paragraphs. A reflection that did not parse is no turn: the action is asked as Figure 11's
+  prompt on its own, with the memory as paragraphs.
+* Social / Social LM - the action prompt (Figure 18: "Given that you predict the other player will
+  choose Option J in round 5, ...") is the turn after the model's own prediction (the partner-first
+  QA prompt; Social LM: the partner-first LM prompt scored, its argmax as the assistant's
+  "A: Option J"). The conversation's history is therefore written partner first, as in the
+  prediction's prompt.
+* Plans+Insights - the previous round's plans and insights stay paragraphs of the next round's
+  prompt (Figure 8): they come from another round, i.e. another conversation.
+* Oracle / Oracle+Max - no follow-up: the action prompt tells the model the partner's actual
+  action, so a ToM question in the same conversation would hold its answer; the ToM prompt is
+  asked on its own, as for raw models.
+* S2A / S2A + CoT - no follow-up either: "this output replaces the rules and history in the
+  subsequent QA or CoT prompt", and in one conversation the rules and history would stay in view
+  above the rewrite, which is what S2A removes. Each rewrite and each answer is a conversation
+  of one user message, as with the paper's separate prompts.
+* Partner-first ToM prompts (``--tom-variant partner_first``, asked before acting) are their own
+  conversations: their history is written partner first, unlike the action's.
 """
 
 from __future__ import annotations
@@ -275,20 +310,39 @@ class GenPrompts:
         ``shots``: CoT 3-Shot's examples after the rules (Figure 13); ``summary``: S2A's rewrite
         (Figure 17) in place of the rules and history.
         """
+        ctx = self._context(rounds, "agent_first" if my_action is not None else "partner_first", shots, summary)
+        return self._tom_body(ctx, rounds, my_action, style, extra)
+
+    def _tom_body(self, ctx: str, rounds: Sequence[tuple[int, int]], my_action: int | None, style: str,
+                  extra: Sequence[str]) -> Prompt:
         t = len(rounds) + 1
         if my_action is not None:
-            ctx = self._context(rounds, "agent_first", shots, summary)
             lead = [*extra, f"In round {t}, you chose Option {self.labels[my_action]}."]
             q_qa = "Which Option did you think the other player chose?"
             q_cot = "Which Option do you think the other player chose?"
         else:
-            ctx = self._context(rounds, "partner_first", shots, summary)
             lead = [*extra, f"You are currently playing round {t}."]
             q_qa = q_cot = "Which Option do you think the other player will choose in this round?"
         if style == "cot":
             body = PARA.join([*lead, f"{q_cot} {COT_INSTRUCTION}", THOUGHTS_FIELD, self._option_field()])
             return Prompt(ctx + body, "Thoughts:")
         return self._qa(ctx, [*lead, q_qa])
+
+    # -- chat follow-up turns (module doc: "Chat conversations") -------------------------------
+    def tom_turn(self, rounds: Sequence[tuple[int, int]], my_action: int, style: str = "qa") -> Prompt:
+        """The agent-first ToM prompt as the turn after the action's answer: Figure 5 (``qa``) or 7
+        (``cot``) without the rules and history (and without Figure 9's / 12's extra paragraphs)."""
+        return self._tom_body("", rounds, my_action, style, ())
+
+    def social_turn(self, rounds: Sequence[tuple[int, int]], predicted: int) -> Prompt:
+        """Figure 18's question and template as the turn after the model's own prediction."""
+        return Prompt(self.social(rounds, predicted).text[len(self._context(rounds)):], "Option:")
+
+    def reflexion_turn(self, rounds: Sequence[tuple[int, int]], memory: Sequence[str]) -> Prompt:
+        """Figure 11 as the turn after this round's reflection (``memory[-1]``, the reply above):
+        the older plans, the round and the CoT question."""
+        return self._cot("", [*memory_lines(memory)[:-1], self._current(rounds), self._choose(rounds)],
+                         [THOUGHTS_FIELD], "Thoughts:")
 
     def plans_insights_extra(self, plans: str | None, insights: str | None, current: bool) -> list[str]:
         """Figure 9's "Your plans from this round were: ..." paragraphs (``current``), or the

@@ -16,6 +16,22 @@ again, errored ones included. ``--shard i/n`` plays the episodes whose index e h
 (:func:`merge_tom_runs`) equals the unsharded run record for record (timing and cache-hit fields
 aside).
 
+Chat (``--chat``): the model must take conversations (:meth:`LanguageModel.check_chat`, one line
+before anything is written for a model without a chat template). Generation strategies send the
+paper's prompts as user messages and follow up their own answers as turns of one conversation
+where the protocol asks so (:mod:`gen_prompts`, "Chat conversations"). LM prompting becomes its
+chat twin, the ``choice`` policy (:mod:`prompts`, "Chat models"): the conversation up to the
+assistant's turn, the stem ``A: Option`` and the labels scored as continuations - exact, no
+sampling, no parsing; it needs a model whose chat template is known here (local GGUF/HF models,
+``embedded-instruct``; refused in one line otherwise), as does Social LM's prediction with
+``--chat``. We chose ``--prompting LM --chat`` over a ``--policy choice`` flag: in this suite the
+strategy is what ``--prompting`` names and ``--chat`` how it is asked, so the twin is their
+combination, and run.json (``agent.policy``) and summary.json (``policy``) name it ``choice``,
+never ``logprob``; a suite file's model with ``policy = "choice"`` gets ``chat = true`` (and a chat model
+with ``policy = "sample"`` plays LM sections with QA, Figure 1's generated twin). Runtime settings of
+HTTP backends (``--timeout``, ``--retries``, ``--wait-for-server``) are stored in the config and,
+like the concurrency and server URL, taken from the resuming command on ``--resume``.
+
 Model calls: LM prompting runs episodes one after another on a prefix-reusing backend without the
 response cache (the cache would not save anything the prefix reuse does not, and each round's
 prompt is new). Generation strategies go through the response cache (``--no-cache`` to bypass):
@@ -27,11 +43,12 @@ backends; local backends serialise calls anyway.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from stratbench.checks import check_config, check_units
+from stratbench.checks import Floats, Ints, check_config, check_units, check_value
 from stratbench.errors import InputError
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.jsonl import write_json_atomic
@@ -85,11 +102,27 @@ class TomRunConfig:
     max_concurrency: int = 8
     no_cache: bool = False
     output_dir: str = "results"
+    timeout: float = 60.0  # --timeout: seconds one HTTP request may take
+    retries: int = 4  # --retries: of a failed HTTP request
+    wait_for_server: float = 0.0  # --wait-for-server: seconds to wait for a server that is down
 
     def validate(self) -> None:
         """The shared checks of flag values (seed, temperature, counts, ...)."""
         check_config(self, flags={"label_set": "--labels"})
         check_units(self.episodes * self.rounds, "--episodes × --rounds")
+        check_value("--timeout", self.timeout, Floats(0.0, 86_400.0))
+        if self.timeout == 0:
+            raise InputError("--timeout must be more than 0 (got 0)")
+        check_value("--retries", self.retries, Ints(0, 100))
+        check_value("--wait-for-server", self.wait_for_server, Floats(0.0, 86_400.0))
+
+    @property
+    def policy(self) -> str:
+        """How actions are read: ``logprob`` (LM prompting, raw), ``choice`` (LM prompting with
+        --chat: exact choice scoring after the chat template) or ``generate`` (sampled answers)."""
+        if self.prompting == "LM":
+            return "choice" if self.chat else "logprob"
+        return "generate"
 
     def resolve(self) -> TomRunConfig:
         """Validate and fill defaults (canonical strategy name, chat mode, shard as JSON)."""
@@ -109,8 +142,6 @@ class TomRunConfig:
         kind, _ = split_spec(self.model)
         if self.chat is None:
             self.chat = kind == "openai"
-        if self.chat and kind in ("embedded", "gguf"):
-            raise InputError(f"{self.model}: raw GGUF models have no chat template; drop --chat")
         sh = as_shard(self.shard)
         if sh.count > self.episodes:
             raise InputError(f"--shard {sh}: more shards than episodes ({self.episodes})")
@@ -159,6 +190,7 @@ class TomRunPlan(RunPlan):
             raise InputError(f"--resume {folder}: the folder is shard {as_shard(saved.shard)}, not {c.shard}")
         saved.max_concurrency, saved.base_url = c.max_concurrency, c.base_url or saved.base_url
         saved.no_cache = c.no_cache
+        saved.timeout, saved.retries, saved.wait_for_server = c.timeout, c.retries, c.wait_for_server
         self.config = saved.resolve()
 
     def open(self) -> None:
@@ -166,8 +198,21 @@ class TomRunPlan(RunPlan):
 
         c = self.config
         opts = ModelOptions(prefix_reuse=self.lm, base_url=c.base_url, max_concurrency=c.max_concurrency,
-                            chat=bool(c.chat))
-        self.model = open_model(c.model, opts, no_cache=self.lm or c.no_cache)
+                            chat=bool(c.chat), timeout_s=c.timeout, max_retries=c.retries,
+                            wait_for_server_s=c.wait_for_server)
+        model = open_model(c.model, opts, no_cache=self.lm or c.no_cache)
+        try:
+            if c.chat:
+                model.check_chat()
+                if c.prompting in ("LM", "SocialLM") and not model.supports_chat_scoring:
+                    raise InputError(
+                        f"{c.model}: --prompting {c.prompting} with --chat scores the options after the model's chat "
+                        "template, which is not known here; use a local model (gguf:, hf:, embedded-instruct), "
+                        "a generation strategy (e.g. --prompting QA), or --no-chat (raw log-prob prompts)")
+        except InputError:
+            asyncio.run(model.aclose())
+            raise
+        self.model = model
 
     def folder_spec(self) -> FolderSpec:
         return FolderSpec(self.config.output_dir, "tom", tag=shard_tag(as_shard(self.config.shard)))
@@ -177,8 +222,7 @@ class TomRunPlan(RunPlan):
 
     def update_meta(self, meta: RunMeta, new: bool) -> None:
         assert self.model is not None
-        meta["agent"] = {"name": self.config.model, "policy": "logprob" if self.lm else "generate",
-                         "model": self.model.describe()}
+        meta["agent"] = {"name": self.config.model, "policy": self.config.policy, "model": self.model.describe()}
 
     def streams(self) -> list[Stream[Any]]:
         from stratbench.suites.tom.results import episode_kept, round_order
@@ -202,7 +246,7 @@ class TomRunPlan(RunPlan):
 
             ep = await arun_lm_episode(self.model, c.game, c.partner, c.rounds, seed, label_set=c.label_set,
                                        predict=c.predict, tom_variant=c.tom_variant, keep_prompts=c.keep_prompts,
-                                       history=c.history, payoffs=c.payoffs)
+                                       history=c.history, payoffs=c.payoffs, chat=bool(c.chat))
         else:
             from stratbench.suites.tom.gen_episodes import arun_gen_episode
 

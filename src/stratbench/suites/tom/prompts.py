@@ -49,6 +49,34 @@ Ablations (Table 3): ``payoffs=False`` drops the rules paragraphs (the payoff ta
 points received in the history lines (the paper's "-Payoffs" removes the payoff table; without the
 received points nothing in the prompt would say what is good); ``history=False`` drops the round
 lines (the round number stays).
+
+Chat models (``--prompting LM --chat``, reported as policy ``choice``): the chat twin of LM
+prompting, lm-eval's multiple-choice scoring of chat models. The prompt up to its question is the
+user's message, the model's chat template opens the assistant's turn, and the labels are scored
+as continuations of the answer stem ``A: Option`` written at the start of that turn (``" J"``,
+as for raw models). So Figure 1 becomes::
+
+    user:      You are playing a game repeatedly ... (rules, history as above)
+               You are currently playing round 5.
+               Q: Which Option do you choose, Option J or Option F?
+    assistant: A: Option {action}
+
+The literal-ToM prompts have no question in Figures 2-3 (the model completes a history line), so
+the chat twin asks the generation prompts' questions (Figures 5 and, partner first, our analogue):
+agent first, as the next turn of the action's conversation after the agent's own answer
+``A: Option J``::
+
+    user:      In round 5, you chose Option J.
+               Q: Which Option did you think the other player chose?
+    assistant: A: Option {action}
+
+and partner first (asked before acting) as a conversation of its own, the history written partner
+first, ending "You are currently playing round 5." / "Q: Which Option do you think the other
+player will choose in this round?". Each round starts a new conversation (the history stays user
+text, as in the paper's prompts), so round t+1's conversation shares round t's up to its
+history: a prefix-reusing llama.cpp model reuses exactly the tokens the rendered transcripts
+share (it compares tokens, so a template that renders earlier turns differently only costs the
+reuse, never the numbers).
 """
 
 from __future__ import annotations
@@ -200,6 +228,36 @@ class LMPrompts:
             return f"In round {t + 1}, you chose Option {self.labels[my_action]} and the other player chose Option"
         return f"In round {t + 1}, the other player chose Option"
 
+    # -- chat (the choice policy; module doc) ---------------------------------------------------
+    def chat_action_question(self, t: int) -> str:
+        """Figure 1's query for round t without its answer stem: the end of the user's message."""
+        return f"You are currently playing round {t + 1}.{PARA}Q: Which Option do you choose, {_options_or(self.labels)}?"
+
+    def chat_tom_question(self, t: int, my_action: int | None = None) -> str:
+        """The literal-ToM question of round t: agent first (the turn after the agent's answer,
+        told its action) or partner first (the end of the user's message)."""
+        if self.order == "agent_first":
+            if my_action is None:
+                raise InputError("the agent-first ToM prompt needs this round's action")
+            return (f"In round {t + 1}, you chose Option {self.labels[my_action]}.{PARA}"
+                    "Q: Which Option did you think the other player chose?")
+        return (f"You are currently playing round {t + 1}.{PARA}"
+                "Q: Which Option do you think the other player will choose in this round?")
+
+    def chat_answer(self, action: int) -> str:
+        """The assistant's answer turn for ``action``: ``A: Option J``."""
+        return ANSWER_STEM + self.continuations[action]
+
+
+Message = tuple[str, str]
+
+
+def flatten(messages: tuple[Message, ...], stem: str = "") -> str:
+    """A conversation as one text, each turn headed by its role (``[user]``, ``[assistant]``),
+    then ``stem``: what records show and requests carry as ``prompt`` where no backend rendered
+    the conversation with its template."""
+    return PARA.join(f"[{role}]\n{content}" for role, content in messages) + (PARA + "[assistant]\n" + stem if stem else "")
+
 
 class PromptHistory:
     """An episode's growing prompt: ``header + round lines``; queries are appended on demand."""
@@ -219,6 +277,19 @@ class PromptHistory:
 
     def tom_prompt(self, my_action: int | None = None) -> str:
         return self.text + self.templates.tom_query(self.t, my_action)
+
+    # chat: conversations scored after the stem ANSWER_STEM (module doc)
+    def chat_action_messages(self) -> tuple[Message, ...]:
+        return (("user", self.text + self.templates.chat_action_question(self.t)),)
+
+    def chat_tom_messages(self, my_action: int | None = None,
+                          after: tuple[Message, ...] = ()) -> tuple[Message, ...]:
+        """Agent first: ``after`` (the action's conversation) + the answer ``A: Option J`` + the
+        question; partner first: a conversation of its own."""
+        q = self.templates.chat_tom_question(self.t, my_action)
+        if my_action is not None and self.templates.order == "agent_first":
+            return (*after, ("assistant", self.templates.chat_answer(my_action)), ("user", q))
+        return (("user", self.text + q),)
 
 
 def action_prompt(game: RepeatedGame, history: list[tuple[int, int]], label_set: str = "neutral",

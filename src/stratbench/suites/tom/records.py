@@ -34,13 +34,15 @@ class CallRecord(TypedDict):
     latency_s: float
     cached: bool  # replayed from the response cache
     finish_reason: NotRequired[str | None]  # the backend's (stop, length, ...)
-    status: Status  # parsed, parse_failed or error
-    reason: NotRequired[str]  # parse_failed: why the template did not match
+    status: Status  # parsed, parse_failed or error (an empty reply is never parsed)
+    parse: NotRequired[Literal["strict", "flexible"]]  # parsed: in the requested format exactly, or read from free text
+    reason: NotRequired[str]  # parse_failed: why the template did not match ("empty reply", ...)
     error: NotRequired[str]  # error: the backend's message
-    empty: NotRequired[bool]  # an S2A rewrite that said nothing (accepted as is)
-    prompt: NotRequired[str]  # --keep-prompts: the prompt (first attempt only)
+    empty: NotRequired[bool]  # an S2A rewrite that said nothing (parse_failed, accepted as is: no paragraph)
+    prompt: NotRequired[str]  # --keep-prompts: the prompt (first attempt only; chat: rendered with the template)
     logprobs: NotRequired[list[float]]  # SocialLM: the labels' log-probabilities
     tom_policy: NotRequired[list[float]]  # SocialLM: their softmax
+    label_mass: NotRequired[float]  # SocialLM with --chat: the probability on the labels after the stem
 
 
 class RoundRecord(TypedDict):
@@ -63,10 +65,12 @@ class RoundRecord(TypedDict):
     tokens_out: NotRequired[int]  # generation strategies: tokens generated this round
     latency_s: float
     error: NotRequired[str]  # LM prompting: why the round's call failed ("action: ..." / "tom: ...")
-    prompts: NotRequired[dict[str, str]]  # LM prompting, --keep-prompts: "action" and "tom" prompts
+    prompts: NotRequired[dict[str, str]]  # LM prompting, --keep-prompts: "action" and "tom" prompts (chat: rendered)
     # LM prompting (log-probabilities of the action labels)
     policy: NotRequired[list[float]]  # the action distribution the action was sampled from
     tom_policy: NotRequired[list[float]]  # the prediction distribution (its argmax is `prediction`)
+    label_mass: NotRequired[float]  # --chat (policy choice): probability on the labels after "A: Option"
+    tom_label_mass: NotRequired[float]  # --chat: the same for the ToM question
     # generation strategies
     calls: NotRequired[list[CallRecord]]  # every attempt of every call, in call order
     tom_status: NotRequired[Status]  # how the round's ToM prediction went
@@ -108,6 +112,7 @@ class RunSummary(TypedDict):
     payoffs: bool
     T: int  # rounds per episode
     seed: int
+    policy: Literal["logprob", "choice", "generate"]  # how actions were read (choice: LM prompting with --chat)
     regret_per_step: float | None  # None when no episode is complete
     regret_per_step_ci95: list[float] | None
     tom_accuracy: float | None  # over parsed predictions
@@ -115,14 +120,27 @@ class RunSummary(TypedDict):
     tom_regret_per_step: float | None
     tom_regret_per_step_ci95: list[float] | None
     n_tom_episodes: int  # complete episodes with at least one parsed prediction
+    # strict-match metrics (results module doc): flexible parses counted as failures
+    strict_regret_per_step: float | None  # over the strict episodes
+    strict_regret_per_step_ci95: list[float] | None
+    strict_tom_accuracy: float | None  # strict episodes, strictly read predictions
+    strict_tom_accuracy_ci95: list[float] | None
+    strict_tom_regret_per_step: float | None
+    strict_tom_regret_per_step_ci95: list[float] | None
+    n_strict_episodes: int  # complete episodes none of whose play-shaping answers was read flexibly
+    n_strict_tom_episodes: int  # strict episodes with at least one strictly read prediction
     n_episodes: int  # complete episodes (the metrics' sample)
     n_episodes_run: int  # episodes with records
     n_parse_failed_episodes: int
     n_error_episodes: int  # stopped by a model error (exit code 1; --resume plays them again)
     n_partial_episodes: int
     parse_failure_rate: float  # generation strategies: action attempts that did not parse
+    strict_parse_rate: float | None  # action attempts read strictly (None: no generated answer)
+    flexible_parse_rate: float | None  # action attempts read flexibly
     action_attempts: int
     tom_parse_failure_rate: float | None  # rounds whose ToM answer never parsed
+    tom_strict_parse_rate: float | None  # rounds with a generated ToM answer: read strictly
+    tom_flexible_parse_rate: float | None  # ... read flexibly
     tokens_evaluated: int
     tokens_evaluated_per_episode: float
     tokens_generated: int

@@ -18,6 +18,21 @@ the exact DP of :mod:`regret`):
 
 Means carry 95% percentile-bootstrap CIs over complete episodes (``n_episodes``); episodes that
 stopped early (a parse failure or a model error) are counted, never averaged in.
+
+Strict and flexible answers (generation strategies; :mod:`strategies`): every parsed call says
+``parse: strict|flexible``. The summary reports, over the action attempts (the denominator of
+``parse_failure_rate``, so the three add up to 1), ``strict_parse_rate`` and
+``flexible_parse_rate``; over the rounds with a generated ToM answer, ``tom_strict_parse_rate`` and
+``tom_flexible_parse_rate`` (with ``tom_parse_failure_rate``, 1). And the metrics as lm-eval's
+strict-match would have them, flexible parses counted as failures: ``strict_regret_per_step``
+(+ ``_ci95``) over the *strict episodes* (``n_strict_episodes``: complete episodes none of whose
+answers that shaped the play - actions, reflections, S2A rewrites of the action, Social's
+prediction - was read flexibly), ``strict_tom_accuracy`` and ``strict_tom_regret_per_step``
+(+ ``_ci95``) over the same episodes with only strictly read predictions counted
+(``n_strict_tom_episodes``). Scored answers (LM prompting and its chat twin, Social LM's
+prediction) are exact, hence strict; a run with no generated answer has its strict metrics equal to
+the others and ``None`` parse rates. ``policy`` names how actions were read (``logprob``,
+``choice``, ``generate``).
 """
 
 from __future__ import annotations
@@ -102,6 +117,35 @@ def round_order(r: Record) -> tuple[int, int]:
     return int(r["episode"]), int(r["t"])
 
 
+TRAJECTORY_KINDS = frozenset({"action", "reflection", "s2a_context"})
+"""Calls whose answers shape the play (Social's prediction too: its action prompt needs it)."""
+
+
+def _flexible(call: Record) -> bool:
+    return call.get("status") == "parsed" and call.get("parse") == "flexible"
+
+
+def strict_episode(rs: Sequence[Record], social: bool) -> bool:
+    """Whether no answer that shaped this episode's play was read flexibly."""
+    kinds = TRAJECTORY_KINDS | {"tom"} if social else TRAJECTORY_KINDS
+    return not any(_flexible(c) for r in rs for c in r.get("calls", []) if c["kind"] in kinds)
+
+
+def strict_prediction(r: Record) -> int:
+    """A round's prediction when it was read strictly (or scored), else -1."""
+    if r.get("prediction") is None:
+        return -1
+    if any(_flexible(c) for c in r.get("calls", []) if c["kind"] in ("tom", "s2a_tom_context")):
+        return -1
+    return int(r["prediction"])
+
+
+def _policy_name(config: dict[str, Any]) -> str:
+    if config.get("prompting", "LM") == "LM":
+        return "choice" if config.get("chat") else "logprob"
+    return "generate"
+
+
 def summarize_rounds(records: Sequence[Record], config: dict[str, Any]) -> tuple[RunSummary, list[float] | None]:
     """`tom run`'s summary (flat keys) and mean per-step regret curve from its round records.
 
@@ -118,8 +162,10 @@ def summarize_rounds(records: Sequence[Record], config: dict[str, Any]) -> tuple
         "game": g.name, "partner": p.name, "prompting": config.get("prompting", "LM"),
         "model": config.get("model"), "label_set": config.get("label_set", "neutral"),
         "tom_variant": config.get("tom_variant", "agent_first"), "history": config.get("history", True),
-        "payoffs": config.get("payoffs", True), "T": rounds, "seed": seed,
+        "payoffs": config.get("payoffs", True), "T": rounds, "seed": seed, "policy": _policy_name(config),
     }
+    social = out["prompting"] in ("Social", "SocialLM")
+    strict = [e for e in done if strict_episode(groups[e], social)]
     curve = None
     if done:
         mine = np.array([[r["my_action"] for r in groups[e]] for e in done])
@@ -136,6 +182,21 @@ def summarize_rounds(records: Sequence[Record], config: dict[str, Any]) -> tuple
         for k in ("regret_per_step", "tom_accuracy", "tom_regret_per_step"):
             out[k], out[f"{k}_ci95"] = None, None
         out["n_tom_episodes"] = 0
+    if strict:
+        m = trajectory_metrics(
+            g, p, np.array([[r["my_action"] for r in groups[e]] for e in strict]),
+            np.array([[r["partner_action"] for r in groups[e]] for e in strict]),
+            np.array([[strict_prediction(r) for r in groups[e]] for e in strict]),
+            np.array([groups[e][0]["initial_state"] for e in strict]))
+        for k in ("regret_per_step", "tom_accuracy", "tom_regret_per_step"):
+            c = _ci_keys(k, m[k], seed)
+            out[f"strict_{k}"], out[f"strict_{k}_ci95"] = c[k], c[f"{k}_ci95"]
+        out["n_strict_tom_episodes"] = int(np.sum(~np.isnan(m["tom_accuracy"])))
+    else:
+        for k in ("regret_per_step", "tom_accuracy", "tom_regret_per_step"):
+            out[f"strict_{k}"], out[f"strict_{k}_ci95"] = None, None
+        out["n_strict_tom_episodes"] = 0
+    out["n_strict_episodes"] = len(strict)
     out["n_episodes"] = len(done)
     out["n_episodes_run"] = len(groups)
     out["n_parse_failed_episodes"] = sum(1 for s in status.values() if s == "parse_failed")
@@ -146,10 +207,17 @@ def summarize_rounds(records: Sequence[Record], config: dict[str, Any]) -> tuple
     act = [c for c in calls if c["kind"] == "action" and c.get("status") in ("parsed", "parse_failed")]
     tom = [c for c in calls if c["kind"] == "tom" and c.get("status") in ("parsed", "parse_failed")]
     out["parse_failure_rate"] = (sum(c["status"] == "parse_failed" for c in act) / len(act)) if act else 0.0
+    for mode in ("strict", "flexible"):
+        out[f"{mode}_parse_rate"] = (sum(c.get("parse") == mode for c in act) / len(act)) if act else None
     out["action_attempts"] = len(act)
     tom_rounds = [r for r in records if r.get("tom_status") in ("parsed", "parse_failed")]
     out["tom_parse_failure_rate"] = (sum(r["tom_status"] == "parse_failed" for r in tom_rounds) / len(tom_rounds)
                                      if tom_rounds else (0.0 if tom else None))
+    # rounds with a generated ToM answer: how its accepted attempt was read
+    read = [[c.get("parse") for c in r.get("calls", []) if c["kind"] == "tom" and c.get("status") == "parsed"]
+            for r in tom_rounds if not any("logprobs" in c for c in r.get("calls", []))]
+    for mode in ("strict", "flexible"):
+        out[f"tom_{mode}_parse_rate"] = (sum(mode in x for x in read) / len(read)) if read else None
     n_run = max(1, len(groups))
     tok_in = int(sum(int(r.get("tokens_in", 0) or 0) for r in records))
     tok_out = int(sum(int(r.get("tokens_out", 0) or 0) for r in records))

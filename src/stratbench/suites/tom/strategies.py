@@ -10,15 +10,32 @@ naming two ("<J or F>" echoed back), is a parse failure with the reason; an empt
 line takes its value from the next non-empty line (``Option:\nJ``). Free-text fields
 (``Thoughts:``, ``Plans:``, ``Insights:``, ``Plan:``) are read the same way: the first field line,
 up to the next field line.
+
+Strict and flexible answers (lm-eval's strict-match / flexible-extract), as
+:func:`read_option` reports them in every call record's ``parse``:
+
+* **strict**: the first ``Option:`` line holds exactly one legal label (``Option: J``; markdown
+  emphasis around the field name or the label and a final full stop allowed: ``**Option:** J.``)
+  and the reply was not cut by the token budget (``finish_reason != "length"``);
+* **flexible**: an answer read in any other way - the first ``Option:`` line says more than the
+  label (``Option: J, since they copy me``, ``Option: Option J``, the label on the next line) or
+  the reply was cut at the token limit, or the reply has no ``Option:`` line at all and the action
+  parser finds an answer statement in the free text ("The answer is: Option B", "I choose J", a
+  short last line naming one label);
+* otherwise a parse failure with its reason. A first ``Option:`` line that names no legal label
+  (or two) is a failure even when other text names one: that line is where the template puts the
+  answer. An empty reply is never an answer.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from stratbench.errors import InputError
-from stratbench.parsing.actions import ActionParse, parse_action
+from stratbench.parsing.actions import parse_action
 
 PROMPTINGS = ("LM", "QA", "CoT", "CoT3", "Social", "SocialLM", "PlansInsights", "Reflexion", "Oracle",
               "OracleMax", "S2A", "S2ACoT")
@@ -66,23 +83,66 @@ def extract_field(text: str | None, name: str) -> str | None:
     return None
 
 
-def parse_option(text: str | None, labels: Sequence[str]) -> ActionParse:
-    """The action on the first ``Option:`` line of ``text`` (see the module doc)."""
+ParseMode = Literal["strict", "flexible"]
+
+
+@dataclass(frozen=True)
+class OptionParse:
+    """A read answer: the action index (None on a failure, with ``error``) and how it was read."""
+
+    action: int | None
+    error: str | None = None
+    parse: ParseMode | None = None  # strict / flexible (see the module doc); None on a failure
+
+    @property
+    def ok(self) -> bool:
+        return self.action is not None
+
+
+_EMPHASIS = " \t*_`"
+
+
+def _exact_label(value: str, labels: Sequence[str]) -> int | None:
+    """The label ``value`` is exactly (markdown emphasis and a final full stop aside), or None."""
+    v = value.strip(_EMPHASIS)
+    v = v[:-1].strip(_EMPHASIS) if v.endswith(".") else v
+    return list(labels).index(v) if v in labels else None
+
+
+def read_option(text: str | None, labels: Sequence[str], finish_reason: str | None = None) -> OptionParse:
+    """The action of an answer and whether it was strict or flexible (see the module doc).
+
+    ``text`` is the reply (completion mode: the answer stem put back in front of it);
+    ``finish_reason`` the backend's ("length": cut by the token budget, never strict)."""
     if text is None or not text.strip():
-        return ActionParse(None, "empty response")
+        return OptionParse(None, "empty reply")
+    cut = finish_reason == "length"
     for m in _FIELD_LINE.finditer(text):
         if m.group(1).lower() != "option":
             continue
         line_end = text.find("\n", m.end())
         value = text[m.end(): len(text) if line_end < 0 else line_end].strip()
-        if not value and line_end >= 0:  # "Option:\nJ": the value on the next non-empty line
+        same_line = bool(value.strip(_EMPHASIS))
+        if not same_line and line_end >= 0:  # "Option:\nJ": the value on the next non-empty line
             rest = [ln.strip() for ln in text[line_end:].splitlines() if ln.strip()]
             if rest and not _FIELD_LINE.match(rest[0]):
                 value = rest[0]
-        if not value:
-            return ActionParse(None, "empty 'Option:' line")
+        if not value.strip(_EMPHASIS):
+            return OptionParse(None, "empty 'Option:' line")
+        exact = _exact_label(value, labels) if same_line else None
+        if exact is not None:
+            return OptionParse(exact, None, "flexible" if cut else "strict")
         res = parse_action(value, labels)
         if res.ok:
-            return res
-        return ActionParse(None, f"'Option: {value[:40]}': {res.error}")
-    return ActionParse(None, "no 'Option:' line (the answer does not follow the template)")
+            return OptionParse(res.action, None, "flexible")
+        return OptionParse(None, f"'Option: {value[:40]}': {res.error}")
+    res = parse_action(text, labels)
+    if res.ok:
+        return OptionParse(res.action, None, "flexible")
+    return OptionParse(None, f"no 'Option:' line (the answer does not follow the template) and no answer "
+                             f"in the text: {res.error}")
+
+
+def parse_option(text: str | None, labels: Sequence[str]) -> OptionParse:
+    """The action of an answer (strict or flexible): :func:`read_option` without a finish reason."""
+    return read_option(text, labels)

@@ -107,6 +107,8 @@ class _TomBase(SuiteBase):
 
     def leaderboard_group(self, config: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
         parts = [summary.get(k) for k in ("game", "partner", "prompting", "T")]
+        if summary.get("policy") == "choice":  # never ranked with raw log-prob runs
+            parts.insert(3, "choice")
         return "tom · " + " · ".join(str(p) for p in parts if p is not None)
 
 
@@ -116,6 +118,7 @@ class TomSuite(_TomBase):
     kinds = ("run",)
     description = "repeated RPS / Battle of the Sexes / Prisoner's Dilemma against scripted partners"
     cli = "stratbench.cli.tom"
+    scorecard = "stratbench.suites.tom.scorecard"
 
     def legacy_owns(self, config: Mapping[str, Any]) -> bool:
         return "prompting" in config
@@ -150,8 +153,19 @@ class TomSuite(_TomBase):
                 for partner in partners:
                     for s in seeds:
                         kw = model_overrides(m)
-                        kw.pop("policy", None)  # tom's policy follows its prompting strategy
-                        cfg = build_section_config(TomRunConfig, where, self.name, {**kw, **params}, model=m.spec,
+                        # tom's policy follows its prompting strategy and chat mode (model_run doc):
+                        # "choice" is LM prompting asked as a conversation, "sample" a generated answer
+                        policy = kw.pop("policy", None)
+                        if policy == "choice":
+                            if kw.get("chat") is False:
+                                raise InputError(f"{where}: [tom] model {m.label!r}: policy 'choice' is LM prompting "
+                                                 "asked as a conversation; it needs chat")
+                            kw["chat"] = True
+                        merged = {**kw, **params}
+                        if (policy == "sample" and merged.get("chat")
+                                and str(merged.get("prompting", "LM")).strip().lower() == "lm"):
+                            merged["prompting"] = "QA"  # a chat model's sampled answers: Figure 1's generated twin
+                        cfg = build_section_config(TomRunConfig, where, self.name, merged, model=m.spec,
                                                    seed=s, game=g, partner=partner)
                         cfg = cfg.resolve()
                         jobs.append(Job(self.name, m.label, s, cfg, setting=f"{g}/{partner}"))
