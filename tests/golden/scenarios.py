@@ -191,10 +191,12 @@ SCENARIOS: list[Scenario] = [
         Step(["nashgap", "--num-games", "4", "--num-trials", "2", "--model", "nash", "--model", "random",
               "--model", "first-action", "--combined", "--seed", "7", "--order-rotations", "2"], 0),
         Step(["nashgap", "--bucket", "3x3_midVar_mixed", "--num-games", "3", "--num-trials", "2",
-              "--model", "maximin-pure", "--seed", "1", "--mixed-strategy", "--parallel", "--num-workers", "3"], 0),
+              "--model", "maximin-pure", "--seed", "1", "--mixed-strategy", "--parallel", "--num-workers", "3",
+              "--output-dir", "bucket"], 0),
+        # each step its own folder: two runs in one folder within different seconds mask to one name
         _with_file("games.json", json.dumps(GAMES_FILE),
                    Step(["nashgap", "--games-file", "games.json", "--model", "nash", "--num-trials", "2",
-                         "--seed", "0"], 0)),
+                         "--seed", "0", "--output-dir", "file"], 0)),
     ]),
     Scenario("nashgap_shards_merge_compare", [
         Step(["nashgap", "--num-games", "5", "--num-trials", "2", "--model", "random", "--seed", "5",
