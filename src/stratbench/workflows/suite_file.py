@@ -36,23 +36,17 @@ from __future__ import annotations
 
 import csv
 import json
-import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from stratbench.errors import InputError
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
 from stratbench.runner.jsonl import write_json_atomic
-from stratbench.runner.lifecycle import announce_folder, on_run_folder
+from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.lock import folder_lock
-from stratbench.suites import SUITES
-from stratbench.suites.base import Job
+from stratbench.workflows.jobs import run_jobs
 from stratbench.workflows.suite_plan import plan_suite_data, plan_suite_file, read_suite_file
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60] or "model"
 
 
 @dataclass
@@ -102,55 +96,13 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
         meta = run_metadata("suite-file", data, kind="suite")
         meta.update(file=str(path), name=data.get("name"), runs=[], plan=[j.key for j in jobs], shard=sh.to_json())
     jobs = sh.select(jobs)
-    done = {r["key"]: r for r in meta.get("runs", [])}
-    runs: list[dict[str, Any]] = []
-    n_errors = 0
     with folder_lock(out):
         announce_folder(out)
-        for job in jobs:
-            prev = done.get(job.key)
-            if prev and prev.get("status") == "finished":
-                runs.append(prev)
-                continue
-            entry: dict[str, Any] = {"key": job.key, "suite": _family(job.suite), "model": job.label or "(all models)",
-                     "seed": job.seed, "setting": job.setting, "folder": prev.get("folder") if prev else None,
-                     "status": "running"}
-            meta["runs"] = runs + [entry]
-            write_json_atomic(out / "suite_metadata.json", meta)
-
-            def started(folder: Path, entry: dict[str, Any] = entry) -> None:
-                # the run's folder is recorded the moment it exists: a resumed suite finishes an
-                # interrupted run in place instead of starting it again beside the partial one
-                if entry["folder"] is None and out in folder.parents:
-                    entry["folder"] = str(folder.relative_to(out))
-                    write_json_atomic(out / "suite_metadata.json", meta)
-
-            with on_run_folder(started):
-                folder, n_err = _run_job(job, out, str(out / entry["folder"]) if entry["folder"] else None)
-            entry.update(folder=str(folder.relative_to(out)), status="finished", errors=n_err,
-                         headline=SUITES.get(job.suite).headline(folder))
-            n_errors += n_err
-            runs.append(entry)
-            meta["runs"] = runs
-            write_json_atomic(out / "suite_metadata.json", meta)
-            if on_run:
-                on_run(entry)
+        runs, n_errors = run_jobs(out, meta, jobs, on_run)
         meta.update(runs=runs, end_time=now_iso(), status="finished")
         write_json_atomic(out / "suite_metadata.json", meta)
         write_runs_csv(out, runs)
     return SuiteRunResult(out, runs, n_errors)
-
-
-def _family(name: str) -> str:
-    """A job's suite as run.json names it (a complex-form TMGBench job is a tmgbench run)."""
-    return SUITES.get(name).family
-
-
-def _run_job(job: Job, out: Path, resume_folder: str | None) -> tuple[Path, int]:
-    """Run (or finish) one job; returns its folder and number of errored records/rounds."""
-    sub = out / _family(job.suite) / (_slug(job.label) if job.label else "all-models")
-    res = SUITES.get(job.suite).run(replace(job.config, output_dir=str(sub)), resume_dir=resume_folder)
-    return Path(res.folder), int(res.n_errors)
 
 
 def write_runs_csv(out: Path, runs: list[dict[str, Any]]) -> None:
