@@ -22,8 +22,18 @@ def compare(
     from rich.table import Table
 
     from stratbench.workflows.compare import compare_runs
+    from stratbench.workflows.scorecard import is_scorecard_folder
 
     out = check_output_file(output, (run_a, run_b)) if output else None
+    cards = is_scorecard_folder(run_a), is_scorecard_folder(run_b)
+    if any(cards):
+        if not all(cards):
+            from stratbench.errors import InputError
+
+            raise InputError(f"{run_a if not cards[0] else run_b}: not a scorecard folder; compare two scorecards "
+                             "or two runs of one suite")
+        _compare_scorecards(run_a, run_b, out)
+        return 0
     res = compare_runs(run_a, run_b, allow_partial=allow_partial)
     t = Table(title=f"{res['suite']}: B − A  (A = {run_a}, B = {run_b})", title_justify="left")
     for col in ("part", "metric", "A", "B", "B − A [95% CI]", "paired", "units"):
@@ -38,6 +48,34 @@ def compare(
     if out is not None:
         out.write_text(json.dumps(res, indent=2) + "\n")
     return 0
+
+
+def _compare_scorecards(run_a: str, run_b: str, out: Path | None) -> None:
+    import json
+
+    from rich.table import Table
+
+    from stratbench.workflows.scorecard import compare_scorecards
+
+    res = compare_scorecards(run_a, run_b)
+    t = Table(title=f"scorecard: B − A of the normalised score  (A = {run_a}, B = {run_b})", title_justify="left")
+    for col in ("model (A → B)", "suite", "A", "B", "B − A [95% CI]", "paired", "units"):
+        t.add_column(col, no_wrap=True)
+
+    def num(x: float | None) -> str:
+        return "—" if x is None else f"{x:.1f}"
+
+    for r in res["rows"]:
+        ci = r["diff_ci95"]
+        diff = "—" if r["diff"] is None else f"{r['diff']:+.1f}" + (
+            f" [{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci else " (one fit each: no CI)") + (" *" if r["significant"] else "")
+        who = r["model_a"] if r["model_a"] == r["model_b"] else f"{r['model_a']} → {r['model_b']}"
+        t.add_row(who, r["title"], num(r["a"]), num(r["b"]), diff, "yes" if r["paired"] else "no", str(r["n_units"]))
+    console.print(t)
+    if res["note"]:
+        console.print(res["note"])
+    if out is not None:
+        out.write_text(json.dumps(res, indent=2) + "\n")
 
 
 def check_output_file(output: str, inputs: tuple[str, ...]) -> Path:

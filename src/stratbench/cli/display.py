@@ -65,3 +65,44 @@ def nashgap_table(rows: Mapping[str, Mapping[str, Any]], title: str) -> Table:
             f"{s['parse_failure_rate']:.0%} / {s['error_rate']:.0%}",
         )
     return t
+
+
+def scorecard_table(card: Mapping[str, Any], costs: Any = ()) -> Table:
+    """The scorecard: one row per player, per suite its normalised score [95% CI] (0 = chance,
+    100 = optimal) over its raw metric; references marked. Failed cells say so with their errors."""
+    suites = list(card["suites"])
+    t = Table(title=f"stratbench scorecard — budget {card['budget']}, seed {card['seed']} "
+                    "(score: 0 = chance, 100 = optimal; [95% CI])", title_justify="left")
+    t.add_column("player", no_wrap=True)
+    for s in suites:
+        t.add_column(f"{s['title']}\n{s['metric_label']}", justify="right", no_wrap=True)
+    t.add_column("calls / tokens / time", justify="right", no_wrap=True)
+    cells = {(c["player"], c["suite"]): c for c in card["cells"]}
+    cost: dict[str, list[float]] = {}
+    for c in costs or ():
+        acc = cost.setdefault(c["player"], [0, 0, 0.0])
+        acc[0] += c["model_calls"]
+        acc[1] += c["tokens_in"] + c["tokens_out"]
+        acc[2] += c["seconds"]
+    for p in card["players"]:
+        name = p["player"] if p["role"] == "model" else f"[dim]{p['player']} (reference)[/dim]"
+        row = [name]
+        for s in suites:
+            c = cells.get((p["player"], s["suite"]))
+            if c is None:
+                row.append("")
+                continue
+            ref = f"{c['reference']}: " if c.get("reference") else ""
+            if c["status"] == "failed":
+                row.append(f"[red]failed[/red] ({c['counts'].get('error', 0)} errors, "
+                           f"{c['counts'].get('parse_failed', 0)} unparsed)")
+                continue
+            score = fmt(c["normalized"], c["normalized_ci95"], 0) if not c.get("exact") else fmt(c["normalized"], None, 0)
+            raw = fmt(c["value"], None, 3)
+            warn = f" [yellow]{c['counts'].get('error', 0) + c['counts'].get('parse_failed', 0)} failed[/yellow]" \
+                if c["status"] == "errors" else ""
+            row.append(f"{ref}{score}\n[dim]{raw}[/dim]{warn}")
+        k = cost.get(p["player"])
+        row.append(f"{int(k[0]):,} / {int(k[1]):,} / {k[2]:.0f} s" if k and p["role"] == "model" else "")
+        t.add_row(*row)
+    return t

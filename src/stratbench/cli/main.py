@@ -30,7 +30,8 @@ try:  # pragma: no cover - depends on the installed typer
 except ImportError:  # pragma: no cover
     pass
 
-WORKFLOW_COMMANDS = ("stratbench.cli.suite", "stratbench.cli.merge", "stratbench.cli.compare", "stratbench.cli.report")
+WORKFLOW_COMMANDS = ("stratbench.cli.scorecard", "stratbench.cli.suite", "stratbench.cli.merge", "stratbench.cli.compare",
+                     "stratbench.cli.report")
 
 app = typer.Typer(
     add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,

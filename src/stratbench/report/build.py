@@ -20,6 +20,7 @@ from stratbench.errors import InputError
 from stratbench.render.html import Html, el, fmt_num, join, kv_table, table
 from stratbench.report.discover import SuiteDir, discover
 from stratbench.report.plots import leaderboard_plot
+from stratbench.report.scorecard import find_scorecards, scorecard_sections
 from stratbench.report.sections import (
     Ctx,
     LeaderEntry,
@@ -233,7 +234,10 @@ def build_report(path: str | Path, output: str | Path | None = None, max_records
         by_suite.setdefault(v.run.suite, []).append(v)
     leaderboards = _leaderboards(ctx, views)
 
+    scorecards = scorecard_sections(ctx, root, find_scorecards(root))
     nav_items = []
+    if scorecards:
+        nav_items.append(el("li", el("a", "Scorecard", href="#scorecard")))
     if suites:
         nav_items.append(el("li", el("a", "Suite folders", href="#suites")))
     if leaderboards:
@@ -255,6 +259,8 @@ def build_report(path: str | Path, output: str | Path | None = None, max_records
             "(stratbench report --figures all draws them).", class_="note"),
         el("nav", el("ul", nav_items)),
     ]
+    if scorecards:  # the first screen: the scorecard before the navigation and the runs
+        body[1:1] = [el("h2", "Scorecard", id="scorecard"), *scorecards]
     if suites:
         body += [el("h2", "Suite folders", id="suites"), *[_suite_section(s) for s in suites]]
     if leaderboards:

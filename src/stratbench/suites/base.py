@@ -140,6 +140,9 @@ class SuiteBase:
     in_suite_files: ClassVar[bool] = False
     #: the module of the suite's CLI command group ("stratbench.cli.<name>", with `register(app)`)
     cli: ClassVar[str | None] = None
+    #: the module of the suite's part of `stratbench scorecard` (with a ``PART`` object,
+    #: :class:`stratbench.suites.scorecards.ScorecardPart`); None: not on the scorecard
+    scorecard: ClassVar[str | None] = None
 
     # -- identity ---------------------------------------------------------------------------------
     def owns(self, meta: Mapping[str, Any]) -> bool:
@@ -179,6 +182,14 @@ class SuiteBase:
     def headline(self, folder: Path) -> list[HeadlineRow]:
         """The key numbers of a finished run (runs.csv)."""
         return []
+
+    def scorecard_part(self) -> Any:
+        """The suite's scorecard part (None when it has none); imported on first use."""
+        if not self.scorecard:
+            return None
+        import importlib
+
+        return importlib.import_module(self.scorecard).PART
 
     # -- compare ----------------------------------------------------------------------------------
     def compare_units(self, folder: Path) -> CompareUnits:

@@ -1,0 +1,41 @@
+"""The Python entry points that join a workflow to the HTML report: what the CLI's commands do,
+for use from a notebook or a training loop.
+
+Workflows and the report sit side by side in the layers (neither imports the other); this module
+is the one place above both that puts them together, so the CLI stays a thin wrapper over it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from stratbench.workflows.scorecard import ScorecardResult, run_scorecard
+
+__all__ = ["scorecard"]
+
+
+def _report_index(folder: Path) -> Path:
+    from stratbench.report.build import build_report
+
+    return build_report(folder).index
+
+
+def scorecard(models: Sequence[str] = ("embedded",), budget: str = "quick", seed: int = 0,
+              output_dir: str | Path = "results", resume_dir: str | Path | None = None,
+              chat: bool | None = None, base_url: str | None = None, no_cache: bool = False,
+              report: bool = True, on_run: Callable[[dict[str, Any]], None] | None = None,
+              timeout: float | None = None, retries: int | None = None,
+              wait_for_server: float | None = None) -> ScorecardResult:
+    """`stratbench scorecard`: every suite for every model at one budget (quick, standard or
+    paper) next to chance and optimal references, in one folder `scorecard_<time>/` with
+    scorecard.json, scorecard.csv and (``report``) the HTML report; ``resume_dir`` finishes an
+    interrupted one. ``chat``: read every model as a chat model (True) or a raw model (False);
+    None decides per model. ``timeout``, ``retries``, ``wait_for_server``: HTTP settings of every
+    run (the suites' defaults when None). Bad inputs raise :class:`stratbench.errors.InputError` before any
+    folder exists."""
+    return run_scorecard(models, budget=budget, seed=seed, output_dir=output_dir, resume_dir=resume_dir,
+                         chat=chat, base_url=base_url, no_cache=no_cache,
+                         report=_report_index if report else None, on_run=on_run, timeout=timeout,
+                         retries=retries, wait_for_server=wait_for_server)

@@ -1,0 +1,160 @@
+"""What a suite offers the scorecard (`stratbench scorecard`): its part of the plan at a named budget,
+and its scores read back from the finished runs.
+
+A suite with a scorecard part names the module in :attr:`SuiteBase.scorecard`; the module has a
+``PART`` object implementing :class:`ScorecardPart`. The part plans its runs through its suite's own
+`jobs` hook — the path suite files take — so a scorecard's run is the run a user gets by hand with
+the same settings, and its numbers are that run's. Reference players are planned beside the models
+(scripted, no model calls) or computed exactly from the games; the normalisation lives in
+:mod:`stratbench.scoring`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from stratbench.runner.schema import SCORED_STATUSES
+from stratbench.scoring import CellStatus, Role, ScoreCell, SuiteEntry, UnitScores, normalized_score, raw_mean
+from stratbench.suites.base import Job, SuiteModel
+
+__all__ = ["ScorecardModel", "ScorecardPart", "ScorecardRun", "cell", "status_counts"]
+
+LOCAL_BACKENDS = ("embedded", "embedded-instruct", "gguf", "hf")
+
+
+@dataclass(frozen=True)
+class ScorecardModel:
+    """A model on the scorecard. ``chat``: an instruction-tuned model, prompted through its chat
+    template and read by exact choice scoring where the backend can score (local models) or by
+    sampled, parsed answers (HTTP chat endpoints); raw models are read by log-probabilities."""
+
+    spec: str
+    label: str
+    chat: bool = False
+    base_url: str | None = None
+
+    @property
+    def local(self) -> bool:
+        from stratbench.models import split_spec
+
+        return split_spec(self.spec)[0] in LOCAL_BACKENDS
+
+    @property
+    def policy(self) -> str:
+        """How the suites read this model's answers."""
+        if not self.chat:
+            return "logprob"
+        return "choice" if self.local else "sample"
+
+    def suite_model(self, **overrides: Any) -> SuiteModel:
+        """The model as a suite's `jobs` hook takes it (policy and chat mode set)."""
+        kw: dict[str, Any] = {"policy": self.policy, "base_url": self.base_url, "chat": self.chat}
+        kw.update(overrides)
+        return SuiteModel(self.spec, self.label, **kw)
+
+
+@dataclass(frozen=True)
+class ScorecardRun:
+    """A finished run of the scorecard, as a part reads it back."""
+
+    job: Job
+    folder: Path  # absolute
+    rel: str  # relative to the scorecard folder
+    player: str
+    role: Role
+
+
+class ScorecardPart:
+    """A suite's part of the scorecard. Subclasses set the class attributes and implement
+    `budget`, `jobs` and `cells`."""
+
+    suite: ClassVar[str] = ""  # registry name
+    title: ClassVar[str] = ""
+    metric: ClassVar[str] = ""
+    metric_label: ClassVar[str] = ""
+    lower_is_better: ClassVar[bool] = True
+    unit: ClassVar[str] = "games"
+    chance: ClassVar[str] = ""
+    optimal: ClassVar[str] = ""
+    formula: ClassVar[str] = ""
+    #: the reference players this part shows, with their roles
+    references: ClassVar[tuple[tuple[str, Role], ...]] = ()
+
+    def budget(self, name: str) -> dict[str, Any]:
+        """The sizes this suite runs with at budget ``name`` (shown in the README and scorecard.json)."""
+        raise NotImplementedError
+
+    def jobs(self, models: Sequence[ScorecardModel], budget: str, seed: int) -> list[tuple[Job, str, Role]]:
+        """Every run of this suite: (job, player, role) for the models and the scripted references."""
+        raise NotImplementedError
+
+    def cells(self, runs: Sequence[ScorecardRun], models: Sequence[ScorecardModel], seed: int) -> list[ScoreCell]:
+        """One cell per player (models, then references) from the finished runs."""
+        raise NotImplementedError
+
+    def units(self, runs: Sequence[ScorecardRun], player: str) -> UnitScores | None:
+        """A player's per-unit scores, for paired comparisons of two scorecards; None when the
+        suite's score is not a mean over units (a CH fit)."""
+        return None
+
+    def entry(self, budget: str) -> SuiteEntry:
+        return SuiteEntry(suite=self.suite, title=self.title, metric=self.metric, metric_label=self.metric_label,
+                          lower_is_better=self.lower_is_better, unit=self.unit, chance=self.chance,
+                          optimal=self.optimal, formula=self.formula, budget=self.budget(budget))
+
+
+def status_counts(records: Iterable[Mapping[str, Any]], key: str = "status") -> dict[str, int]:
+    """Records by outcome: scored (ok / parsed), parse_failed, error."""
+    out = {"scored": 0, "parse_failed": 0, "error": 0}
+    for r in records:
+        s = r.get(key)
+        if s in SCORED_STATUSES:
+            out["scored"] += 1
+        elif s == "parse_failed":
+            out["parse_failed"] += 1
+        elif s == "error":
+            out["error"] += 1
+    return out
+
+
+def cell_status(counts: Mapping[str, int], n_units: int) -> CellStatus:
+    """failed: nothing scored; errors: scored, but some records failed or did not parse."""
+    if n_units == 0:
+        return "failed"
+    return "errors" if counts.get("error", 0) or counts.get("parse_failed", 0) else "ok"
+
+
+def row_of(player: str, role: Role) -> tuple[str, str | None]:
+    """(table row, reference name): the chance and optimal references of every suite share the
+    rows "chance" and "optimal"; models and other references have a row of their own."""
+    return (role, player) if role in ("chance", "optimal") else (player, None)
+
+
+def cell(player: str, role: Role, suite: str, units: UnitScores | None, counts: Mapping[str, int],
+         runs: Sequence[str], seed: int) -> ScoreCell:
+    """A cell from a player's unit scores: the raw mean and the normalised score, each with its
+    bootstrap CI over the units (nothing scored: status failed, no numbers)."""
+    n = len(units) if units is not None else 0
+    value = ci = score = score_ci = None
+    if units is not None and n:
+        value, ci = raw_mean(units, seed)
+        score, score_ci = normalized_score(units, seed)
+    row, ref = row_of(player, role)
+    return ScoreCell(player=row, reference=ref, suite=suite, status=cell_status(counts, n), value=value, ci95=ci,
+                     normalized=score, normalized_ci95=score_ci, n_units=n, counts=dict(counts), exact=False,
+                     runs=list(runs))
+
+
+def exact_cell(player: str, role: Role, suite: str, value: float, score: float) -> ScoreCell:
+    """An analytic reference (no run): its value is exact, so its interval is a point."""
+    row, ref = row_of(player, role)
+    return ScoreCell(player=row, reference=ref, suite=suite, status="ok", value=value, ci95=[value, value],
+                     normalized=score, normalized_ci95=[score, score], n_units=0,
+                     counts={"scored": 0, "parse_failed": 0, "error": 0}, exact=True, runs=[])
+
+
+def runs_of(runs: Sequence[ScorecardRun], player: str) -> list[ScorecardRun]:
+    return [r for r in runs if r.player == player]

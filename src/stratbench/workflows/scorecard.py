@@ -1,0 +1,383 @@
+"""`stratbench scorecard`: every suite for every model at one named budget, next to chance and
+optimal references, in one folder with one table.
+
+The plan comes from the suites' scorecard parts (:mod:`stratbench.suites.scorecards`), each
+planning its runs through its own `jobs` hook — the path suite files take — so every run in the
+folder is an ordinary result folder (resumable, mergeable, comparable, reported), and its numbers
+are those of the same suite run by hand with the same settings and seed. The folder::
+
+    scorecard_<time>/
+        suite_metadata.json   the plan (models, budget, seed) and every run's folder and status
+        nashgap/<player>/...  tmgbench/...  chbench/...  tom/...   the runs
+        scorecard.json        the scores (stratbench.scoring.Scorecard): identical for the same
+                              models, budget and seed however the work was done (resumed, cached)
+        cost.json             what this folder's work cost: model calls, cache hits, tokens, seconds
+        scorecard.csv         one row per player × suite: both of the above
+        report/index.html     the HTML report, the scorecard on its first screen
+
+`--resume FOLDER` finishes an interrupted scorecard (finished runs are kept, an interrupted one is
+finished in place); the response cache makes a re-run of the same scorecard free.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from stratbench.checks import RULES, SEED, check_value
+from stratbench.errors import InputError
+from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
+from stratbench.runner.jsonl import write_json_atomic
+from stratbench.runner.lifecycle import announce_folder
+from stratbench.runner.lock import folder_lock
+from stratbench.scoring import (
+    BUDGETS,
+    SCORECARD_VERSION,
+    CostRow,
+    PlayerEntry,
+    Role,
+    Scorecard,
+    ScoreCell,
+    paired_difference,
+    read_scorecard,
+)
+from stratbench.suites import SUITES
+from stratbench.suites.base import Job
+from stratbench.suites.scorecards import ScorecardModel, ScorecardPart, ScorecardRun
+from stratbench.workflows.jobs import family, run_jobs
+
+__all__ = ["ScorecardResult", "chat_by_default", "compare_scorecards", "is_scorecard_folder", "pair_models", "parts",
+           "plan_scorecard", "read_scorecard", "run_scorecard"]
+
+META = "suite_metadata.json"
+KIND = "scorecard"
+ROLE_ROWS: tuple[Role, ...] = ("optimal", "chance")
+
+
+@dataclass
+class ScorecardResult:
+    folder: Path
+    scorecard: Scorecard
+    costs: list[CostRow]
+    n_errors: int  # errored records of the runs done in this session
+    report: Path | None
+
+
+def parts() -> list[ScorecardPart]:
+    """Every registered suite's scorecard part, in registry order."""
+    out = []
+    for name in SUITES.names():
+        part = SUITES.get(name).scorecard_part()
+        if part is not None:
+            out.append(part)
+    return out
+
+
+def chat_by_default(spec: str) -> bool:
+    """Whether a spec names an instruction-tuned model when the user does not say: the embedded
+    instruct model and the hosted chat APIs (every other model is read as a raw model)."""
+    from stratbench.models import EMBEDDED_INSTRUCT, split_spec
+
+    kind, _ = split_spec(spec)
+    return kind in (EMBEDDED_INSTRUCT, "openai", "together")
+
+
+def _models(models: Sequence[str | ScorecardModel], chat: bool | None, base_url: str | None) -> list[ScorecardModel]:
+    from stratbench.models import split_spec
+
+    if not models:
+        raise InputError("give at least one --model")
+    out = []
+    for m in models:
+        if isinstance(m, str):
+            spec = m.strip()
+            try:
+                split_spec(spec)
+            except InputError as e:
+                raise InputError(f"--model {m!r}: {e}; the scorecard scores language models (the reference "
+                                 "players run by themselves)") from None
+            m = ScorecardModel(spec, spec, chat_by_default(spec) if chat is None else chat, base_url)
+        else:
+            split_spec(m.spec)
+        out.append(m)
+    labels = [m.label for m in out]
+    dup = sorted({x for x in labels if labels.count(x) > 1})
+    if dup:
+        raise InputError(f"--model {dup[0]} is given twice")
+    taken = {name for p in parts() for name, _ in p.references} | set(ROLE_ROWS)
+    clash = sorted(set(labels) & taken)
+    if clash:
+        raise InputError(f"--model {clash[0]}: the name of a reference player; give the model another label")
+    return out
+
+
+def plan_scorecard(models: Sequence[ScorecardModel], budget: str, seed: int) -> list[tuple[Job, str, Role]]:
+    """Every run of the scorecard, configs validated; nothing is written."""
+    if budget not in BUDGETS:
+        raise InputError(f"unknown --budget {budget!r}; use {', '.join(BUDGETS)}")
+    check_value("--seed", seed, SEED)
+    plan = []
+    for p in parts():
+        for job, player, role in p.jobs(models, budget, seed):
+            job.key = f"{family(job.suite)}|{player}|{job.seed}|{job.setting}"
+            plan.append((job, player, role))
+    keys = [j.key for j, _, _ in plan]
+    if len(set(keys)) != len(keys):  # pragma: no cover - the parts plan distinct runs
+        raise RuntimeError("the scorecard plans one run twice")
+    return plan
+
+
+def _check_chat_models(models: Sequence[ScorecardModel], no_cache: bool) -> None:
+    """A chat model without a chat template (or without exact scoring where the plan needs it) is
+    one error line before anything is written, not a failed record in every suite."""
+    from stratbench.models import ModelOptions, open_model
+
+    for m in models:
+        if m.chat and m.local:
+            model = open_model(m.spec, ModelOptions(), no_cache=no_cache)
+            model.check_chat(scoring=m.policy == "choice")
+
+
+def _config(models: Sequence[ScorecardModel], budget: str, seed: int) -> dict[str, Any]:
+    return {"models": [asdict(m) for m in models], "budget": budget, "seed": seed}
+
+
+def _from_config(cfg: dict[str, Any], where: str) -> tuple[list[ScorecardModel], str, int]:
+    try:
+        models = [ScorecardModel(**m) for m in cfg["models"]]
+        return models, str(cfg["budget"]), int(cfg["seed"])
+    except (KeyError, TypeError, ValueError):
+        raise InputError(f"{where}: not a scorecard folder (its plan cannot be read)") from None
+
+
+def _read_meta(folder: Path, flag: str) -> dict[str, Any]:
+    try:
+        meta = json.loads((folder / META).read_text())
+        if meta.get("suite") != KIND or not isinstance(meta.get("config"), dict):
+            raise KeyError
+    except (OSError, ValueError, KeyError, AttributeError):
+        raise InputError(f"{flag}{folder}: not a scorecard folder") from None
+    return meta
+
+
+def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "quick", seed: int = 0,
+                  output_dir: str | Path = "results", resume_dir: str | Path | None = None,
+                  chat: bool | None = None, base_url: str | None = None, no_cache: bool = False,
+                  report: Callable[[Path], Path] | None = None,
+                  on_run: Callable[[dict[str, Any]], None] | None = None, timeout: float | None = None,
+                  retries: int | None = None, wait_for_server: float | None = None) -> ScorecardResult:
+    """Run (or, with ``resume_dir``, finish) a scorecard; write scorecard.json, cost.json,
+    scorecard.csv and, with ``report`` (a report builder: folder -> index page; the workflows
+    layer does not know the report), the report. :func:`stratbench.api.scorecard` passes the
+    HTML report's builder. ``chat``: read every model as a chat model (True), as a raw
+    model (False), or decide per model (None: `embedded-instruct` and hosted chat APIs are chat
+    models). ``timeout``, ``retries``, ``wait_for_server``: the HTTP settings of every run (the
+    suites' defaults when None); like a suite's runtime settings they are the command's, not the
+    plan's, so a resume may change them. Everything is checked before the folder exists."""
+    http = {k: v for k, v in (("timeout", timeout), ("retries", retries), ("wait_for_server", wait_for_server))
+            if v is not None}
+    for k, v in http.items():
+        check_value("--" + k.replace("_", "-"), v, RULES[k])
+    if resume_dir is not None:
+        out = Path(resume_dir)
+        meta = _read_meta(out, "--resume ")
+        ms, budget, seed = _from_config(meta["config"], f"--resume {out}")
+        plan = plan_scorecard(ms, budget, seed)
+        if [j.key for j, _, _ in plan] != meta.get("plan"):
+            raise InputError(f"--resume {out}: the saved plan no longer gives the same runs with this version "
+                             "of stratbench; run the scorecard again")
+    else:
+        ms = _models(models, chat, base_url)
+        plan = plan_scorecard(ms, budget, seed)
+        _check_chat_models(ms, no_cache)
+        out = create_run_folder(output_dir, "scorecard").path
+        meta = run_metadata(KIND, _config(ms, budget, seed), kind=KIND)
+        meta.update(runs=[], plan=[j.key for j, _, _ in plan], no_cache=no_cache)
+    if meta.get("no_cache"):
+        for job, _, _ in plan:
+            if hasattr(job.config, "no_cache"):
+                job.config.no_cache = True
+    for job, _, _ in plan:
+        for k, v in http.items():
+            if hasattr(job.config, k):
+                setattr(job.config, k, v)
+    roles = {j.key: (player, role) for j, player, role in plan}
+    jobs = [j for j, _, _ in plan]
+    with folder_lock(out):
+        announce_folder(out)
+        runs, n_errors = run_jobs(out, meta, jobs, on_run, timed=True,
+                                  extra=lambda j: {"player": roles[j.key][0], "role": roles[j.key][1],
+                                                   "registry": j.suite})
+        card, costs = score_folder(out, ms, budget, seed, plan, runs)
+        write_json_atomic(out / "scorecard.json", card)
+        write_json_atomic(out / "cost.json", costs)
+        write_scorecard_csv(out / "scorecard.csv", card, costs)
+        meta.update(runs=runs, end_time=now_iso(), status="finished")
+        write_json_atomic(out / META, meta)
+    index = report(out) if report is not None else None
+    return ScorecardResult(out, card, costs, n_errors, index)
+
+
+def _scorecard_runs(out: Path, plan: Sequence[tuple[Job, str, Role]], runs: Sequence[dict[str, Any]]) -> list[ScorecardRun]:
+    by_key = {r["key"]: r for r in runs}
+    found = []
+    for job, player, role in plan:
+        r = by_key.get(job.key)
+        if r and r.get("status") == "finished" and r.get("folder"):
+            found.append(ScorecardRun(job, out / r["folder"], str(r["folder"]), player, role))
+    return found
+
+
+def score_folder(out: Path, models: Sequence[ScorecardModel], budget: str, seed: int,
+                 plan: Sequence[tuple[Job, str, Role]], runs: Sequence[dict[str, Any]]) -> tuple[Scorecard, list[CostRow]]:
+    """The scorecard and the costs of a folder's finished runs."""
+    sruns = _scorecard_runs(out, plan, runs)
+    cells: list[ScoreCell] = []
+    players: list[PlayerEntry] = [PlayerEntry(player=m.label, role="model", spec=m.spec, policy={}) for m in models]
+    role_rows = {r: PlayerEntry(player=r, role=r, spec=None, policy={}) for r in ROLE_ROWS}
+    others: dict[str, PlayerEntry] = {}
+    for p in parts():
+        mine = [r for r in sruns if SUITES.get(r.job.suite).family == SUITES.get(p.suite).family]
+        cells += p.cells(mine, models, seed)
+        for entry in players:  # the policy the plan gave the model's runs of this suite
+            used = {str(getattr(j.config, "policy", None) or "") for j, player, role in plan
+                    if role == "model" and player == entry["player"]
+                    and SUITES.get(j.suite).family == SUITES.get(p.suite).family} - {""}
+            entry["policy"][p.suite] = "/".join(sorted(used)) or next(
+                m.policy for m in models if m.label == entry["player"])
+        for name, role in p.references:
+            if role in role_rows:
+                role_rows[role]["policy"][p.suite] = name
+            else:
+                others.setdefault(name, PlayerEntry(player=name, role="reference", spec=None, policy={}))
+                others[name]["policy"][p.suite] = "scripted"
+    card = Scorecard(version=SCORECARD_VERSION, budget=budget, seed=seed, suites=[p.entry(budget) for p in parts()],
+                     players=players + [role_rows[r] for r in ROLE_ROWS] + list(others.values()), cells=cells)
+    return card, _costs(sruns, runs)
+
+
+def _costs(sruns: Sequence[ScorecardRun], runs: Sequence[dict[str, Any]]) -> list[CostRow]:
+    from stratbench.runner.folders import read_run_json
+
+    seconds = {r["key"]: float(r.get("seconds") or 0.0) for r in runs}
+    acc: dict[tuple[str, str], CostRow] = {}
+    for r in sruns:
+        fam = SUITES.get(r.job.suite).family
+        row = acc.setdefault((r.player, fam), CostRow(player=r.player, suite=fam, model_calls=0, model_cache_hits=0,
+                                                      tokens_in=0, tokens_out=0, seconds=0.0))
+        try:
+            totals = read_run_json(r.folder).get("totals") or {}
+        except InputError:
+            totals = {}
+        row["model_calls"] += int(totals.get("model_calls") or 0)
+        row["model_cache_hits"] += int(totals.get("model_cache_hits") or 0)
+        row["tokens_in"] += int(totals.get("model_tokens_in") or 0)
+        row["tokens_out"] += int(totals.get("model_tokens_out") or 0)
+        row["seconds"] = round(row["seconds"] + seconds.get(r.job.key, 0.0), 3)
+    return list(acc.values())
+
+
+CSV_COLUMNS = ("player", "role", "reference", "suite", "status", "metric", "value", "ci95_low", "ci95_high",
+               "normalized", "normalized_ci95_low", "normalized_ci95_high", "n_units", "unit", "scored",
+               "parse_failed", "error", "model_calls", "model_cache_hits", "tokens_in", "tokens_out", "seconds",
+               "runs")
+
+
+def write_scorecard_csv(path: Path, card: Scorecard, costs: Sequence[CostRow]) -> None:
+    """scorecard.csv: one row per player × suite (the scores, and what they cost here)."""
+    suites = {s["suite"]: s for s in card["suites"]}
+    roles = {p["player"]: p["role"] for p in card["players"]}
+    cost = {(c["player"], c["suite"]): c for c in costs}
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(CSV_COLUMNS)
+        for c in card["cells"]:
+            s = suites[c["suite"]]
+            none: list[float | None] = [None, None]
+            ci: list[float | None] = list(c["ci95"]) if c["ci95"] else none
+            nci: list[float | None] = list(c["normalized_ci95"]) if c["normalized_ci95"] else none
+            k = cost.get((c["reference"] or c["player"], c["suite"]))
+            w.writerow([c["player"], roles.get(c["player"], "reference"), c["reference"] or "", c["suite"],
+                        c["status"], s["metric"], c["value"], ci[0], ci[1], c["normalized"], nci[0], nci[1],
+                        c["n_units"], s["unit"], c["counts"].get("scored"), c["counts"].get("parse_failed"),
+                        c["counts"].get("error"),
+                        *((k["model_calls"], k["model_cache_hits"], k["tokens_in"], k["tokens_out"], k["seconds"])
+                          if k else ("", "", "", "", "")),
+                        ";".join(c["runs"])])
+
+
+def _finished_scorecard(folder: Path, flag: str) -> tuple[Scorecard, list[ScorecardModel], list[ScorecardRun]]:
+    meta = _read_meta(folder, flag)
+    if meta.get("status") != "finished":
+        raise InputError(f"{flag}{folder}: the scorecard is not finished (status {meta.get('status')!r}); "
+                         "finish it with stratbench scorecard --resume")
+    card = read_scorecard(folder, flag)
+    ms, budget, seed = _from_config(meta["config"], f"{flag}{folder}")
+    runs = meta.get("runs")
+    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+        raise InputError(f"{flag}{folder}: suite_metadata.json lists no runs")
+    return card, ms, _scorecard_runs(folder, plan_scorecard(ms, budget, seed), runs)
+
+
+def pair_models(a: Sequence[str], b: Sequence[str]) -> list[tuple[str, str]]:
+    """Which model of scorecard A is compared with which of B: by label when the two hold the
+    same labels (one model, two settings), else by position (two checkpoints, two names)."""
+    if set(a) == set(b):
+        return [(x, x) for x in a]
+    if len(a) != len(b):
+        raise InputError(f"the scorecards hold different models ({', '.join(a)} vs {', '.join(b)}) and not as "
+                         "many of them; compare scorecards of the same models, or one model each")
+    return list(zip(a, b))
+
+
+def compare_scorecards(folder_a: str | Path, folder_b: str | Path, seed: int = 0) -> dict[str, Any]:
+    """B − A of the normalised score per model and suite. Paired over the units both scorecards
+    scored (the same games, grids, episodes: same budget and seed), with the joint bootstrap of
+    :func:`stratbench.scoring.paired_difference`; CHBench's score is one fitted level, so its
+    difference is unpaired and its CI is left out (the two fits' own CIs are in the rows)."""
+    fa, fb = Path(folder_a), Path(folder_b)
+    ca, ma, ra = _finished_scorecard(fa, "")
+    cb, mb, rb = _finished_scorecard(fb, "")
+    if (ca["budget"], ca["seed"]) != (cb["budget"], cb["seed"]):
+        note = (f"budgets/seeds differ (A: {ca['budget']}/{ca['seed']}, B: {cb['budget']}/{cb['seed']}): "
+                "only shared units are paired")
+    else:
+        note = ""
+    cells_a = {(c["player"], c["suite"]): c for c in ca["cells"]}
+    cells_b = {(c["player"], c["suite"]): c for c in cb["cells"]}
+    rows = []
+    for la, lb in pair_models([m.label for m in ma], [m.label for m in mb]):
+        for p in parts():
+            a_runs = [r for r in ra if family(r.job.suite) == family(p.suite)]
+            b_runs = [r for r in rb if family(r.job.suite) == family(p.suite)]
+            ua, ub = p.units(a_runs, la), p.units(b_runs, lb)
+            xa, xb = cells_a.get((la, p.suite)), cells_b.get((lb, p.suite))
+            va = xa.get("normalized") if xa else None
+            vb = xb.get("normalized") if xb else None
+            row: dict[str, Any] = {"model_a": la, "model_b": lb, "suite": p.suite, "title": p.title,
+                                   "a": va, "b": vb, "a_ci95": xa.get("normalized_ci95") if xa else None,
+                                   "b_ci95": xb.get("normalized_ci95") if xb else None}
+            if ua is not None and ub is not None:
+                diff, ci, n = paired_difference(ua, ub, seed)
+                row.update(diff=diff, diff_ci95=ci, paired=True, n_units=n)
+            else:
+                row.update(diff=(vb - va) if va is not None and vb is not None else None, diff_ci95=None,
+                           paired=False, n_units=min(int(xa["n_units"]) if xa else 0, int(xb["n_units"]) if xb else 0))
+            ci = row["diff_ci95"]
+            row["significant"] = bool(ci and (ci[0] > 0 or ci[1] < 0))
+            rows.append(row)
+    return {"kind": "scorecard", "run_a": str(fa), "run_b": str(fb), "budget_a": ca["budget"],
+            "budget_b": cb["budget"], "note": note, "rows": rows}
+
+
+def is_scorecard_folder(folder: str | Path) -> bool:
+    """Whether a folder is a scorecard (its suite_metadata.json says so)."""
+    try:
+        meta = json.loads((Path(folder) / META).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and meta.get("suite") == KIND

@@ -1,0 +1,231 @@
+"""`stratbench scorecard`: every suite for one model next to its references, in one folder.
+
+The model is the fake OpenAI-compatible server (deterministic), at the `smoke` budget: the same
+pipeline as `quick`, a few units per suite. What is pinned: the scorecard's runs are the runs a
+user gets by hand from the suites' own commands with the same settings and seed (records and
+summaries equal), its cells are those runs' numbers, a killed scorecard resumed gives the same
+scorecard.json, a failing model is reported as failed (never scored), compare pairs two
+scorecards, and the report opens with the scorecard.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fake_openai_server import FakeOpenAIServer
+
+from stratbench.api import scorecard
+from stratbench.errors import InputError
+from stratbench.scoring import read_scorecard
+
+SEED = 3
+FAKE = "openai-compatible:fake"
+VOLATILE = frozenset({"latency_s", "row_latency_s", "col_latency_s", "seconds", "cached", "usage", "output_dir",
+                      "base_url", "no_cache", "start_time", "end_time", "folder", "run_id"})
+
+
+def strip(x: object) -> object:
+    if isinstance(x, dict):
+        return {k: strip(v) for k, v in x.items() if k not in VOLATILE}
+    if isinstance(x, list):
+        return [strip(v) for v in x]
+    return x
+
+
+def records(folder: Path) -> dict[str, list[object]]:
+    return {p.name: [strip(json.loads(line)) for line in p.read_text().splitlines() if line.strip()]
+            for p in sorted(folder.glob("*.jsonl"))}
+
+
+def cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, CI="1")
+    return subprocess.run([sys.executable, "-m", "stratbench", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeOpenAIServer() as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def card(server, tmp_path_factory):
+    out = tmp_path_factory.mktemp("scorecard")
+    res = scorecard([FAKE], budget="smoke", seed=SEED, output_dir=out, base_url=server.base_url, no_cache=True)
+    return res
+
+
+def _run_of(res, suite: str, player: str, setting: str = "") -> Path:
+    meta = json.loads((res.folder / "suite_metadata.json").read_text())
+    (run,) = [r for r in meta["runs"] if r["suite"] == suite and r["player"] == player
+              and (r.get("setting") or "") == setting]
+    return res.folder / run["folder"]
+
+
+def _cell(res, player: str, suite: str) -> dict:
+    (c,) = [c for c in res.scorecard["cells"] if c["player"] == player and c["suite"] == suite]
+    return c
+
+
+def test_the_folder_holds_ordinary_runs_a_table_and_a_report(card):
+    f = card.folder
+    assert f.name.startswith("scorecard_")
+    assert {p.name for p in f.iterdir()} >= {"suite_metadata.json", "scorecard.json", "scorecard.csv", "cost.json",
+                                            "report", "nashgap", "tmgbench", "chbench", "tom"}
+    card_json = read_scorecard(f)
+    assert card_json == card.scorecard
+    assert [s["suite"] for s in card_json["suites"]] == ["nashgap", "tmgbench", "chbench", "tom"]
+    roles = {p["player"]: p["role"] for p in card_json["players"]}
+    assert roles[FAKE] == "model" and roles["chance"] == "chance" and roles["optimal"] == "optimal"
+    for suite in ("nashgap", "tmgbench", "chbench", "tom"):  # every suite has its floor and its ceiling
+        assert _cell(card, "chance", suite)["normalized"] == pytest.approx(0.0)
+        assert _cell(card, "optimal", suite)["normalized"] == pytest.approx(100.0)
+        c = _cell(card, FAKE, suite)
+        assert c["status"] in ("ok", "errors") and c["counts"]["error"] == 0
+    rows = list(csv.DictReader((f / "scorecard.csv").open()))
+    assert len(rows) == len(card_json["cells"])
+    mine = [r for r in rows if r["player"] == FAKE]
+    assert {r["suite"] for r in mine} == {"nashgap", "tmgbench", "chbench", "tom"}
+    assert all(int(r["model_calls"]) > 0 for r in mine)
+    html = (f / "report" / "index.html").read_text()
+    # the first screen is the scorecard: its heading comes before every other section
+    assert html.index('id="scorecard"') < html.index('id="overview"')
+    assert "0 = chance, 100 = optimal" in html and "data:image/png;base64" in html
+
+
+def test_runs_equal_the_suites_run_by_hand(card, server, tmp_path):
+    """The same settings and seed through each suite's own command give the same records and summary."""
+    hand = {
+        ("nashgap", FAKE, "3x3_midVar_pure"): [
+            "nashgap", "--model", FAKE, "--base-url", server.base_url, "--bucket", "3x3_midVar_pure",
+            "--num-games", "1", "--num-trials", "1", "--policy", "logprob", "--order-rotations", "3",
+            "--seed", str(SEED), "--no-cache"],
+        ("tmgbench", "uniform", ""): [
+            "tmgbench", "run", "--model", "uniform", "--prompting", "DA", "--seed", str(SEED),
+            "--games", "421,431,441,451,461,411,321,331,341,351,361,311"],
+        ("tom", "tabular R-max", ""): [
+            "tom", "baseline", "--game", "rps,ibs,ipd", "--partner", "single_action,tit_for_tat",
+            "--episodes", "3", "--rounds", "4", "--seed", str(SEED)],
+    }
+    for i, ((suite, player, setting), args) in enumerate(hand.items()):
+        out = tmp_path / str(i)
+        r = cli(*args, "--output-dir", str(out), cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        (mine,) = [p.parent for p in out.rglob("run.json")]
+        theirs = _run_of(card, suite, player, setting)
+        assert records(mine) == records(theirs), (suite, player)
+        assert strip(json.loads((mine / "summary.json").read_text())) == strip(
+            json.loads((theirs / "summary.json").read_text())), (suite, player)
+    # and the cells read those runs: the uniform player's PAR is the mean of its grids' PAR
+    grids = json.loads((_run_of(card, "tmgbench", "uniform") / "grids.json").read_text())
+    c = _cell(card, "chance", "tmgbench")
+    assert c["value"] == pytest.approx(100 * sum(g["par"] for g in grids) / len(grids))
+    assert c["n_units"] == len(grids) == 12
+
+
+def test_a_finished_scorecard_resumed_is_unchanged_and_compares_to_zero(card, tmp_path):
+    before = (card.folder / "scorecard.json").read_bytes()
+    again = scorecard([], resume_dir=card.folder, report=False)
+    assert (card.folder / "scorecard.json").read_bytes() == before
+    assert again.scorecard == card.scorecard
+    r = cli("compare", str(card.folder), str(card.folder), "--output", str(tmp_path / "cmp.json"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads((tmp_path / "cmp.json").read_text())["rows"]
+    assert {r["suite"] for r in rows} == {"nashgap", "tmgbench", "chbench", "tom"}
+    for row in rows:
+        assert row["diff"] == pytest.approx(0.0)
+        if row["paired"]:
+            assert row["diff_ci95"] == pytest.approx([0.0, 0.0]) and row["n_units"] > 0
+
+
+def test_a_failing_model_is_failed_never_scored(tmp_path, cli_port_closed):
+    r = cli("scorecard", "--model", FAKE, "--base-url", cli_port_closed, "--budget", "smoke", "--retries", "0",
+            "--no-report", "--output-dir", str(tmp_path), cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    (folder,) = list(tmp_path.glob("scorecard_*"))
+    card = read_scorecard(folder)
+    for c in card["cells"]:
+        if c["player"] == FAKE:
+            assert c["status"] == "failed" and c["counts"]["error"] > 0 and c["counts"]["scored"] == 0
+            assert c["value"] is None and c["normalized"] is None
+        elif c["player"] in ("chance", "optimal"):  # the references do not need the model
+            assert c["normalized"] is not None
+    assert "errors" in r.stderr
+
+
+@pytest.fixture
+def cli_port_closed():
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_killed_scorecard_resumes_to_the_same_scorecard(card, tmp_path):
+    with FakeOpenAIServer(latency_ms=15) as slow:
+        env = dict(os.environ, CI="1")
+        args = [sys.executable, "-m", "stratbench", "scorecard", "--model", FAKE, "--base-url", slow.base_url,
+                "--budget", "smoke", "--seed", str(SEED), "--no-cache", "--no-report", "--output-dir", str(tmp_path)]
+        proc = subprocess.Popen(args, cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        t0 = time.time()
+        while time.time() - t0 < 120 and not list(tmp_path.glob("scorecard_*/tmgbench")):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        (folder,) = list(tmp_path.glob("scorecard_*"))
+        assert not (folder / "scorecard.json").exists()
+        # the URL is the resuming command's runtime setting only where the plan allows; the plan
+        # (models, budget, seed) is the folder's
+        r = cli("scorecard", "--resume", str(folder), "--no-report", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    want = strip(json.loads((card.folder / "scorecard.json").read_text()))
+    got = strip(json.loads((folder / "scorecard.json").read_text()))
+    assert _no_runs(got) == _no_runs(want)
+
+
+def _no_runs(card: object) -> object:
+    """Cells without their run folders' names (those carry the time they were made)."""
+    assert isinstance(card, dict)
+    return {**card, "cells": [{k: v for k, v in c.items() if k != "runs"} for c in card["cells"]]}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--budget", "huge"], "unknown --budget 'huge'"),
+    (["--seed", "-1"], "--seed must be at least 0"),
+    (["--model", "embedded", "--model", "embedded"], "twice"),
+    (["--model", "nosuchkind:x"], "nosuchkind"),
+    (["--model", "nash"], "reference"),
+    (["--resume", "/nonexistent/folder"], "not a scorecard folder"),
+    (["--resume", ".", "--budget", "quick"], "drop --model"),
+])
+def test_bad_flags_are_one_line_and_leave_no_folder(tmp_path, args, message):
+    r = cli("scorecard", *args, "--output-dir", str(tmp_path / "out"), cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert message in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_compare_refuses_a_scorecard_against_a_run(card, tmp_path):
+    run = _run_of(card, "tmgbench", "uniform")
+    r = cli("compare", str(card.folder), str(run), cwd=tmp_path)
+    assert r.returncode == 2 and "not a scorecard folder" in r.stderr
+
+
+def test_python_api_refuses_bad_budget_before_any_folder(tmp_path):
+    with pytest.raises(InputError, match="budget"):
+        scorecard(["embedded"], budget="nope", output_dir=tmp_path / "x")
+    assert not (tmp_path / "x").exists()
