@@ -149,7 +149,9 @@ def open_model(spec: str, model_options: ModelOptions | None = None, *, no_cache
     split_spec(spec)  # validate before loading anything
     model = load_model(spec, model_options)
     if not no_cache:
-        model = CachedModel(model, ResponseCache(cache_path))
+        # a backend whose scores depend on the sequence of its calls (llama.cpp with prefix reuse)
+        # is served only answers stored before this session: see CachedModel
+        model = CachedModel(model, ResponseCache(cache_path), earlier_only=model.describe().get("prefix_reuse") is True)
     return model
 
 

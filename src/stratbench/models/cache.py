@@ -53,7 +53,8 @@ class ResponseCache:
         )
         self._db.commit()
 
-    def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def get_many(self, keys: Sequence[str], created_before: float | None = None) -> dict[str, dict[str, Any]]:
+        """The cached values of `keys` (only those stored before `created_before`, when given)."""
         if not keys:
             return {}
         out: dict[str, dict[str, Any]] = {}
@@ -61,7 +62,11 @@ class ResponseCache:
             for i in range(0, len(keys), 500):
                 chunk = list(keys[i : i + 500])
                 q = f"SELECT key, value FROM responses WHERE key IN ({','.join('?' * len(chunk))})"
-                for k, v in self._db.execute(q, chunk):
+                args: list[Any] = chunk
+                if created_before is not None:
+                    q += " AND created < ?"
+                    args = [*chunk, created_before]
+                for k, v in self._db.execute(q, args):
                     out[k] = json.loads(v)
         return out
 
@@ -103,12 +108,22 @@ _GEN_FIELDS = ("text", "tokens_in", "tokens_out", "finish_reason", "rendered")
 
 
 class CachedModel(LanguageModel):
-    """Wraps any backend; hits return instantly with `cached=True` and cost no call."""
+    """Wraps any backend; hits return instantly with `cached=True` and cost no call.
 
-    def __init__(self, inner: LanguageModel, cache: ResponseCache) -> None:
+    `earlier_only`: serve only answers stored before this model was opened, and store the n-th
+    asking of a request in a session as its own entry. A prefix-reusing backend needs it: its
+    scores depend on the sequence of calls (llama.cpp rounds differently by a token's place in the
+    KV cache), so the same prompt asked twice in a session (two episodes opening alike) can score
+    differently, and a hit skips a call, which would change every later score. With it a first run
+    equals an uncached run exactly, and a re-run of the same work is all hits with the same values.
+    """
+
+    def __init__(self, inner: LanguageModel, cache: ResponseCache, earlier_only: bool = False) -> None:
         super().__init__()
         self.inner = inner
         self.cache = cache
+        self._before = time.time() if earlier_only else None
+        self._seen: dict[str, int] = {}  # earlier_only: how often each request was asked this session
         self.spec = inner.spec
         self.supports_logprobs = inner.supports_logprobs
         self.supports_chat = inner.supports_chat
@@ -121,7 +136,16 @@ class CachedModel(LanguageModel):
     async def _through(self, kind: str, requests: Sequence[Any], call: Any, fields: tuple[str, ...],
                        make: Any) -> list[Any]:
         keys = [request_key(kind, self._identity, r) for r in requests]
-        hits = self.cache.get_many(keys)
+        if self._before is not None:
+            # the n-th asking of a request in a session is its own entry: under prefix reuse the
+            # same prompt can score differently the second time (another KV state before it), and
+            # a re-run of the same sequence must find each occurrence's own answer
+            for i, k in enumerate(keys):
+                n = self._seen.get(k, 0)
+                self._seen[k] = n + 1
+                if n:
+                    keys[i] = f"{k}#{n}"
+        hits = self.cache.get_many(keys, self._before)
         results: list[Any] = [None] * len(requests)
         missing: list[int] = []
         waiting: list[tuple[int, asyncio.Future[Any]]] = []
@@ -129,26 +153,30 @@ class CachedModel(LanguageModel):
         for i, k in enumerate(keys):
             if k in hits:
                 results[i] = make(**hits[k], cached=True)
-            elif k in self._inflight:
+            elif k in self._inflight and self._before is None:
                 # the same request is being computed right now (e.g. both seats of a symmetric
                 # game): share that one computation instead of paying for it twice
                 waiting.append((i, self._inflight[k]))
             else:
                 missing.append(i)
-                self._inflight[k] = loop.create_future()
+                if self._before is None:  # a reusing backend computes each of its calls itself
+                    self._inflight[k] = loop.create_future()
         if missing:
             try:
                 fresh = await call([requests[i] for i in missing])
             except BaseException as e:
                 for i in missing:
-                    fut = self._inflight.pop(keys[i])
-                    fut.set_exception(e)
-                    fut.exception()  # mark retrieved: nobody may be waiting
+                    fut = self._inflight.pop(keys[i], None)
+                    if fut is not None:
+                        fut.set_exception(e)
+                        fut.exception()  # mark retrieved: nobody may be waiting
                 raise
             store = {}
             for i, r in zip(missing, fresh):
                 results[i] = r
-                self._inflight.pop(keys[i]).set_result(r)
+                fut = self._inflight.pop(keys[i], None)
+                if fut is not None:
+                    fut.set_result(r)
                 if r.ok:
                     store[keys[i]] = {f: getattr(r, f) for f in fields}
             self.cache.put_many(store)

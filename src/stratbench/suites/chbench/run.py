@@ -159,7 +159,7 @@ class PlayerFactory:
                                 chat=self.config.chat or None, prefix_reuse=self.config.prefix_reuse,
                                 timeout_s=self.config.timeout, max_retries=self.config.retries,
                                 wait_for_server_s=self.config.wait_for_server)
-            self._models[key] = open_model(spec, opts, no_cache=self.config.no_cache or self.config.prefix_reuse)
+            self._models[key] = open_model(spec, opts, no_cache=self.config.no_cache)  # reuse: own cache identity
         return self._models[key]
 
     def policy_for(self, spec: str) -> str:

@@ -32,9 +32,10 @@ with ``policy = "sample"`` plays LM sections with QA, Figure 1's generated twin)
 HTTP backends (``--timeout``, ``--retries``, ``--wait-for-server``) are stored in the config and,
 like the concurrency and server URL, taken from the resuming command on ``--resume``.
 
-Model calls: LM prompting runs episodes one after another on a prefix-reusing backend without the
-response cache (the cache would not save anything the prefix reuse does not, and each round's
-prompt is new). Generation strategies go through the response cache (``--no-cache`` to bypass):
+Model calls: LM prompting runs episodes one after another on a prefix-reusing backend, through the
+response cache: prefix-reuse scores are cached under their own identity (the backend's
+``describe()`` names ``prefix_reuse``), so they are never served to a fresh evaluation, and a
+re-run of the same episodes is free. Generation strategies go through the response cache (``--no-cache`` to bypass):
 their prompts are deterministic given the history and every call carries its own seed and sample
 index, so a re-run or resumed run replays finished calls for free, even at temperature > 0.
 Episodes of generation strategies run concurrently (``--max-concurrency``), which helps API
@@ -200,7 +201,9 @@ class TomRunPlan(RunPlan):
         opts = ModelOptions(prefix_reuse=self.lm, base_url=c.base_url, max_concurrency=c.max_concurrency,
                             chat=bool(c.chat), timeout_s=c.timeout, max_retries=c.retries,
                             wait_for_server_s=c.wait_for_server)
-        model = open_model(c.model, opts, no_cache=self.lm or c.no_cache)
+        # prefix-reuse scores are cached under their own identity (describe() names prefix_reuse),
+        # so a re-run is served from the cache like any other
+        model = open_model(c.model, opts, no_cache=c.no_cache)
         try:
             if c.chat:
                 model.check_chat()
