@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench clean chromium
+.PHONY: install demo test bench bench-scorecard clean chromium
 
 # llama-cpp-python builds from source (a few minutes on 2 cores, once: pip caches the wheel).
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
@@ -17,13 +17,12 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Main job, offline: the Nash-gap suite (pure + mixed on the same 100 games) for the embedded raw
-# model scored by exact log-probabilities (3 row-order rotations), next to the reference players,
-# then the HTML report of everything under results/ (results/report/index.html).
+# Main job, offline: the quick scorecard for the embedded raw model — Nash gap, TMGBench, CHBench and
+# functional theory of mind next to their reference players — printed as one table, written to
+# results/scorecard_<time>/ with its HTML report (report/index.html). A re-run is served by the
+# response cache (0 model calls).
 demo: $(STAMP)
-	$(BIN)/stratbench nashgap --combined --num-games 100 --seed 42 --policy logprob --order-rotations 3 \
-		--model embedded --model random --model nash
-	$(BIN)/stratbench report results
+	$(BIN)/stratbench scorecard --model embedded --budget quick --seed 0 --output-dir results
 
 # Headless Chromium for tests/test_report.py (the HTML report must render without errors). Best effort:
 # where apt-get is missing or not allowed, nothing is installed and that test says it was skipped.
@@ -34,8 +33,15 @@ chromium:
 test: $(STAMP) chromium
 	$(BIN)/python -m pytest
 
+# Local scoring paths against llama.cpp's raw evaluation of the same tokens, and the solver; writes
+# benchmarks/results/local.md (the README's benchmark table). Offline, under 10 minutes.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_solver.py
+	$(BIN)/python benchmarks/bench_local.py
+
+# What the quick scorecard costs for the embedded model next to the naive way (100 samples per
+# decision, no prefix reuse); writes benchmarks/results/scorecard.md.
+bench-scorecard: $(STAMP)
+	$(BIN)/python benchmarks/bench_scorecard.py
 
 clean:
 	rm -rf $(VENV) results

@@ -74,9 +74,9 @@ def scorecard_table(card: Mapping[str, Any], costs: Any = ()) -> Table:
     t = Table(title=f"stratbench scorecard — budget {card['budget']}, seed {card['seed']} "
                     "(score: 0 = chance, 100 = optimal; [95% CI])", title_justify="left")
     t.add_column("player", no_wrap=True)
-    for s in suites:
-        t.add_column(f"{s['title']}\n{s['metric_label']}", justify="right", no_wrap=True)
-    t.add_column("calls / tokens / time", justify="right", no_wrap=True)
+    for s in suites:  # suite columns may wrap: the table must fit an 80-column terminal too
+        t.add_column(f"{s['title']}\n{s['metric_label']}", justify="right")
+    t.add_column("calls / tokens / time", justify="right")
     cells = {(c["player"], c["suite"]): c for c in card["cells"]}
     cost: dict[str, list[float]] = {}
     for c in costs or ():
