@@ -69,12 +69,13 @@ def test_bad_baseline_input(tmp_path):
     assert not any(tmp_path.iterdir())  # checked before any folder is made
 
 
-def test_an_interrupted_baseline_resumes_to_the_whole_run(tmp_path):
+@pytest.mark.parametrize("extra", [0, 1, 3])  # killed between settings, or while a setting was being written
+def test_an_interrupted_baseline_resumes_to_the_whole_run(tmp_path, extra):
     cfg = BaselineConfig(["rps", "ipd"], ["single_action", "tit_for_tat"], 4, 12, 3, str(tmp_path / "a"))
     whole = run_tom_baseline(cfg)
     cut = run_tom_baseline(BaselineConfig(**{**cfg.__dict__, "output_dir": str(tmp_path / "b")}))
     recs = read_jsonl(cut.folder / "episodes.jsonl")
-    write_jsonl_atomic(cut.folder / "episodes.jsonl", recs[: len(recs) // 2])  # two settings lost
+    write_jsonl_atomic(cut.folder / "episodes.jsonl", recs[: len(recs) // 2 + extra])  # settings lost
     meta = json.loads((cut.folder / "run.json").read_text())
     (cut.folder / "run.json").write_text(json.dumps({**meta, "status": "running"}))
     done = get_suite("tom-baseline").run(BaselineConfig(), resume_dir=cut.folder)

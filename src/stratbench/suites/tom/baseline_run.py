@@ -120,7 +120,9 @@ class BaselinePlan(RunPlan):
         return [Stream(EPISODES_FILE, settings, self.simulate, unit_key=lambda s: s,
                        record_unit=setting_of, sort_key=baseline_order(c.games, c.partners), label="settings",
                        unit_name="settings", record_key=lambda r: (r["game"], r["partner"], int(r["episode"])),
-                       record_schema=BaselineEpisodeRecord)]
+                       record_schema=BaselineEpisodeRecord,
+                       # a setting killed while its episodes were being written is not finished
+                       unit_done=lambda rs, n=len(self.episode_ids()): len(rs) == n)]
 
     async def simulate(self, setting: Setting) -> list[Record]:
         """The shard's episodes of one game × partner, one record each."""
