@@ -41,6 +41,13 @@ class JsonlWriter:
         self._fh.write(dumps(record) + "\n")
         self._fh.flush()
 
+    def write_many(self, records: list[dict[str, Any]]) -> None:
+        """A unit's records in one write: a run killed meanwhile keeps all of them or none (a
+        torn tail is cut on resume), not the first few of a unit that then looks finished."""
+        if records:
+            self._fh.write("".join(dumps(r) + "\n" for r in records))
+            self._fh.flush()
+
     def close(self) -> None:
         self._fh.close()
 

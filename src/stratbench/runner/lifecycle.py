@@ -267,8 +267,7 @@ async def _fill(folder: Path, stream: Stream[Any], progress: Progress | None,
                               completed=len(stream.units) - len(todo)) if progress else None)
     with JsonlWriter(path) as writer:
         def on_result(_: Any, out: Record | list[Record]) -> None:
-            for rec in out if isinstance(out, list) else [out]:
-                writer.write(rec)
+            writer.write_many(out if isinstance(out, list) else [out])
             if progress is not None:
                 progress.advance(task)
             if checkpoint is not None:

@@ -121,8 +121,11 @@ class BaselinePlan(RunPlan):
                        record_unit=setting_of, sort_key=baseline_order(c.games, c.partners), label="settings",
                        unit_name="settings", record_key=lambda r: (r["game"], r["partner"], int(r["episode"])),
                        record_schema=BaselineEpisodeRecord,
-                       # a setting killed while its episodes were being written is not finished
-                       unit_done=lambda rs, n=len(self.episode_ids()): len(rs) == n)]
+                       unit_done=self.setting_done)]
+
+    def setting_done(self, records: list[Record]) -> bool:
+        """A setting killed while its episodes were being written is not finished."""
+        return len(records) == len(self.episode_ids())
 
     async def simulate(self, setting: Setting) -> list[Record]:
         """The shard's episodes of one game × partner, one record each."""
