@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from stratbench.models.base import ScoreRequest  # noqa: E402
-from stratbench.models.llama import LlamaCppModel, load_embedded  # noqa: E402
+from stratbench.models.llama import LlamaCppModel, fill_batch, load_embedded  # noqa: E402
 
 BEGIN = "<!-- bench_local:begin -->"
 END = "<!-- bench_local:end -->"
@@ -91,15 +91,7 @@ class Raw:
         self.cached = []
 
     def decode(self, rows: list[tuple[int, int, list[int], bool]]) -> float:
-        b = self.batch.batch
-        b.n_tokens = len(rows)
-        for i, (tok, pos, seqs, want) in enumerate(rows):
-            b.token[i] = tok
-            b.pos[i] = pos
-            b.n_seq_id[i] = len(seqs)
-            for m, s in enumerate(seqs):
-                b.seq_id[i][m] = s
-            b.logits[i] = want
+        b = fill_batch(self.batch.batch, rows)
         t0 = time.perf_counter()
         rc = self.lib.llama_decode(self.ctx.ctx, b)
         dt_ = time.perf_counter() - t0

@@ -18,21 +18,7 @@ from pathlib import Path
 
 import pytest
 from fake_openai_server import FakeOpenAIServer
-
-VOLATILE = frozenset({"latency_s", "row_latency_s", "col_latency_s", "seconds", "cached", "usage"})
-
-
-def strip(x: object) -> object:
-    if isinstance(x, dict):
-        return {k: strip(v) for k, v in x.items() if k not in VOLATILE}
-    if isinstance(x, list):
-        return [strip(v) for v in x]
-    return x
-
-
-def records(folder: Path) -> dict[str, list[object]]:
-    return {p.name: [strip(json.loads(line)) for line in p.read_text().splitlines() if line.strip()]
-            for p in sorted(folder.glob("*.jsonl"))}
+from run_records import records, strip
 
 
 def start(args: list[str], cwd: Path, cache: Path) -> subprocess.Popen[str]:

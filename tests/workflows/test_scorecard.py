@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+import run_records
 from fake_openai_server import FakeOpenAIServer
 
 from stratbench.api import scorecard
@@ -28,21 +29,16 @@ from stratbench.scoring import read_scorecard
 
 SEED = 3
 FAKE = "openai-compatible:fake"
-VOLATILE = frozenset({"latency_s", "row_latency_s", "col_latency_s", "seconds", "cached", "usage", "output_dir",
-                      "base_url", "no_cache", "start_time", "end_time", "folder", "run_id"})
+# besides timings and cache flags: where and when a run was made
+VOLATILE = run_records.VOLATILE | {"output_dir", "base_url", "no_cache", "start_time", "end_time", "folder", "run_id"}
 
 
 def strip(x: object) -> object:
-    if isinstance(x, dict):
-        return {k: strip(v) for k, v in x.items() if k not in VOLATILE}
-    if isinstance(x, list):
-        return [strip(v) for v in x]
-    return x
+    return run_records.strip(x, VOLATILE)
 
 
 def records(folder: Path) -> dict[str, list[object]]:
-    return {p.name: [strip(json.loads(line)) for line in p.read_text().splitlines() if line.strip()]
-            for p in sorted(folder.glob("*.jsonl"))}
+    return run_records.records(folder, VOLATILE)
 
 
 def cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:

@@ -163,6 +163,20 @@ def embedded_instruct_path() -> tuple[Path, str]:
     return target, expected
 
 
+def fill_batch(b: Any, items: Sequence[Sequence[Any]]) -> Any:
+    """Write rows (token, position, sequence ids, want logits) into a llama_batch, as given; the
+    benchmark's raw evaluation fills its batches the same way."""
+    b.n_tokens = len(items)
+    for i, (tok, pos, seqs, want) in enumerate(items):
+        b.token[i] = tok
+        b.pos[i] = pos
+        b.n_seq_id[i] = len(seqs)
+        for m, seq in enumerate(seqs):
+            b.seq_id[i][m] = seq
+        b.logits[i] = want
+    return b
+
+
 class _MultiSequenceScorer:
     """A second llama.cpp context on the same weights, with several sequences and a unified KV
     cache, for scoring many continuations of one prompt at once: the prompt is decoded once, and
@@ -240,15 +254,7 @@ class _MultiSequenceScorer:
     # -- decoding -----------------------------------------------------------------------------
     def _decode_rows(self, items: list[list[Any]]) -> None:
         """One llama_decode of items = [token, position, sequences, want logits], as given."""
-        b = self.batch.batch
-        b.n_tokens = len(items)
-        for i, (tok, pos, seqs, want) in enumerate(items):
-            b.token[i] = tok
-            b.pos[i] = pos
-            b.n_seq_id[i] = len(seqs)
-            for m, seq in enumerate(seqs):
-                b.seq_id[i][m] = seq
-            b.logits[i] = want
+        b = fill_batch(self.batch.batch, items)
         self._norm = {}
         rc = self.lib.llama_decode(self.ctx.ctx, b)
         if rc != 0:

