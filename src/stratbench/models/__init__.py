@@ -43,6 +43,10 @@ class ModelOptions:
     # choice scoring of conversations over the completions endpoint (and, from a GGUF, its
     # tokenizer for the top-k walk that scores multi-token answers); see models.openai_api
     chat_template: str | None = None
+    # openai-compatible servers: the repetition penalty sent with generation requests. "auto" sends
+    # 1.0 (no penalty, as the local gguf:/embedded routes: llama-cpp-python's server would apply
+    # 1.1 even at temperature 0, so greedy answers would differ); None sends nothing
+    repeat_penalty: float | str | None = "auto"
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -118,6 +122,8 @@ def _api(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
         max_retries=opts.max_retries, wait_for_server_s=opts.wait_for_server_s,
         chat_template=opts.chat_template,
     )
+    if kind == "openai-compatible":
+        kwargs["repeat_penalty"] = opts.repeat_penalty
     if endpoint:
         kwargs["endpoint"] = endpoint
     return OpenAICompatibleModel(kind, name, **kwargs)

@@ -67,8 +67,9 @@ Generation
     every generation request (an unpenalised model, as the local routes; vLLM, SGLang and Ollama
     ignore a field they do not know, llama.cpp's server takes it) and adds it to `describe()`. A
     server that rejects the field (HTTP 400/422 naming it) gets the request again without it, and
-    no more afterwards. The default (None) sends nothing, as before, so the cache identity of
-    existing configurations is unchanged.
+    no more afterwards. The class's default (None) sends nothing; models opened from a spec
+    (`load_model`, every command) use `ModelOptions.repeat_penalty`, "auto" by default, so an
+    `openai-compatible:` model at temperature 0 answers what the same GGUF answers locally.
 
 Failures never raise: after the retries of `stratbench.models.retry` a result carries `error` and
 no value; `wait_for_server_s` keeps trying a server that is down (restarting) that long. Every

@@ -503,3 +503,75 @@ def test_cache_shares_a_computation_already_in_flight(tmp_path):
     assert a[0].logprobs == b[0].logprobs == c[0].logprobs == c[1].logprobs == [-1.0, -2.0]
     assert [r.cached for r in (a[0], b[0], c[0], c[1])].count(False) == 1
     assert m.usage.calls == 1 and m.usage.cache_hits == 3
+
+
+# -- repeat_penalty: what a model opened from a spec sends -----------------------------------------
+
+
+def _bodies(server: FakeOpenAIServer, path: str) -> list[dict]:
+    return [r.body for r in server.requests if r.path.rstrip("/").endswith("/v1" + path)]
+
+
+def test_openai_compatible_models_from_a_spec_send_no_repetition_penalty(server):
+    """llama-cpp-python's server penalises repetition (1.1) unless told otherwise, even at
+    temperature 0, where the local gguf route does not: every command's openai-compatible model
+    says 1.0, records it in its identity (and so in its cache key), and sends nothing on scoring."""
+    from stratbench.models import ModelOptions, load_model
+
+    m = load_model("openai-compatible:m", ModelOptions(base_url=server.base_url))
+    try:
+        assert m.describe()["repeat_penalty"] == 1.0
+        (g,) = asyncio.run(m.generate([GenerateRequest("Pick one.", max_tokens=4, temperature=0.0)]))
+        (c,) = asyncio.run(m.generate([GenerateRequest("Pick one.", max_tokens=4, temperature=0.0, chat=True)]))
+        (s,) = asyncio.run(m.score([ScoreRequest("Answer: ", ("1", "2"))]))
+        assert g.ok and c.ok and s.ok
+        scoring = [b for b in _bodies(server, "/completions") if "logprobs" in b]
+        gen = _bodies(server, "/chat/completions") + [b for b in _bodies(server, "/completions") if b not in scoring]
+        assert len(gen) == 2 and all(b["repeat_penalty"] == 1.0 for b in gen)
+        assert scoring and all("repeat_penalty" not in b for b in scoring)
+    finally:
+        asyncio.run(m.aclose())
+    server.requests.clear()
+    off = load_model("openai-compatible:m", ModelOptions(base_url=server.base_url, repeat_penalty=None))
+    try:
+        assert "repeat_penalty" not in off.describe()
+        (g,) = asyncio.run(off.generate([GenerateRequest("Pick one.", max_tokens=4)]))
+        assert g.ok and all("repeat_penalty" not in b for b in _bodies(server, "/completions"))
+    finally:
+        asyncio.run(off.aclose())
+
+
+def test_openai_and_together_never_get_a_repetition_penalty(server, monkeypatch):
+    from stratbench.models import ModelOptions, load_model
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("TOGETHER_API_KEY", "k")
+    for spec in ("openai:m", "together:m"):
+        m = load_model(spec, ModelOptions(base_url=server.base_url))
+        try:
+            assert "repeat_penalty" not in m.describe()
+            (g,) = asyncio.run(m.generate([GenerateRequest("Pick one.", max_tokens=4)]))
+            assert g.ok
+        finally:
+            asyncio.run(m.aclose())
+    assert server.requests and all("repeat_penalty" not in (r.body or {}) for r in server.requests)
+
+
+def test_a_server_that_rejects_repeat_penalty_gets_requests_without_it():
+    """A server that refuses unknown fields (400 naming it, as OpenAI's API does): the request is
+    sent again without the field, counted as a retry, and the field is not sent again."""
+    from stratbench.models import ModelOptions, load_model
+
+    with FakeOpenAIServer(strict_fields=True) as s:
+        m = load_model("openai-compatible:m", ModelOptions(base_url=s.base_url))
+        try:
+            out = asyncio.run(m.generate([GenerateRequest(f"Pick {i}.", max_tokens=4) for i in range(3)]))
+            assert all(g.ok for g in out)
+            sent = [r.body for r in s.requests]
+            rejected = [b for b in sent if "repeat_penalty" in b]
+            assert len(rejected) >= 1 and len(sent) == 3 + len(rejected)
+            assert m.usage.extra["retries"] == len(rejected)
+            (g,) = asyncio.run(m.generate([GenerateRequest("Once more.", max_tokens=4)]))
+            assert g.ok and "repeat_penalty" not in s.requests[-1].body
+        finally:
+            asyncio.run(m.aclose())
