@@ -117,3 +117,18 @@ def test_choice_needs_chat_scoring(tmp_path):
         run_tom_model(TomRunConfig(model="openai-compatible:fake", base_url=server.base_url, chat=True,
                                    prompting="LM", rounds=1, output_dir=str(tmp_path)))
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("prompting", ["QA", "LM"])
+def test_chat_runs_keep_the_first_rounds_prompts_without_keep_prompts(tmp_path, prompting):
+    """Without --keep-prompts a chat run still stores round 0's prompts as the model saw them (the
+    template shows), and no later round's (histories grow with every round)."""
+    res = run_tom_model(TomRunConfig(model=MODEL, chat=True, prompting=prompting, game="ipd", partner="tit_for_tat",
+                                     rounds=2, episodes=1, seed=1, max_tokens=8, max_tries=1, temperature=0.0,
+                                     no_cache=True, output_dir=str(tmp_path)))
+    rounds = read_jsonl(res.folder / "rounds.jsonl")
+    assert [r["t"] for r in rounds] == [0, 1]
+    first = [c.get("prompt") for c in rounds[0].get("calls", [])] or list(rounds[0]["prompts"].values())
+    assert first and all(p and p.startswith("<|im_start|>") and "<|im_start|>assistant\n" in p for p in first)
+    for r in rounds[1:]:
+        assert "prompts" not in r and all("prompt" not in c for c in r.get("calls", []))

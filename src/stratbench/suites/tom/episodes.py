@@ -23,7 +23,8 @@ conversation as ``messages`` and the answer stem ``A: Option`` as its prompt, th
 the labels after the model's chat template. Records store what LM prompting stores (``policy``,
 ``tom_policy``, ``prediction``) plus ``label_mass`` / ``tom_label_mass``: the probability the model
 put on the legal labels after the stem (the policy is renormalised over them), and with
-``keep_prompts`` the scored text as the model saw it (template + stem). Prefix reuse applies as
+``keep_prompts`` the scored text as the model saw it (template + stem) — the first round's always,
+so the template can be checked without storing every growing history. Prefix reuse applies as
 for raw prompts: the agent-first ToM conversation extends the action's, and a round's
 conversations share the previous round's up to its history.
 """
@@ -149,7 +150,7 @@ async def arun_lm_episode(
             if predict and tom_variant == "agent_first":
                 ok = await predict_partner(a)  # Figure 2: asked after the agent acted
         tokens += rec["tokens_in"]
-        if keep_prompts:
+        if keep_prompts or (chat and t == 0):  # chat: the first round's always (the template shows)
             rec["prompts"] = prompts
         if not ok:
             records.append(rec)

@@ -173,8 +173,10 @@ class _Caller:
                 "tokens_out": r.tokens_out, "latency_s": r.latency_s, "cached": r.cached,
                 "finish_reason": r.finish_reason,
             }
-            if s.keep_prompts and attempt == 0:
-                call["prompt"] = r.rendered or req_text  # chat: as the model saw it, with its template
+            if attempt == 0 and (s.keep_prompts or (s.chat and t == 0)):
+                # chat: as the model saw it, with its template (the first round's always, so the
+                # template can be checked without storing every growing history)
+                call["prompt"] = r.rendered or req_text
             calls.append(call)
             if not r.ok:
                 call.update(status="error", error=r.error)
@@ -331,7 +333,7 @@ async def arun_gen_episode(
             r = (await model.score([req]))[0]
             call: dict[str, Any] = {"kind": "tom", "attempt": 0, "tokens_in": r.tokens_in, "tokens_out": 0,
                                     "latency_s": r.latency_s, "cached": r.cached}
-            if s.keep_prompts:
+            if s.keep_prompts or (s.chat and t == 0):
                 call["prompt"] = r.rendered or (flatten(msgs, ANSWER_STEM) if s.chat else req.prompt)
             calls.append(call)
             if r.ok and r.logprobs is not None:  # (ok says logprobs is set)
