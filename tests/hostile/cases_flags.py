@@ -12,6 +12,7 @@ from __future__ import annotations
 HUGE = "1000000000000"
 NO_DATA = ["chbench", "fit", "--data", "no_such_play.csv"]
 TIERED = ["suite", "tiered", "--use-dummy"]
+HTTP_URL = ["--base-url", "http://127.0.0.1:9/v1"]  # nothing listens there; these cases never connect
 
 # (name, argv, expected fragment of the one error line)
 FLAG_CASES: list[tuple[str, list[str], str]] = [
@@ -67,6 +68,22 @@ FLAG_CASES: list[tuple[str, list[str], str]] = [
      "--wait-for-server must be at least 0"),
     ("nashgap endless wait for server", ["nashgap", "--llm-type", "dummy", "--wait-for-server", "inf"],
      "--wait-for-server must be a finite number"),
+    # --chat-template: an HTTP model's template (a local model brings its own, a scripted player has
+    # none); a path that is not there is one line naming it, before any player runs
+    ("nashgap chat template for a local model", ["nashgap", "--model", "embedded", "--chat-template", "model.gguf"],
+     "--chat-template applies to HTTP models"),
+    ("nashgap chat template for a scripted player", ["nashgap", "--llm-type", "dummy", "--chat-template", "model.gguf"],
+     "--chat-template applies to HTTP models"),
+    ("nashgap chat template for local players only", ["nashgap", "--model", "embedded", "--model", "random",
+                                                      "--chat-template", "model.gguf"],
+     "--chat-template applies to HTTP models"),
+    ("nashgap chat template not there", ["nashgap", "--model", "openai-compatible:m", *HTTP_URL,
+                                         "--policy", "choice", "--chat-template", "no_such_template.gguf"],
+     "--chat-template no_such_template.gguf: no such file"),
+    ("nashgap chat template not there, several players", ["nashgap", "--model", "random", "--model",
+                                                          "openai-compatible:m", *HTTP_URL,
+                                                          "--chat-template", "no_such_template.gguf"],
+     "--chat-template no_such_template.gguf: no such file"),
     # -- tmgbench run -----------------------------------------------------------------------------
     ("tmgbench negative seed", ["tmgbench", "run", "--model", "oracle", "--seed", "-1"], "--seed must be at least 0 (got -1)"),
     ("tmgbench empty games", ["tmgbench", "run", "--model", "oracle", "--games", ""], "--games: give at least one value"),
@@ -132,6 +149,12 @@ FLAG_CASES: list[tuple[str, list[str], str]] = [
      "--bootstrap must be at least 0"),
     ("chbench huge bootstrap", ["chbench", "run", "--models", "level-k:1", "--bootstrap", HUGE], "--bootstrap must be at most"),
     ("chbench unknown policy", ["chbench", "run", "--models", "level-k:1", "--policy", "maybe"], "--policy"),
+    ("chbench chat template without an HTTP player", ["chbench", "run", "--models", "level-k:1", "--opponents",
+                                                       "random", "--chat-template", "model.gguf"],
+     "--chat-template applies to HTTP models"),
+    ("chbench chat template not there", ["chbench", "run", "--models", "openai-compatible:m", *HTTP_URL,
+                                         "--chat", "--chat-template", "no_such_template.gguf"],
+     "--chat-template no_such_template.gguf: no such file"),
     # -- chbench fit (flags other than files) -----------------------------------------------------
     ("chbench fit k-hat 0", NO_DATA + ["--k-hat", "0"], "--k-hat"),
     ("chbench fit zero restarts", NO_DATA + ["--restarts", "0"], "--restarts"),
@@ -155,6 +178,11 @@ FLAG_CASES: list[tuple[str, list[str], str]] = [
     ("tom run memory 10", ["tom", "run", "--memory", "10"], "--memory must be at most 9"),
     ("tom run unknown game", ["tom", "run", "--game", "chess"], "chess"),
     ("tom run unknown prompting", ["tom", "run", "--prompting", "Telepathy"], "Telepathy"),
+    ("tom run chat template for a local model", ["tom", "run", "--chat-template", "model.gguf"],
+     "--chat-template applies to HTTP models"),
+    ("tom run chat template not there", ["tom", "run", "--model", "openai-compatible:m", *HTTP_URL,
+                                         "--chat", "--chat-template", "no_such_template.gguf"],
+     "--chat-template no_such_template.gguf: no such file"),
     # -- tom baseline -----------------------------------------------------------------------------
     ("tom baseline a game twice", ["tom", "baseline", "--game", "rps,rps"], "--game: 'rps' is listed twice"),
     ("tom baseline a partner twice", ["tom", "baseline", "--partner", "single_action,single_action"],

@@ -11,6 +11,7 @@ from stratbench.cli.display import console, err_console, fmt, progress_bar
 from stratbench.cli.options import (
     BaseUrl,
     Chat,
+    ChatTemplate,
     FixedSeed,
     NoCache,
     OutputDir,
@@ -41,7 +42,8 @@ def chbench_run(
     policy: Optional[str] = typer.Option(
         None, help="logprob (raw models: exact log-probabilities; the default where available), choice (chat "
                    "models, with --chat: the action numbers scored after the chat template; the default with --chat "
-                   "where the model scores chat conversations) or sample (generated and parsed)."),
+                   "where the model scores chat conversations: local chat models, HTTP models with --chat-template) "
+                   "or sample (generated and parsed)."),
     temperature: float = typer.Option(1.0, help="Temperature for generated answers and advisor messages."),
     chat: Chat = False,
     base_url: BaseUrl = None,
@@ -49,6 +51,7 @@ def chbench_run(
     timeout: Timeout = 60.0,
     retries: Retries = 4,
     wait_for_server: WaitForServer = 0.0,
+    chat_template: ChatTemplate = None,
     no_cache: NoCache = False,
     prefix_reuse: bool = typer.Option(False, help="Local models: reuse the KV cache across a match's growing "
                                       "prompts (one model instance per seat, matches in sequence, no response cache)."),
@@ -70,7 +73,8 @@ def chbench_run(
         models=["embedded"] if models is None else csv_list(models), opponents=csv_list(opponents),
         mechanisms=csv_list([mechanism]), rounds=rounds, games=games, seed=seed, policy=policy,
         temperature=temperature, chat=chat, base_url=base_url, max_concurrency=max_concurrency,
-        timeout=timeout, retries=retries, wait_for_server=wait_for_server, no_cache=no_cache,
+        timeout=timeout, retries=retries, wait_for_server=wait_for_server, chat_template=chat_template,
+        no_cache=no_cache,
         prefix_reuse=prefix_reuse, self_play=self_play, k_hat=k_hat, restarts=restarts, bootstrap=bootstrap,
         corrections=corrections, keep_prompts=keep_prompts, output_dir=output_dir, shard=shard)
     with progress_bar(quiet) as progress:

@@ -11,6 +11,7 @@ import typer
 from stratbench.cli.display import console, err_console, nashgap_table, progress_bar
 from stratbench.cli.options import (
     BaseUrl,
+    ChatTemplate,
     MaxConcurrency,
     MaxTokens,
     NoCache,
@@ -44,12 +45,13 @@ def nashgap(
     policy: Optional[str] = typer.Option(
         None, help="logprob (raw models: exact, the default where available), choice (chat models: exact, "
         "the labels scored after 'Action: ' in the assistant's turn; the default with --chat for local "
-        "models) or sample (generated answers, parsed)."),
+        "models; HTTP models need --chat-template) or sample (generated answers, parsed)."),
     order_rotations: int = typer.Option(1, help="Evaluate each game under K cyclic row rotations (debiasing)."),
     base_url: BaseUrl = None,
     timeout: Timeout = 60.0,
     retries: Retries = 4,
     wait_for_server: WaitForServer = 0.0,
+    chat_template: ChatTemplate = None,
     max_concurrency: MaxConcurrency = 8,
     no_cache: NoCache = False,
     temperature: Temperature = 1.0,
@@ -78,13 +80,14 @@ def nashgap(
     quiet: Quiet = False,
 ) -> int:
     """Nash-gap suite: the player is the row player of random zero-sum games against a Nash opponent."""
+    from stratbench.models import is_http_spec
     from stratbench.suites.nashgap.config import NashgapConfig
 
     base = NashgapConfig(
         num_games=num_games, num_trials=num_trials, num_rows=num_rows, num_cols=num_cols,
         seed=seed, llm_type=llm_type, llm_model=llm_model, llm_seed=llm_seed, policy=policy,
         order_rotations=order_rotations, base_url=base_url, timeout=timeout, retries=retries,
-        wait_for_server=wait_for_server, max_concurrency=max_concurrency,
+        wait_for_server=wait_for_server, chat_template=chat_template, max_concurrency=max_concurrency,
         no_cache=no_cache, temperature=temperature, max_tokens=max_tokens, chat=chat,
         price_table=price_table,
         output_dir=output_dir, parallel=parallel, num_workers=num_workers, combined=combined,
@@ -94,13 +97,21 @@ def nashgap(
     models = list(model or [])
     if resume and len(models) > 1:
         raise InputError("--resume takes one run folder; give no --model")
+    # several players: --chat-template is the HTTP players' (a local one brings its own); with no
+    # HTTP player every config keeps it and the first is refused in one line
+    any_http = any(is_http_spec(m) for m in models)
     if len(models) > 1:
-        base.validate()
+        replace(base, chat_template=None if any_http else base.chat_template).validate()
+        if base.chat_template is not None and any_http:  # a bad template: one line before any player runs
+            from stratbench.models.openai_api import ChatTemplate
+
+            ChatTemplate.load(base.chat_template)
         if base.seed is None:
             from stratbench.seeding import fresh_seed
 
             base.seed = fresh_seed()  # every player must see the same games (and draw alike)
-    configs = [replace(base, model=m, folder_tag=slug(m) if len(models) > 1 else None)
+    configs = [replace(base, model=m, folder_tag=slug(m) if len(models) > 1 else None,
+                       chat_template=base.chat_template if is_http_spec(m) or not any_http else None)
                for m in models] or [base]
     suite = get_suite("nashgap")
     rows = {}

@@ -8,7 +8,18 @@ from typing import Optional
 import typer
 
 from stratbench.cli.display import console, fmt
-from stratbench.cli.options import BaseUrl, FixedSeed, OutputDir, Resume, Retries, Shard, Timeout, WaitForServer, group
+from stratbench.cli.options import (
+    BaseUrl,
+    ChatTemplate,
+    FixedSeed,
+    OutputDir,
+    Resume,
+    Retries,
+    Shard,
+    Timeout,
+    WaitForServer,
+    group,
+)
 from stratbench.suites import get_suite
 
 tom_app = group("Functional theory of mind: repeated games against scripted partners.")
@@ -60,7 +71,7 @@ def tom_run(
     chat: Optional[bool] = typer.Option(None, "--chat/--no-chat", help="Send prompts as chat messages through "
                                         "the model's chat template (default: only for openai: models); raw models get "
                                         "completion-style prompts. With --prompting LM: the choice policy (the options "
-                                        "scored after the template and 'A: Option'; local models)."),
+                                        "scored after the template and 'A: Option'; local models, or HTTP models with --chat-template)."),
     temperature: float = typer.Option(0.7, help="Sampling temperature of generated answers."),
     max_tokens: int = typer.Option(384, help="Token budget of reasoning answers (CoT, CoT3, Plans+Insights, "
                                    "Reflexion, S2ACoT) and of S2A rewrites."),
@@ -73,6 +84,7 @@ def tom_run(
     timeout: Timeout = 60.0,
     retries: Retries = 4,
     wait_for_server: WaitForServer = 0.0,
+    chat_template: ChatTemplate = None,
     shard: Shard = None,
     output_dir: OutputDir = "results",
     resume: Resume = None,
@@ -86,7 +98,7 @@ def tom_run(
                        temperature=temperature, max_tokens=max_tokens, max_tries=max_tries, memory=memory,
                        keep_prompts=keep_prompts, shard=shard, base_url=base_url,
                        max_concurrency=max_concurrency, no_cache=no_cache, output_dir=output_dir, timeout=timeout,
-                       retries=retries, wait_for_server=wait_for_server)
+                       retries=retries, wait_for_server=wait_for_server, chat_template=chat_template)
     result = get_suite("tom").run(cfg, resume_dir=resume)
     s = result.summary
     strict = "" if s["strict_parse_rate"] is None else (

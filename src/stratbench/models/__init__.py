@@ -12,7 +12,7 @@ nothing from the suites, workflows, report or CLI.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +47,20 @@ class ModelOptions:
     # 1.0 (no penalty, as the local gguf:/embedded routes: llama-cpp-python's server would apply
     # 1.1 even at temperature 0, so greedy answers would differ); None sends nothing
     repeat_penalty: float | str | None = "auto"
+
+
+def is_http_spec(spec: str) -> bool:
+    """Whether a model spec names an HTTP backend (openai-compatible:, openai:, together:)."""
+    return spec.partition(":")[0].strip().lower() in API_PROVIDERS
+
+
+def check_chat_template(chat_template: str | None, specs: Iterable[str]) -> None:
+    """`--chat-template` is an HTTP model's chat template (a local model brings its own, a scripted
+    player has none): one line, before anything is opened or written, when none of `specs` is an
+    HTTP model."""
+    if chat_template is not None and not any(is_http_spec(s) for s in specs):
+        raise InputError("--chat-template applies to HTTP models (openai-compatible:, openai:, together:); "
+                         "a local model brings its own")
 
 
 def split_spec(spec: str) -> tuple[str, str]:

@@ -143,7 +143,8 @@ class LanguageModel(abc.ABC):
                              "(raw completion prompts)")
         if scoring and not self.supports_chat_scoring:
             raise InputError(f"{self.spec}: exact choice scoring needs the model's chat template here; "
-                             "use a local model (gguf:, hf:, embedded-instruct) or --policy sample")
+                             "use a local model (gguf:, hf:, embedded-instruct), give an HTTP model its "
+                             "template with --chat-template, or use --policy sample")
 
     async def aclose(self) -> None:
         """Release connections / memory."""

@@ -66,6 +66,10 @@ class ChbenchConfig:
     timeout: float = 60.0  # HTTP backends: seconds one request may take
     retries: int = 4  # HTTP backends: retries of a failed request
     wait_for_server: float = 0.0  # HTTP backends: seconds to wait for an unreachable server
+    # HTTP players: the model's GGUF / tokenizer_config.json / .jinja (`--chat-template`): exact
+    # `choice` scoring of the chat conversation over the completions endpoint. Saved with the run
+    # (a resumed run keeps it); run.json records it only when set
+    chat_template: str | None = None
     no_cache: bool = False
     prefix_reuse: bool = False
     self_play: bool = True
@@ -97,6 +101,9 @@ class ChbenchConfig:
                 from stratbench.models import split_spec
 
                 split_spec(spec)  # raises InputError for unknown specs
+        from stratbench.models import check_chat_template
+
+        check_chat_template(self.chat_template, self.models + self.opponents)
         select_games(self.games, self.corrections)
 
 
@@ -151,14 +158,15 @@ class PlayerFactory:
         self.policies: dict[str, str] = {}
 
     def _model(self, spec: str, seat: int) -> Any:
-        from stratbench.models import ModelOptions, open_model
+        from stratbench.models import ModelOptions, is_http_spec, open_model
 
         key = (spec, seat if self.config.prefix_reuse else 0)
         if key not in self._models:
             opts = ModelOptions(base_url=self.config.base_url, max_concurrency=self.config.max_concurrency,
                                 chat=self.config.chat or None, prefix_reuse=self.config.prefix_reuse,
                                 timeout_s=self.config.timeout, max_retries=self.config.retries,
-                                wait_for_server_s=self.config.wait_for_server)
+                                wait_for_server_s=self.config.wait_for_server,
+                                chat_template=self.config.chat_template if is_http_spec(spec) else None)
             self._models[key] = open_model(spec, opts, no_cache=self.config.no_cache)  # reuse: own cache identity
         return self._models[key]
 
@@ -254,7 +262,8 @@ class ChbenchPlan(RunPlan):
         return FolderSpec(self.config.output_dir, "chbench")
 
     def config_json(self) -> dict[str, Any]:
-        return asdict(self.config)
+        # --chat-template recorded only when given: run.json stays as it was without it
+        return {k: v for k, v in asdict(self.config).items() if k != "chat_template" or v is not None}
 
     # -- writing
     def update_meta(self, meta: RunMeta, new: bool) -> None:

@@ -40,6 +40,10 @@ class NashgapConfig:
     timeout: float = 60.0  # seconds one request may take
     retries: int = 4  # retries of a failed request
     wait_for_server: float = 0.0  # seconds to wait for an unreachable server before calls fail
+    # HTTP backends: the model's GGUF / tokenizer_config.json / .jinja (`--chat-template`): exact
+    # `choice` scoring of the chat prompt over the completions endpoint. Saved with the run (a
+    # resumed run keeps it); run.json records it only when set
+    chat_template: str | None = None
     max_concurrency: int = 8
     no_cache: bool = False
     temperature: float = 1.0
@@ -83,6 +87,9 @@ class NashgapConfig:
             raise InputError("--bucket and --games-file cannot be combined")
         if self.policy not in (None, "logprob", "choice", "sample"):
             raise InputError(f"unknown --policy {self.policy!r}; use logprob, choice or sample")
+        from stratbench.models import check_chat_template
+
+        check_chat_template(self.chat_template, [self.player])
         if self.games_file is None:
             self.check_size(self.num_games)
         shard = self.shard_spec

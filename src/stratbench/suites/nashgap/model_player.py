@@ -150,8 +150,8 @@ def make_agent(
         raise InputError(f"{spec}: --policy logprob scores a raw completion prompt and ignores --chat; use "
                          "--policy choice (exact, over the chat template) or --policy sample")
     model = open_model(spec, model_options, no_cache=no_cache, cache_path=cache_path)
-    if policy is None:  # exact where the model allows it: choice for local chat, else logprob
-        if chat and not api:
+    if policy is None:  # exact where the model allows it: choice for a chat model with its template
+        if chat and (not api or model.supports_chat_scoring):  # (HTTP: given by --chat-template)
             policy = "choice" if model.supports_chat_scoring else "sample"
         else:
             policy = "logprob" if model.supports_logprobs else "sample"
@@ -160,8 +160,8 @@ def make_agent(
     if policy == "choice":  # one line for a model without chat scoring, before any folder exists
         if not model.supports_chat_scoring:
             raise InputError(f"{spec}: --policy choice (exact choice scoring) needs the model's chat template "
-                             "here; use a local chat model (embedded-instruct, gguf:/hf: with a template) or "
-                             "--policy sample")
+                             "here; use a local chat model (embedded-instruct, gguf:/hf: with a template), give "
+                             "an HTTP model its template with --chat-template, or use --policy sample")
         model.check_chat(scoring=True)
     elif chat and not api:  # chat endpoints take conversations by definition
         model.check_chat()

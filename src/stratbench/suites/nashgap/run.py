@@ -74,7 +74,8 @@ def player_from_config(config: NashgapConfig) -> Agent:
         config.player, config.policy,
         model_options=ModelOptions(base_url=config.base_url, max_concurrency=config.max_concurrency,
                                    chat=config.chat or None, timeout_s=config.timeout,
-                                   max_retries=config.retries, wait_for_server_s=config.wait_for_server),
+                                   max_retries=config.retries, wait_for_server_s=config.wait_for_server,
+                                   chat_template=config.chat_template),
         no_cache=config.no_cache, temperature=config.temperature, max_tokens=config.max_tokens,
         chat=config.chat,
     )
@@ -211,7 +212,9 @@ class NashgapPlan(RunPlan):
                           f"{prefix}_latest" + (f"_{tag}" if tag else "") if c.overwrite else None)
 
     def config_json(self) -> dict[str, Any]:
-        return {**asdict(self.config), "player": self.config.player}
+        # --chat-template recorded only when given: run.json stays as it was without it
+        d = {k: v for k, v in asdict(self.config).items() if k != "chat_template" or v is not None}
+        return {**d, "player": self.config.player}
 
     # -- writing ------------------------------------------------------------------------------
     def write_inputs(self, folder: Path) -> None:

@@ -86,12 +86,10 @@ class TmgbenchConfig:
         if self.policy == "logprob" and self.chat:
             raise InputError("--policy logprob scores the raw completion prompt (no chat template): with --chat "
                              "use --policy choice (exact, with the chat template) or --policy sample")
-        if self.chat_template is not None and self.player not in SCRIPTED:
-            from stratbench.models import API_PROVIDERS
+        if self.player not in SCRIPTED:
+            from stratbench.models import check_chat_template
 
-            if self.player.partition(":")[0].strip().lower() not in API_PROVIDERS:
-                raise InputError("--chat-template applies to HTTP models (openai-compatible:, openai:, together:); "
-                                 "a local model brings its own")
+            check_chat_template(self.chat_template, [self.player])
         if not self.shard_spec.whole and self.seed is None:
             raise InputError(f"--shard {self.shard_spec} needs --seed: every shard must draw the same samples")
 

@@ -23,14 +23,16 @@ where the protocol asks so (:mod:`gen_prompts`, "Chat conversations"). LM prompt
 chat twin, the ``choice`` policy (:mod:`prompts`, "Chat models"): the conversation up to the
 assistant's turn, the stem ``A: Option`` and the labels scored as continuations - exact, no
 sampling, no parsing; it needs a model whose chat template is known here (local GGUF/HF models,
-``embedded-instruct``; refused in one line otherwise), as does Social LM's prediction with
+``embedded-instruct``, an HTTP model given ``--chat-template``: rendered here, scored over the
+completions endpoint; refused in one line otherwise), as does Social LM's prediction with
 ``--chat``. We chose ``--prompting LM --chat`` over a ``--policy choice`` flag: in this suite the
 strategy is what ``--prompting`` names and ``--chat`` how it is asked, so the twin is their
 combination, and run.json (``agent.policy``) and summary.json (``policy``) name it ``choice``,
 never ``logprob``; a suite file's model with ``policy = "choice"`` gets ``chat = true`` (and a chat model
 with ``policy = "sample"`` plays LM sections with QA, Figure 1's generated twin). Runtime settings of
 HTTP backends (``--timeout``, ``--retries``, ``--wait-for-server``) are stored in the config and,
-like the concurrency and server URL, taken from the resuming command on ``--resume``.
+like the concurrency and server URL, taken from the resuming command on ``--resume``; the chat
+template (``--chat-template``) is the run's own, kept from the folder.
 
 Model calls: LM prompting runs episodes one after another on a prefix-reusing backend, through the
 response cache: prefix-reuse scores are cached under their own identity (the backend's
@@ -106,6 +108,11 @@ class TomRunConfig:
     timeout: float = 60.0  # --timeout: seconds one HTTP request may take
     retries: int = 4  # --retries: of a failed HTTP request
     wait_for_server: float = 0.0  # --wait-for-server: seconds to wait for a server that is down
+    # --chat-template, HTTP models: the model's GGUF / tokenizer_config.json / .jinja, for exact
+    # scoring of the options after the chat template over the completions endpoint (LM prompting
+    # with --chat, Social LM's prediction). Saved with the run (a resumed run keeps it); run.json
+    # records it only when set
+    chat_template: str | None = None
 
     def validate(self) -> None:
         """The shared checks of flag values (seed, temperature, counts, ...)."""
@@ -127,7 +134,7 @@ class TomRunConfig:
 
     def resolve(self) -> TomRunConfig:
         """Validate and fill defaults (canonical strategy name, chat mode, shard as JSON)."""
-        from stratbench.models import split_spec
+        from stratbench.models import check_chat_template, split_spec
         from stratbench.suites.tom.games import get_game
         from stratbench.suites.tom.partners import make_partner
         from stratbench.suites.tom.prompts import TOM_VARIANTS
@@ -141,6 +148,7 @@ class TomRunConfig:
         if self.tom_variant not in TOM_VARIANTS:
             raise InputError(f"--tom-variant must be one of {', '.join(TOM_VARIANTS)}, got {self.tom_variant!r}")
         kind, _ = split_spec(self.model)
+        check_chat_template(self.chat_template, [self.model])
         if self.chat is None:
             self.chat = kind == "openai"
         sh = as_shard(self.shard)
@@ -200,7 +208,7 @@ class TomRunPlan(RunPlan):
         c = self.config
         opts = ModelOptions(prefix_reuse=self.lm, base_url=c.base_url, max_concurrency=c.max_concurrency,
                             chat=bool(c.chat), timeout_s=c.timeout, max_retries=c.retries,
-                            wait_for_server_s=c.wait_for_server)
+                            wait_for_server_s=c.wait_for_server, chat_template=c.chat_template)
         # prefix-reuse scores are cached under their own identity (describe() names prefix_reuse),
         # so a re-run is served from the cache like any other
         model = open_model(c.model, opts, no_cache=c.no_cache)
@@ -210,8 +218,9 @@ class TomRunPlan(RunPlan):
                 if c.prompting in ("LM", "SocialLM") and not model.supports_chat_scoring:
                     raise InputError(
                         f"{c.model}: --prompting {c.prompting} with --chat scores the options after the model's chat "
-                        "template, which is not known here; use a local model (gguf:, hf:, embedded-instruct), "
-                        "a generation strategy (e.g. --prompting QA), or --no-chat (raw log-prob prompts)")
+                        "template, which is not known here; give an HTTP model's template with --chat-template, "
+                        "use a local model (gguf:, hf:, embedded-instruct), a generation strategy (e.g. "
+                        "--prompting QA), or --no-chat (raw log-prob prompts)")
         except InputError:
             asyncio.run(model.aclose())
             raise
@@ -221,7 +230,8 @@ class TomRunPlan(RunPlan):
         return FolderSpec(self.config.output_dir, "tom", tag=shard_tag(as_shard(self.config.shard)))
 
     def config_json(self) -> dict[str, Any]:
-        return asdict(self.config)
+        # --chat-template recorded only when given: run.json stays as it was without it
+        return {k: v for k, v in asdict(self.config).items() if k != "chat_template" or v is not None}
 
     def update_meta(self, meta: RunMeta, new: bool) -> None:
         assert self.model is not None
