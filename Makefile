@@ -34,9 +34,17 @@ test: $(STAMP) chromium
 	$(BIN)/python -m pytest
 
 # Local scoring paths against llama.cpp's raw evaluation of the same tokens, and the solver; writes
-# benchmarks/results/local.md (the README's benchmark table). Offline, under 10 minutes.
+# benchmarks/results/local.md (the README's benchmark table); then the API backend's throughput,
+# the CHBench fits and the ToM tabular baseline (benchmarks/results/*.txt: the README's other
+# timings). Offline, under 10 minutes.
+BENCH_OTHERS = api chbench_fit tom_tabular
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_local.py
+	@for b in $(BENCH_OTHERS); do \
+		echo "== benchmarks/bench_$$b.py"; \
+		$(BIN)/python benchmarks/bench_$$b.py > benchmarks/results/$$b.txt || exit 1; \
+		cat benchmarks/results/$$b.txt; \
+	done
 
 # What the quick scorecard costs for the embedded model next to the naive way (100 samples per
 # decision, no prefix reuse); writes benchmarks/results/scorecard.md.

@@ -8,12 +8,13 @@ ours, raw, ...) so that other load on the machine hits both sides alike:
 * Nash gap: completion prompts (`nashgap_prompt`, pure, completion style) of generated 3×3 games,
   3 single-token labels, fresh evaluation. Raw: llama.cpp decoding the prompt's tokens, logits on
   the last row.
-* TMGBench DA: `build_completion_prompt` of 12 of the 144 games (every 12th; `--tmgbench-games`,
-  the total for all 144 is extrapolated and labelled so), the 16 answer sets of
+* TMGBench DA: `build_completion_prompt` of all 144 games (`--tmgbench-games N` for N of them,
+  spread evenly; the total for all 144 is then extrapolated and labelled so), the 16 answer sets of
   `completion_candidates` (3–35 tokens each), fresh evaluation. Raw: llama.cpp decoding, in one
   batch, the prompt plus every distinct continuation prefix once (a prefix tree over sequences),
   with logits on the prompt's last row and on each of those prefixes' rows (exactly the rows whose
-  logits a score needs). Also given with the raw batch padded to a multiple of 16 rows.
+  logits a score needs). Also given, on every 12th game, with the raw batch padded to a multiple
+  of 16 rows.
 * CHBench (memory mechanism, 3×3 game 11) and functional ToM (RPS, action and ToM queries) rounds
   with a growing history, fresh and with prefix reuse. Raw: the prompt's tokens and each distinct
   continuation prefix once (fresh), or only the tokens after the longest prefix shared with the
@@ -25,9 +26,10 @@ ours, raw, ...) so that other load on the machine hits both sides alike:
 * One multi-sequence decode of several prompts vs one decode each (the exact layout), the
   normaliser in float64 vs float32, and the solver benchmark (`bench_solver.py`).
 
-Timings are medians per call unless said otherwise; "ratio" = ours / raw. Prints the table and
-writes it as markdown with the date and machine (default benchmarks/results/local.md);
-`--update-readme` puts it in README.md between the `bench_local` marker comments.
+Timings are medians per call unless said otherwise; "ratio" = the median of the per-call ratios
+ours / raw. Prints the table and writes it as markdown with the date and machine (default
+benchmarks/results/local.md); `--update-readme` puts it in README.md between the `bench_local`
+marker comments, and `--readme-from FILE` does so from an earlier run's markdown without measuring.
 
 Run: .venv/bin/python benchmarks/bench_local.py [--quick] [--update-readme] [--tmgbench-run]
 """
@@ -183,16 +185,26 @@ class Row:
     """One line of the table: per-call times of ours and of the raw evaluation (same calls)."""
 
     def __init__(self, path: str, ours: list[float], raw: list[float], raw_pad: list[float] | None = None,
-                 note: str = "") -> None:
+                 note: str = "", ours_pad: list[float] | None = None) -> None:
         self.path, self.ours, self.raw, self.raw_pad, self.note = path, ours, raw, raw_pad, note
+        self.ours_pad = ours_pad or ours  # ours on the calls that raw_pad measured
 
     @property
     def ratio(self) -> float:
-        return med(self.ours) / med(self.raw)
+        return paired_ratio(self.ours, self.raw)
 
     @property
     def ratio_pad(self) -> float | None:
-        return med(self.ours) / med(self.raw_pad) if self.raw_pad else None
+        return paired_ratio(self.ours_pad, self.raw_pad) if self.raw_pad else None
+
+
+def paired_ratio(ours: list[float], raw: list[float]) -> float:
+    """The median of the per-call ratios ours/raw (the calls are paired: the same prompt, timed
+    back to back): prompts of different lengths make a ratio of the two medians compare different
+    calls."""
+    if len(ours) != len(raw):
+        return med(ours) / med(raw)
+    return med([a / b for a, b in zip(ours, raw)])
 
 
 def fmt_s(x: float) -> str:
@@ -214,10 +226,13 @@ def tokens(model: LlamaCppModel, prompt: str, conts: tuple[str, ...]) -> tuple[l
 
 
 class Counter:
-    """Counts the rows and logits rows the exact scorer decodes (all its llama_decode calls)."""
+    """Counts the rows and logits rows the exact scorer decodes (all its llama_decode calls), and
+    the time those calls take: the rest of a scoring call is our own code (layout, normalisers,
+    tokenising)."""
 
     def __init__(self, model: LlamaCppModel) -> None:
         self.rows = self.outputs = self.decodes = 0
+        self.decode_s = 0.0
         sc = model._scorer
         orig = sc._decode_rows
 
@@ -225,7 +240,9 @@ class Counter:
             self.rows += len(items)
             self.outputs += sum(1 for it in items if it[3])
             self.decodes += 1
+            t0 = time.perf_counter()
             orig(items)
+            self.decode_s += time.perf_counter() - t0
 
         sc._decode_rows = counting
 
@@ -268,16 +285,19 @@ async def bench_tmgbench(model: LlamaCppModel, raw: Raw, n_games: int, out: dict
 
     cands = tuple(t for _, t in completion_candidates())
     counter = Counter(model)
-    ours, r, r16 = [], [], []
-    stats = {"ours_rows": 0, "ours_outputs": 0, "ours_decodes": 0, "raw_rows": 0, "raw_outputs": 0,
-             "raw_pad_rows": 0, "prompt_tokens": 0}
+    counter.decode_s = 0.0
+    ours, r, r16, ours16 = [], [], [], []
+    stats: dict[str, float] = {"ours_rows": 0, "ours_outputs": 0, "ours_decodes": 0, "raw_rows": 0,
+                               "raw_outputs": 0, "raw_pad_rows": 0, "prompt_tokens": 0}
     every = all_games()
     games = every[:: max(1, len(every) // n_games)][:n_games]  # spread over the 144 games
     for i, g in enumerate(games):
         prompt = build_completion_prompt(g.payoff_A, g.payoff_B, "DA")
         p, conts = tokens(model, prompt, cands)
         stats["prompt_tokens"] += len(p)
-        for side in ((0, 1, 2) if i % 2 == 0 else (2, 1, 0)):
+        # the raw batch padded to 16 rows on every 12th game only (its ratio is for reference)
+        sides = (0, 1, 2) if i % 12 == 0 else (0, 1)
+        for side in (sides if i % 2 == 0 else sides[::-1]):
             if side == 0:
                 counter.take()
                 ours.append((await score(model, prompt, cands))[0])
@@ -285,6 +305,8 @@ async def bench_tmgbench(model: LlamaCppModel, raw: Raw, n_games: int, out: dict
                 stats["ours_rows"] += rows
                 stats["ours_outputs"] += outs
                 stats["ours_decodes"] += decs
+                if len(sides) == 3:
+                    ours16.append(ours[-1])
             elif side == 1:
                 secs, rows, outs = raw.tree(p, conts)
                 r.append(secs)
@@ -295,8 +317,9 @@ async def bench_tmgbench(model: LlamaCppModel, raw: Raw, n_games: int, out: dict
                 r16.append(secs)
                 stats["raw_pad_rows"] += rows
     n = len(games)
-    out["tmgbench"] = {k: v / n for k, v in stats.items()} | {
-        "games": n, "of_games": len(every), "ours_total": sum(ours), "raw_total": sum(r), "raw_pad_total": sum(r16),
+    stats["ours_decode_s"] = counter.decode_s
+    out["tmgbench"] = {k: v / (len(r16) if k == "raw_pad_rows" else n) for k, v in stats.items()} | {
+        "games": n, "padded_games": len(r16), "ours_pad_total": sum(ours16), "of_games": len(every), "ours_total": sum(ours), "raw_total": sum(r), "raw_pad_total": sum(r16),
         # extrapolated to all games: the mean per game of the measured subset times their number
         "ours_all_estimate": sum(ours) / n * len(every), "raw_all_estimate": sum(r) / n * len(every)}
     # the normaliser, float64 (as scored) vs float32, on the raw tree's logits rows of the last game
@@ -319,6 +342,7 @@ async def bench_tmgbench(model: LlamaCppModel, raw: Raw, n_games: int, out: dict
                          "f32_ms": 1000 * t32 / len(rows_idx), "max_diff": worst}
     s = out["tmgbench"]
     return Row(f"TMGBench DA, 16 answer sets ({s['prompt_tokens']:.0f}-token prompts on average)", ours, r, r16,
+               ours_pad=ours16, note=
                f"raw: prompt + {s['raw_rows'] - s['prompt_tokens']:.0f} distinct continuation tokens in one "
                f"batch, {s['raw_outputs']:.0f} logits rows; ours decodes {s['ours_rows']:.0f} rows, "
                f"{s['ours_outputs']:.0f} logits rows")
@@ -536,8 +560,9 @@ def machine() -> str:
 def markdown(rows: list[Row], info: dict[str, Any]) -> str:
     lines = [
         f"`make bench` (`benchmarks/bench_local.py`), {info['date']}, {info['machine']}; load average "
-        f"{info['load_before']} before, {info['load_after']} after (other jobs shared the cores). Medians per "
-        "call, ours and the raw evaluation interleaved call by call; ratio = ours / raw.",
+        f"{info['load_before']} before, {info['load_after']} after (this benchmark's own threads included). "
+        "Medians per call, ours and the raw evaluation interleaved call by call; ratio = the median of the "
+        "per-call ratios ours / raw (paired: the same prompt, timed back to back).",
         "",
         "| local scoring path | calls | ours | raw | ratio | raw padded to 16 rows | ratio |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -550,13 +575,24 @@ def markdown(rows: list[Row], info: dict[str, Any]) -> str:
     notes = [f"- {r.path.split(' (')[0]}: {r.note}." for r in rows if r.note]
     tm = info.get("tmgbench")
     if tm:
+        if tm["games"] == tm["of_games"]:
+            which = f"all {tm['of_games']} games"
+            extra = ""
+        else:
+            which = f"{tm['games']} of the {tm['of_games']} games (spread evenly)"
+            extra = (f"; *extrapolated* to all {tm['of_games']} games: ~{tm['ours_all_estimate']:.0f} s "
+                     f"of scoring (raw ~{tm['raw_all_estimate']:.0f} s)")
         notes.append(
-            f"- TMGBench, {tm['games']} of the {tm['of_games']} games (every {tm['of_games'] // tm['games']}th): "
-            f"{tm['ours_total']:.1f} s of scoring calls in all (raw llama.cpp {tm['raw_total']:.1f} s; "
-            f"{tm['raw_pad_total']:.1f} s padded); *extrapolated* to all {tm['of_games']} games: "
-            f"~{tm['ours_all_estimate']:.0f} s of scoring (raw ~{tm['raw_all_estimate']:.0f} s). Per game "
-            f"{tm['ours_decodes']:.0f} decodes of {tm['ours_rows']:.0f} rows (the prompt up to its last "
-            f"multiple of 16, then the continuation chunks) vs {tm['raw_rows']:.0f} "
+            f"- TMGBench, {which}: {tm['ours_total']:.1f} s of scoring calls in all, raw llama.cpp "
+            f"{tm['raw_total']:.1f} s: {tm['ours_total'] / tm['raw_total']:.2f}× in total{extra}. Of ours, "
+            f"{tm['ours_decode_s'] * tm['games']:.1f} s are llama.cpp decoding the exact layout's rows "
+            f"({tm['ours_decode_s'] * tm['games'] / tm['raw_total']:.2f}× the raw tree: the rows that bit-exact "
+            f"scores cost) and {tm['ours_total'] - tm['ours_decode_s'] * tm['games']:.1f} s our own code "
+            f"(normalisers, layout, tokenising: {tm['ours_total'] / (tm['ours_decode_s'] * tm['games']):.2f}× "
+            f"the decoding). On the "
+            f"{tm['padded_games']} games also measured padded: ours {tm['ours_pad_total']:.1f} s, raw padded "
+            f"{tm['raw_pad_total']:.1f} s. Per game {tm['ours_decodes']:.0f} decodes of {tm['ours_rows']:.0f} rows "
+            f"(the prompt up to its last multiple of 16, then the continuation chunks) vs {tm['raw_rows']:.0f} "
             f"({tm['raw_pad_rows']:.0f} padded).")
     if "hf_skipped" in info:
         notes.append(f"- hf backend: not measured ({info['hf_skipped']}).")
@@ -605,7 +641,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a few calls per section (a smoke test)")
     ap.add_argument("--nashgap-games", type=int, default=20)
-    ap.add_argument("--tmgbench-games", type=int, default=12, help="of the 144, spread evenly")
+    ap.add_argument("--tmgbench-games", type=int, default=144, help="of the 144, spread evenly")
     ap.add_argument("--rounds", type=int, default=30, help="CHBench and ToM rounds")
     ap.add_argument("--fresh-every", type=int, default=3, help="fresh evaluation of every n-th round prompt")
     ap.add_argument("--hf-requests", type=int, default=16)
@@ -614,7 +650,12 @@ def main() -> None:
                     help="also time the whole `stratbench tmgbench run` command (all 144 games)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "local.md"))
     ap.add_argument("--update-readme", action="store_true")
+    ap.add_argument("--readme-from", metavar="FILE", help="put FILE (an earlier run's markdown) in README.md and stop")
     a = ap.parse_args()
+    if a.readme_from:
+        update_readme(Path(a.readme_from).read_text(encoding="utf-8"))
+        print(f"README.md updated from {a.readme_from}")
+        return
     if a.quick:
         a.nashgap_games, a.tmgbench_games, a.rounds, a.hf_requests = 4, 3, 6, 4
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
