@@ -327,20 +327,41 @@ class _MultiSequenceScorer:
         finally:
             lib.llama_memory_clear(mem, True)
 
-    def _place_spacers(self, chunks: list[list[list[Any]]]) -> int:
+    def _place_spacers(self, chunks: list[list[list[Any]]], shared: tuple[Any, int, int, int] | None = None
+                       ) -> int:
         """Restore the spacer cells right after the cells in use and free, in chunk i's 16 of
         them, the first len(chunks[i]) (for that chunk's rows). Returns how many chunks are
-        covered (the first ones); the others get throw-away rows."""
+        covered (the first ones); the others get throw-away rows.
+
+        `shared` = (state, bytes, cells, chunks): the first `chunks` chunks begin with the same
+        `cells` tokens, decoded once already and saved as a sequence's state: each of those chunks
+        but the first (which decodes its own) gets a copy of those cells in its first slots (restored into the padding sequence, which
+        lands in the lowest free cells — the slots just freed —, then given to the sequences of the
+        chunk's rows there), and only its other slots are freed for rows."""
         covered = min(len(chunks), self.max_spacers // _BLOCK)
         if covered == 0 or self._spacers is None:
             return 0
         covered = min(covered, self._spacers[2] // _BLOCK)
         buf, size, _ = self._spacers
-        lib, mem = self.lib, self.ctx.memory
-        if int(lib.llama_state_seq_set_data(self.ctx.ctx, buf, size, self.spacer_seq)) != size:
+        lib, ctx, mem = self.lib, self.ctx.ctx, self.ctx.memory
+        if int(lib.llama_state_seq_set_data(ctx, buf, size, self.spacer_seq)) != size:
             raise RuntimeError("cannot restore the spacer cells")
+        lead = 0
+        if shared is not None:
+            sbuf, ssize, lead, n_shared = shared
+            if n_shared > covered:
+                raise RuntimeError("shared-prefix chunks beyond the spacers")
+            for i in range(1, n_shared):  # chunk 0 decodes its own
+                lib.llama_memory_seq_rm(mem, self.spacer_seq, i * _BLOCK, i * _BLOCK + lead)
+                if int(lib.llama_state_seq_set_data(ctx, sbuf, ssize, self.pad_seq)) != ssize:
+                    raise RuntimeError("cannot restore the shared prefix's cells")
+                for tok, pos, seqs, _ in chunks[i][:lead]:
+                    for seq in seqs:
+                        lib.llama_memory_seq_cp(mem, self.pad_seq, seq, pos, pos + 1)
+                lib.llama_memory_seq_rm(mem, self.pad_seq, -1, -1)
         for i in range(covered):
-            lib.llama_memory_seq_rm(mem, self.spacer_seq, i * _BLOCK, i * _BLOCK + len(chunks[i]))
+            skip = lead if shared is not None and 0 < i < shared[3] else 0
+            lib.llama_memory_seq_rm(mem, self.spacer_seq, i * _BLOCK + skip, i * _BLOCK + len(chunks[i]))
         lib.llama_memory_seq_rm(mem, self.spacer_seq, covered * _BLOCK, -1)
         return covered
 
@@ -405,6 +426,23 @@ class _MultiSequenceScorer:
                 chunks.append(rows)
         return chunks, node_at
 
+    def _shared_lead(self, chunks: list[list[list[Any]]], start: int) -> tuple[int, int]:
+        """(tokens, chunks): how many leading tokens the first block's chunks (the first ones of
+        `chunks`) all share, and how many chunks that block has — or (0, 0) when decoding that
+        prefix once (with the padding it needs) would not save rows, or the block's chunks are
+        not all covered by spacer cells."""
+        first = [ch for ch in chunks if ch and ch[0][1] == start]
+        m = len(first)
+        if m < 2 or m > self.max_spacers // _BLOCK:
+            return 0, 0
+        lead = 0
+        shortest = min(len(ch) for ch in first)
+        while lead < shortest and all(ch[lead][0] == first[0][lead][0] for ch in first):
+            lead += 1
+        if (m - 1) * lead <= -lead % _BLOCK:
+            return 0, 0
+        return lead, m
+
     def score(self, prompt: list[int], conts: list[list[int]]) -> tuple[list[float], int]:
         """Sum of log-probs of each continuation, and the number of distinct tokens evaluated
         (the prompt's, then each distinct continuation prefix's, once)."""
@@ -436,25 +474,50 @@ class _MultiSequenceScorer:
                 groups.append((seq_of, tails) + self._chunks(tails, start, n, seq_of))
             self._ensure_spacers(max(len(gr[2]) for gr in groups) * _BLOCK)  # clears the cache
             out = [0.0] * len(conts)
-            if start:
-                self._decode([[t, i, [0], i == n - 1] for i, t in enumerate(prompt[:start])], 0)
+            lead, n_first = self._shared_lead(groups[0][2], start) if len(groups) == 1 else (0, 0)
+            shared: tuple[Any, int, int, int] | None = None
+            if start or lead:
+                items = [[t, i, [0], i == n - 1] for i, t in enumerate(prompt[:start])]
+                if lead:
+                    # The first block's chunks all begin with the same `lead` tokens (the prompt's
+                    # tail, a common answer prefix): decoded here as well, on the spacer sequence
+                    # (no logits: the first chunk decodes them again for those), and their cells
+                    # copied into the block's other chunks instead of decoded in each (a copy holds
+                    # the same bits, where that chunk's own cells would be).
+                    for it in items:
+                        it[2] = [0, self.spacer_seq]
+                    items += [[tok, pos, [self.spacer_seq], False] for tok, pos, _, _ in groups[0][2][0][:lead]]
+                    items += self._padding(items, -len(items) % _BLOCK)
+                self._decode(items, 0)
                 if start == n:
                     out = [self._logprob(n - 1, c[0]) for c in conts]
+                if lead:
+                    ctx = self.ctx.ctx
+                    lib.llama_memory_seq_rm(mem, self.spacer_seq, 0, start)  # the prompt's cells stay sequence 0's
+                    size = int(lib.llama_state_seq_get_size(ctx, self.spacer_seq))
+                    buf = (ctypes.c_uint8 * size)()
+                    if int(lib.llama_state_seq_get_data(ctx, buf, size, self.spacer_seq)) != size:
+                        raise RuntimeError("cannot save the shared prefix's cells")
+                    lib.llama_memory_seq_rm(mem, self.spacer_seq, -1, -1)
+                    lib.llama_memory_seq_rm(mem, self.pad_seq, -1, -1)
+                    shared = (buf, size, lead, n_first)
             evaluated = n
             for gi, (seq_of, tails, chunks, node_at) in enumerate(groups):
                 if start:
                     for seq in seq_of.values():
                         lib.llama_memory_seq_cp(mem, 0, seq, 0, start)
-                covered = self._place_spacers(chunks)
+                covered = self._place_spacers(chunks, shared)
                 rows: list[list[Any]] = []
                 first_row = []
                 for ci, chunk in enumerate(chunks):
-                    first_row.append(len(rows))
-                    rows += chunk
+                    skip = lead if 0 < ci < n_first else 0  # copied, not decoded
+                    first_row.append(len(rows) - skip)
+                    rows += chunk[skip:]
                     if ci >= covered:
                         rows += self._padding(rows, _BLOCK - len(chunk))
                 rows += self._padding(rows, -len(rows) % _BLOCK)
                 self._decode(rows, start)
+                # (a node's row is in the first chunk that has it: for the shared tokens, chunk 0)
                 node_row = {node: first_row[ci] + j for node, (ci, j) in node_at.items()}
                 self._normalise(node_row.values())
                 evaluated += sum(1 for node in node_row if start + len(node) > n)
