@@ -203,7 +203,10 @@ class _MultiSequenceScorer:
       must sit at its position's offset mod 16 and share its run with exactly the tokens that
       share it in the fresh evaluation → the continuations are laid out in aligned 16-cell
       chunks, one per distinct token prefix and position block; tokens that several chunks
-      need (the prompt's last `n % 16` tokens, common prefixes) are recomputed in each. A
+      need (the prompt's last `n % 16` tokens, common prefixes) are recomputed in each — except
+      the first block's common prefix (TMGBench: the tail and `answer = [{"A`), decoded once
+      with the prompt and copied into the block's other chunks (a saved sequence state restored
+      into their first slots: the same bits, no computation). A
       chunk's unused cells must stay out of the other rows' way: they are taken by *spacer*
       cells, copied from a saved state of throw-away rows (`llama_state_seq_set_data`, no
       computation; masked for every other sequence, like any cell of another sequence) before
