@@ -285,7 +285,6 @@ async def bench_tmgbench(model: LlamaCppModel, raw: Raw, n_games: int, out: dict
 
     cands = tuple(t for _, t in completion_candidates())
     counter = Counter(model)
-    counter.decode_s = 0.0
     ours, r, r16, ours16 = [], [], [], []
     stats: dict[str, float] = {"ours_rows": 0, "ours_outputs": 0, "ours_decodes": 0, "raw_rows": 0,
                                "raw_outputs": 0, "raw_pad_rows": 0, "prompt_tokens": 0}

@@ -159,23 +159,25 @@ def comparable(rec: Any) -> Any:
     return json.loads(json.dumps(strip(rec)).replace(SERVED, LOCAL))
 
 
-def differences(a: Any, b: Any, where: str = "") -> list[str]:
+def differences(a: Any, b: Any, where: str = "", tol: float = 0.0) -> list[str]:
     """Where two records differ, leaf by leaf (for a readable failure: both raw answers shown)."""
     if isinstance(a, dict) and isinstance(b, dict):
         return [d for k in sorted(set(a) | set(b), key=str)
-                for d in differences(a.get(k, "<absent>"), b.get(k, "<absent>"), f"{where}.{k}")]
+                for d in differences(a.get(k, "<absent>"), b.get(k, "<absent>"), f"{where}.{k}", tol)]
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{where}[{i}]")]
-    if isinstance(a, float) and isinstance(b, float) and math.isclose(a, b, rel_tol=0, abs_tol=SCORE_TOL):
-        return []  # (generated answers' numbers are exact; only scored log-probs get here unequal)
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, f"{where}[{i}]", tol)]
+    if isinstance(a, float) and isinstance(b, float) and math.isclose(a, b, rel_tol=0, abs_tol=tol):
+        return []
     return [] if a == b else [f"{where}: local {a!r} != server {b!r}"]
 
 
-def assert_same_records(local: list[dict[str, Any]], served: list[dict[str, Any]], what: str) -> None:
+def assert_same_records(local: list[dict[str, Any]], served: list[dict[str, Any]], what: str,
+                        tol: float = 0.0) -> None:
+    """Equal records; `tol`: how far floats may differ (scored log-probs, 0 for generated answers)."""
     assert local, f"{what}: no records"
     assert len(local) == len(served), what
     for a, b in zip(local, served):
-        diff = differences(comparable(a), comparable(b))
+        diff = differences(comparable(a), comparable(b), tol=tol)
         assert not diff, f"{what}:\n" + "\n".join(diff)
 
 
@@ -370,7 +372,7 @@ def test_sociallm_over_the_server_with_its_template(twice, server, tmp_path):
     a, b = local.records("rounds.jsonl"), served.records("rounds.jsonl")
     assert a and any("tom_policy" in c for r in a for c in r["calls"])
     no_errors(a + b, "status")
-    assert_same_records(a, b, "SocialLM")
+    assert_same_records(a, b, "SocialLM", tol=SCORE_TOL)
 
 
 # -- CHBench: sampled moves under the chat mechanism -------------------------------------------------

@@ -358,7 +358,7 @@ class _MultiSequenceScorer:
                 lib.llama_memory_seq_rm(mem, self.spacer_seq, i * _BLOCK, i * _BLOCK + lead)
                 if int(lib.llama_state_seq_set_data(ctx, sbuf, ssize, self.pad_seq)) != ssize:
                     raise RuntimeError("cannot restore the shared prefix's cells")
-                for tok, pos, seqs, _ in chunks[i][:lead]:
+                for _, pos, seqs, _ in chunks[i][:lead]:
                     for seq in seqs:
                         lib.llama_memory_seq_cp(mem, self.pad_seq, seq, pos, pos + 1)
                 lib.llama_memory_seq_rm(mem, self.pad_seq, -1, -1)

@@ -22,6 +22,7 @@ from fake_openai_server import (
     greedy_completion,
     top_logprobs,
 )
+from model_calls import run
 
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, ScoreRequest
@@ -45,15 +46,6 @@ def make_model(server: FakeOpenAIServer, **kw) -> OpenAICompatibleModel:
     opts.update(kw)
     provider = opts.pop("provider", "openai-compatible")
     return OpenAICompatibleModel(provider, opts.pop("model", "fake-model"), **opts)
-
-
-def run(model: OpenAICompatibleModel, method: str, requests):
-    async def go():
-        try:
-            return await getattr(model, method)(requests)
-        finally:
-            await model.aclose()
-    return asyncio.run(go())
 
 
 def expected_scores(req: ScoreRequest) -> list[float]:

@@ -13,6 +13,7 @@ import time
 
 import pytest
 from fake_openai_server import FakeOpenAIServer, expected_text_logprob, top_logprobs
+from model_calls import run
 
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, ScoreRequest
@@ -33,15 +34,6 @@ def make_model(server: FakeOpenAIServer, **kw) -> OpenAICompatibleModel:
     opts = dict(base_url=server.base_url, retry_base_delay_s=0.002, retry_max_delay_s=0.02, timeout_s=5)
     opts.update(kw)
     return OpenAICompatibleModel("openai-compatible", "fake-model", **opts)
-
-
-def run(model: OpenAICompatibleModel, method: str, requests):
-    async def go():
-        try:
-            return await getattr(model, method)(requests)
-        finally:
-            await model.aclose()
-    return asyncio.run(go())
 
 
 # TMGBench-like answer lines: multi-token continuations sharing prefixes
