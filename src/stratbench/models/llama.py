@@ -338,9 +338,10 @@ class _MultiSequenceScorer:
 
         `shared` = (state, bytes, cells, chunks): the first `chunks` chunks begin with the same
         `cells` tokens, decoded once already and saved as a sequence's state: each of those chunks
-        but the first (which decodes its own) gets a copy of those cells in its first slots (restored into the padding sequence, which
-        lands in the lowest free cells — the slots just freed —, then given to the sequences of the
-        chunk's rows there), and only its other slots are freed for rows."""
+        but the first (which decodes its own) gets a copy of those cells in its first slots
+        (restored into the padding sequence, which lands in the lowest free cells — the slots just
+        freed —, then given to the sequences of the chunk's rows there), and only its other slots
+        are freed for rows."""
         covered = min(len(chunks), self.max_spacers // _BLOCK)
         if covered == 0 or self._spacers is None:
             return 0
@@ -431,9 +432,10 @@ class _MultiSequenceScorer:
 
     def _shared_lead(self, chunks: list[list[list[Any]]], start: int) -> tuple[int, int]:
         """(tokens, chunks): how many leading tokens the first block's chunks (the first ones of
-        `chunks`) all share, and how many chunks that block has — or (0, 0) when decoding that
-        prefix once (with the padding it needs) would not save rows, or the block's chunks are
-        not all covered by spacer cells."""
+        `chunks`) all share, and how many chunks that block has — or (0, 0) when copying that
+        prefix would not save rows (the other chunks skip `lead` rows each; the prompt's decode
+        gains `lead` rows and the padding to a multiple of 16), or the block's chunks are not all
+        covered by spacer cells."""
         first = [ch for ch in chunks if ch and ch[0][1] == start]
         m = len(first)
         if m < 2 or m > self.max_spacers // _BLOCK:
@@ -442,7 +444,7 @@ class _MultiSequenceScorer:
         shortest = min(len(ch) for ch in first)
         while lead < shortest and all(ch[lead][0] == first[0][lead][0] for ch in first):
             lead += 1
-        if (m - 1) * lead <= -lead % _BLOCK:
+        if (m - 1) * lead <= lead + -lead % _BLOCK:
             return 0, 0
         return lead, m
 
