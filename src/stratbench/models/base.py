@@ -21,6 +21,16 @@ Message = tuple[str, str]
 """One turn of a conversation: (role, content), role "system", "user" or "assistant"."""
 
 
+def ends_answer(piece: str) -> bool:
+    """Whether a token whose text is ``piece`` ends an answer before it: anything but a token that
+    begins with a letter or digit ("0" after "1" makes "10"; " 0", ".", "\\n" or the end of text
+    do not). A token that begins an incomplete UTF-8 character (shown as U+FFFD) may begin a
+    letter: it does not end the answer."""
+    if not piece:
+        return True
+    return not (piece[0].isalnum() or piece[0] == "\ufffd")
+
+
 @dataclass(frozen=True)
 class ScoreRequest:
     """log P(continuation | prompt) for each continuation (e.g. each legal action label).
@@ -28,11 +38,18 @@ class ScoreRequest:
     With `messages` (a chat model scored exactly: lm-eval's multiple-choice scoring of chat
     models), the backend renders the conversation with the model's chat template up to the start
     of the assistant's turn, appends `prompt` (a fixed answer stem, e.g. "Action: ") and scores
-    the continuations after it."""
+    the continuations after it.
+
+    `closed`: each continuation is a whole answer — its log-probability includes log P(the next
+    token ends the answer), i.e. does not begin with a letter or digit (`ENDS_ANSWER`). Without
+    it P("1") also counts "10", "11", ...; with it the events are disjoint, so the probabilities of
+    any set of answers sum to at most 1 (`stratbench.models.labels`). Backends that can compute it
+    set `supports_closed_scoring`."""
 
     prompt: str
     continuations: tuple[str, ...]
     messages: tuple[Message, ...] = ()
+    closed: bool = False
 
 
 @dataclass
@@ -119,6 +136,7 @@ class LanguageModel(abc.ABC):
     supports_logprobs: bool = True  # can `score` run at all
     supports_chat: bool = False  # can it take conversations (a chat template, or a chat endpoint)
     supports_chat_scoring: bool = False  # can `score` take `messages` (the template is known here)
+    supports_closed_scoring: bool = False  # can `score` take `closed` requests (full next-token rows)
 
     def __init__(self) -> None:
         self.usage = UsageTotals()

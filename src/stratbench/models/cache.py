@@ -88,7 +88,7 @@ class ResponseCache:
 
 # Request fields added after a cache format was fixed: left out of the key while they hold their
 # default, so every answer cached before they existed is still found.
-_ADDED_FIELDS = {"messages": ()}
+_ADDED_FIELDS: dict[str, Any] = {"messages": (), "closed": False}
 
 
 def request_key(kind: str, model: dict[str, Any], request: Any) -> str:
@@ -128,6 +128,7 @@ class CachedModel(LanguageModel):
         self.supports_logprobs = inner.supports_logprobs
         self.supports_chat = inner.supports_chat
         self.supports_chat_scoring = inner.supports_chat_scoring
+        self.supports_closed_scoring = inner.supports_closed_scoring
         # the backend's own counters (HTTP requests, retries) show in this model's usage too
         self.usage.extra = inner.usage.extra
         self._identity = inner.describe()

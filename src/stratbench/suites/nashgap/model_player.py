@@ -3,7 +3,8 @@
 - `logprob` (raw models): the policy *is* the model's distribution over the legal action labels,
   renormalised, read from log-probabilities of a completion prompt in one scoring call: exact, with
   no sampling noise and no parsing. `label_mass` records how much probability the model put on
-  legal labels at all.
+  legal labels at all. From 11 actions on the labels "0" … "10" begin one another and are scored
+  as whole answers (`stratbench.models.labels`).
 - `choice` (chat models): the same exact distribution for an instruction-tuned model, as lm-eval
   scores chat models on multiple choice: the instruction prompt is the user's message, the model's
   chat template opens the assistant's turn, the answer stem ``Action: `` follows, and each legal
@@ -18,7 +19,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 
 import numpy as np
@@ -26,6 +26,7 @@ import numpy as np
 from stratbench.errors import InputError
 from stratbench.models import ModelOptions, open_model
 from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
+from stratbench.models.labels import choice_request, label_policy
 from stratbench.parsing import parse_action
 from stratbench.suites.nashgap.answers import parse_distribution, parse_kind
 from stratbench.suites.nashgap.players import SCRIPTED_AGENTS, Agent, Decision, DecisionRequest
@@ -69,10 +70,10 @@ class ModelAgent(Agent):
 
     async def decide(self, request: DecisionRequest) -> Decision:
         if self.policy == "logprob":
-            return await self._decide_scored(request, ScoreRequest(request.prompt, tuple(request.labels)))
+            return await self._decide_scored(request, choice_request(request.prompt, request.labels))
         if self.policy == "choice":
-            return await self._decide_scored(request, ScoreRequest(
-                ANSWER_STEM, tuple(request.labels), messages=(("user", request.prompt),)))
+            return await self._decide_scored(request, choice_request(
+                ANSWER_STEM, request.labels, messages=(("user", request.prompt),)))
         return await self._decide_sample(request)
 
     async def _decide_scored(self, request: DecisionRequest, score: ScoreRequest) -> Decision:
@@ -82,17 +83,14 @@ class ModelAgent(Agent):
         rendered = res.rendered if score.messages else None
         if not res.ok:
             return Decision("error", error=res.error, latency_s=res.latency_s, usage=usage, rendered=rendered)
-        lp = np.asarray(res.logprobs, dtype=float)
-        if not np.any(np.isfinite(lp)):
-            return Decision("error", error="no legal label has finite log-probability",
-                            latency_s=res.latency_s, usage=usage, logprobs=res.logprobs, rendered=rendered)
-        m = lp[np.isfinite(lp)].max()
-        w = np.where(np.isfinite(lp), np.exp(lp - m), 0.0)
-        probs = w / w.sum()
-        mass = float(math.exp(m) * w.sum())
+        pol = label_policy(res.logprobs)  # type: ignore[arg-type]
+        if isinstance(pol, str):
+            return Decision("error", error=pol, latency_s=res.latency_s, usage=usage, logprobs=res.logprobs,
+                            rendered=rendered)
+        probs = np.asarray(pol.probs)
         rng = np.random.default_rng(request.seed)
-        d = Decision("parsed", policy=probs.tolist(), latency_s=res.latency_s, usage=usage,
-                     label_mass=mass, logprobs=[float(x) for x in lp], rendered=rendered)
+        d = Decision("parsed", policy=pol.probs, latency_s=res.latency_s, usage=usage,
+                     label_mass=pol.mass, logprobs=[float(x) for x in res.logprobs], rendered=rendered)  # type: ignore[union-attr]
         if request.mode == "pure":
             d.action = int(rng.choice(len(probs), p=probs))
         else:

@@ -19,6 +19,7 @@ from stratbench.checks import check_config
 from stratbench.errors import InputError
 from stratbench.files import parse_json, read_json, read_text
 from stratbench.games.normal_form import NormalFormGame, load_games
+from stratbench.models.labels import check_closed
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.jsonl import write_json_atomic
 from stratbench.runner.lifecycle import (
@@ -200,6 +201,10 @@ class NashgapPlan(RunPlan):
 
     def open(self) -> None:
         self.agent = self.agent or player_from_config(self.config)
+        model = getattr(self.agent, "model", None)
+        if model is not None and getattr(self.agent, "exact_policy", False):
+            # 11 actions or more: "1" begins "10"; only a local model scores whole answers exactly
+            check_closed(model, (e.game.row_labels for e in self.played), "a game of this run")
         self.n_trials = self.config.trials_for(self.agent)
         self.agent_name = self.agent.name if getattr(self.agent, "model", None) is not None else self.config.player
         self.policy = getattr(self.agent, "policy", "scripted")

@@ -45,7 +45,8 @@ import numpy as np
 
 from stratbench.checks import check_config
 from stratbench.errors import InputError
-from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
+from stratbench.models.base import GenerateRequest, LanguageModel
+from stratbench.models.labels import choice_request
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.jsonl import read_jsonl, write_json_atomic, write_jsonl_atomic
 from stratbench.runner.lifecycle import (
@@ -222,11 +223,11 @@ async def _answer(player: _Player, config: TmgbenchConfig, game: RGGame, repeat:
         cands = completion_candidates()
         if player.policy == "logprob":
             prompt = build_completion_prompt(game.payoff_A, game.payoff_B, config.prompting, story)
-            req = ScoreRequest(prompt, tuple(t for _, t in cands))
+            req = choice_request(prompt, [t for _, t in cands])
         else:  # the conversation up to the assistant's turn, then the raw prompt's stem
             msgs = build_messages(game.payoff_A, game.payoff_B, config.prompting, story)
             prompt = msgs[1]["content"]
-            req = ScoreRequest(COMPLETION_ANSWER_START, tuple(t for _, t in cands), messages=_conversation(msgs))
+            req = choice_request(COMPLETION_ANSWER_START, [t for _, t in cands], messages=_conversation(msgs))
         (res,) = await player.model.score([req])  # type: ignore[union-attr]
         rec["prompt_sha256"] = _sha256(prompt)
         if res.rendered is not None:

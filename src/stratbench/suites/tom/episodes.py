@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from stratbench.models.base import LanguageModel, ScoreRequest
+from stratbench.models.base import LanguageModel
+from stratbench.models.labels import choice_request
 from stratbench.seeding import derive_seed
 from stratbench.suites.tom.games import RepeatedGame, get_game
 from stratbench.suites.tom.partners import FiniteStatePartner, make_partner
@@ -62,7 +63,7 @@ def label_mass(logprobs: list[float]) -> float:
 
 async def _score_one(model: LanguageModel, prompt: str, conts: tuple[str, ...],
                      messages: tuple[tuple[str, str], ...] = ()):
-    res = await model.score([ScoreRequest(prompt=prompt, continuations=conts, messages=messages)])
+    res = await model.score([choice_request(prompt, conts, messages)])
     return res[0]
 
 

@@ -58,7 +58,8 @@ from typing import Any
 import numpy as np
 
 from stratbench.errors import InputError
-from stratbench.models.base import GenerateRequest, LanguageModel, Message, ScoreRequest
+from stratbench.models.base import GenerateRequest, LanguageModel, Message
+from stratbench.models.labels import choice_request
 from stratbench.seeding import derive_seed
 from stratbench.suites.tom.episodes import PARTNER_STREAM, _policy, label_mass
 from stratbench.suites.tom.games import RepeatedGame, get_game
@@ -326,10 +327,10 @@ async def arun_gen_episode(
             if s.chat:  # the chat twin of Figure 3 (prompts.py, "Chat models")
                 msgs: tuple[Message, ...] = (
                     ("user", lm_tom.header() + lm_tom.history_text(rounds) + lm_tom.chat_tom_question(t)),)
-                req = ScoreRequest(prompt=ANSWER_STEM, continuations=lm_tom.continuations, messages=msgs)
+                req = choice_request(ANSWER_STEM, lm_tom.continuations, msgs)
             else:
-                req = ScoreRequest(prompt=lm_tom.header() + lm_tom.history_text(rounds) + lm_tom.tom_query(t),
-                                   continuations=lm_tom.continuations)
+                req = choice_request(lm_tom.header() + lm_tom.history_text(rounds) + lm_tom.tom_query(t),
+                                     lm_tom.continuations)
             r = (await model.score([req]))[0]
             call: dict[str, Any] = {"kind": "tom", "attempt": 0, "tokens_in": r.tokens_in, "tokens_out": 0,
                                     "latency_s": r.latency_s, "cached": r.cached}
