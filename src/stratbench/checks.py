@@ -101,7 +101,7 @@ RULES: dict[str, Rule] = {
     "k": Ints(1, 144),
     "restarts": Ints(1, 10_000),
     "bootstrap": Ints(0, 100_000),
-    "k_hat": Ints(2, 50),
+    "k_hat": Ints(2, 6),  # CHBench: the exact Level-K search grows ~4-8x per level (chbench.fit.K_HAT_MAX)
     "variants": Ints(1, 1_000),
     "max_attempts": Ints(1, 100),
     "max_tries": Ints(1, 100),

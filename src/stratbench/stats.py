@@ -6,7 +6,8 @@ always gives the same interval. Core: every suite and the workflows use it.
 * :func:`stratified_bootstrap_ci` — the mean over strata (seeds) of per-stratum means, resampling
   within each stratum;
 * :func:`bootstrap_diff` — B − A, paired over shared units or from two independent samples;
-* :func:`bootstrap_statistic` — any statistic of resampled units (e.g. a refitted model).
+* :func:`bootstrap_statistic` — any statistic of resampled units (e.g. a refitted model);
+* :func:`bootstrap_range` — the same for a statistic the data may fix only as an interval.
 """
 
 from __future__ import annotations
@@ -91,6 +92,24 @@ def bootstrap_statistic(units: Sequence[U], statistic: Callable[[list[U], int], 
         if v is not None:
             values.append(float(v))
     return percentile_interval(values, tails=TAILS_95) if values else None
+
+
+def bootstrap_range(units: Sequence[U], statistic: Callable[[list[U], int], tuple[float, float] | None],
+                    n_boot: int, rng: np.random.Generator) -> list[float] | None:
+    """95% CI of a statistic that the data may determine only as an interval (a refitted model
+    whose maximisers span several values): the low quantile of the resamples' low ends and the high
+    quantile of their high ends, so the interval covers every value a resample could not rule out.
+    Equal to `bootstrap_statistic` where every interval is a point."""
+    lows, highs = [], []
+    for b in range(n_boot):
+        pick = [units[i] for i in rng.integers(0, len(units), len(units))]
+        v = statistic(pick, b)
+        if v is not None:
+            lows.append(float(v[0]))
+            highs.append(float(v[1]))
+    if not lows:
+        return None
+    return [percentile_interval(lows, tails=TAILS_95)[0], percentile_interval(highs, tails=TAILS_95)[1]]
 
 
 def describe(values: Sequence[float] | np.ndarray) -> dict[str, float | None]:

@@ -57,7 +57,8 @@ def chbench_run(
                                       "prompts (one model instance per seat, matches in sequence, no response cache)."),
     self_play: bool = typer.Option(True, help="Include each model against itself."),
     k_hat: int = typer.Option(4, help="Number of CH levels (k̂)."),
-    restarts: int = typer.Option(10, help="SLSQP random restarts per fit (best kept)."),
+    restarts: int = typer.Option(10, help="No longer used: fits search every best-response piece exactly "
+                                 "(kept so that earlier commands run)."),
     bootstrap: int = typer.Option(100, help="Bootstrap replicates over games for level CIs (0: none)."),
     corrections: Optional[str] = typer.Option(None, help="JSON with corrected matrices for uncertain games."),
     keep_prompts: bool = typer.Option(True, help="Store every prompt in the round records (--no-keep-prompts: drop them)."),
@@ -87,8 +88,8 @@ def chbench_run(
                       f"parse failures {fmt(summary['parse_failure_rate'])}, errors {fmt(summary['error_rate'])}")
         for mech, players in summary["mechanisms"].items():
             for p, s in players.items():
-                console.print(f"  {mech:<11} {p:<24} Level-K mean level {fmt(s.get('level_k_mean_level'), s.get('level_k_mean_level_ci95'))}"
-                              f"  Poisson {fmt(s.get('poisson_mean_level'), s.get('poisson_mean_level_ci95'))}"
+                console.print(f"  {mech:<11} {p:<24} Level-K mean level {_level(s, 'level_k')}"
+                              f"  Poisson {_level(s, 'poisson')}"
                               f"  utility {fmt(s.get('mean_utility'), s.get('mean_utility_ci95'))}"
                               + (f"  strict parses {fmt(s['strict_parse_rate'])}, flexible {fmt(s['flexible_parse_rate'])}"
                                  if "strict_parse_rate" in s else ""))
@@ -106,8 +107,9 @@ def chbench_fit(
     action_base: Optional[int] = typer.Option(None, help="Actions in --data are numbers counted from 0 or from 1 "
                                               "(0: the first action is 0; 1: it is 1). Without it numbers are refused."),
     k_hat: int = typer.Option(4, help="Number of levels (k̂)."),
-    restarts: int = typer.Option(10, help="SLSQP random restarts (best kept)."),
-    seed: int = typer.Option(0, help="Seed for the restarts and the bootstrap."),
+    restarts: int = typer.Option(10, help="No longer used: fits search every best-response piece exactly "
+                                 "(kept so that earlier commands run)."),
+    seed: int = typer.Option(0, help="Seed for the bootstrap (the fits themselves use none)."),
     bootstrap: int = typer.Option(100, help="Bootstrap replicates over games for mean-level CIs (0: none)."),
     corrections: Optional[str] = typer.Option(None, help="JSON with corrected matrices for uncertain games."),
     allow_uncertain: bool = typer.Option(False, help="Fit rows of uncertain games (#8-#10, #12, #14, #15) with the "
@@ -123,10 +125,19 @@ def chbench_fit(
     console.print(f"CHBench fit — {result.folder}")
     for player, f in result.summaries["fits"].items():
         p, lk = f["poisson"], f["level_k"]
-        console.print(f"  {player}: Poisson λ = {p.get('lambda'):.3f} (mean level "
-                      f"{fmt(p['mean_level'], p.get('mean_level_ci95'))}); Level-K mean level "
-                      f"{fmt(lk['mean_level'], lk.get('mean_level_ci95'))}")
+        lam = f"{p['lambda']:.3f}" + (" (at its limit)" if p.get("lambda_at_limit") else "")
+        console.print(f"  {player}: Poisson λ = {lam}, mean level {_level(p)}; Level-K mean level {_level(lk)}")
     return 0
+
+
+def _level(s: dict, cm: str = "") -> str:
+    """A mean level with its CI, and the range of maximisers where the data do not identify it."""
+    pre = f"{cm}_" if cm else ""
+    text = fmt(s.get(f"{pre}mean_level"), s.get(f"{pre}mean_level_ci95"))
+    if s.get(f"{pre}identified") is False:
+        lo, hi = s.get(f"{pre}mean_level_range") or (None, None)
+        text += f" (not identified: {lo:.2f}-{hi:.2f} fit equally well)" if lo is not None else " (not identified)"
+    return text
 
 
 def register(app: typer.Typer) -> None:

@@ -29,7 +29,9 @@ def test_run_fit_writes_fits_summary_and_run_json(tmp_path):
     assert res.summaries["fits"] == fits and set(fits) == {"a", "b"}
     assert res.summary == json.loads((res.folder / "summary.json").read_text())
     assert set(res.summary["players"]["a"]) == {"poisson_lambda", "poisson_mean_level", "level_k_mean_level", "n_obs",
-                                                "poisson_mean_level_ci95", "level_k_mean_level_ci95"}
+                                                "poisson_mean_level_ci95", "level_k_mean_level_ci95",
+                                                "poisson_identified", "poisson_mean_level_range",
+                                                "level_k_identified", "level_k_mean_level_range"}
     meta = json.loads((res.folder / "run.json").read_text())
     assert (meta["suite"], meta["kind"], meta["status"]) == ("chbench", "fit", "finished")
     assert set(meta["config"]) == {"data", "k_hat", "restarts", "seed", "corrections", "action_base", "bootstrap",

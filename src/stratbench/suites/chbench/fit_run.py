@@ -89,15 +89,19 @@ class FitPlan(RunPlan):
         c = self.config
         fits: dict[str, dict[str, Any]] = {}
         for pi, (player, o) in enumerate(sorted(self.observations.items())):
-            # the fits keep the config's seed (fit.json's numbers as before); each bootstrap has its own
-            fits[player] = {m: fit_report(o, m, c.k_hat, c.restarts, c.seed, c.bootstrap, derive_seed(c.seed, pi, mi))
+            # the fits are exhaustive (no seed); each bootstrap has its own seed
+            fits[player] = {m: fit_report(o, m, c.k_hat, c.bootstrap, derive_seed(c.seed, pi, mi))
                             for mi, m in enumerate(CH_MODELS)}
         write_json_atomic(folder / "fit.json", fits)
         players = {p: {"poisson_lambda": f["poisson"].get("lambda"),
                        "poisson_mean_level": f["poisson"]["mean_level"],
                        "poisson_mean_level_ci95": f["poisson"]["mean_level_ci95"],
+                       "poisson_identified": f["poisson"]["identified"],
+                       "poisson_mean_level_range": f["poisson"]["mean_level_range"],
                        "level_k_mean_level": f["level_k"]["mean_level"],
                        "level_k_mean_level_ci95": f["level_k"]["mean_level_ci95"],
+                       "level_k_identified": f["level_k"]["identified"],
+                       "level_k_mean_level_range": f["level_k"]["mean_level_range"],
                        "n_obs": f["level_k"]["n_obs"]} for p, f in fits.items()}
         summary = {"players": players, "k_hat": c.k_hat, "bootstrap": c.bootstrap}
         write_json_atomic(folder / "summary.json", summary)

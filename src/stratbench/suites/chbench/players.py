@@ -39,7 +39,8 @@ import numpy as np
 
 from stratbench.errors import InputError
 from stratbench.games.normal_form import NormalFormGame
-from stratbench.models.base import GenerateRequest, GenerateResult, LanguageModel, Message, ScoreRequest
+from stratbench.models.base import GenerateRequest, GenerateResult, LanguageModel, Message
+from stratbench.models.labels import choice_request
 from stratbench.parsing.actions import ActionParse, parse_action
 from stratbench.suites.chbench.fit import CHAgent
 from stratbench.suites.chbench.hierarchy import GameBatch
@@ -241,8 +242,9 @@ class ModelPlayer:
         n = own.shape[0]
         labels = tuple(str(i + 1) for i in range(n))
         if self.policy in ("logprob", "choice"):
-            req = (ScoreRequest(DECISION_STEM, tuple(" " + x for x in labels), messages=messages)
-                   if self.policy == "choice" else ScoreRequest(prompt, tuple(" " + x for x in labels)))
+            conts = [" " + x for x in labels]
+            req = (choice_request(DECISION_STEM, conts, messages) if self.policy == "choice"
+                   else choice_request(prompt, conts))
             r = (await self.model.score([req]))[0]
             tokens_in += r.tokens_in
             shown = r.rendered or prompt

@@ -185,6 +185,12 @@ class PlayerFactory:
                 model.check_chat(scoring=pol == "choice")
             if pol == "logprob" and not model.supports_logprobs:
                 raise InputError(f"{spec}: this backend gives no log-probabilities; use --policy sample")
+            if pol in ("logprob", "choice"):  # ten actions or more: " 1" begins " 10"
+                from stratbench.models.labels import check_closed
+                from stratbench.suites.chbench.catalogue import select_games
+
+                sizes = {n for g in select_games(self.config.games, self.config.corrections) for n in g.game.shape}
+                check_closed(model, ([f" {i + 1}" for i in range(n)] for n in sorted(sizes)), "a game of this run")
             self.policies[spec] = pol
         return self.policies[spec]
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from stratbench.render.html import el
+from stratbench.render.html import el, table
 from stratbench.runner.jsonl import read_jsonl
 from stratbench.runner.lifecycle import Progress, RunResult
 from stratbench.suites.base import (
@@ -65,6 +65,27 @@ class ChbenchSuite(SuiteBase):
                                  ci95=v.get("poisson_mean_level_ci95")))
         return rows
 
+    def summary_extras(self, summary: Mapping[str, Any]) -> list[Any]:
+        """Which fitted mean levels the data identify: the value, the range of every maximum-likelihood
+        fit where they do not, and the CI (which covers that range)."""
+        rows = []
+        for part, s in _fitted_players(summary):
+            for cm, title in (("level_k", "Level-K"), ("poisson", "Poisson CH")):
+                if f"{cm}_mean_level" not in s:
+                    continue
+                rng = s.get(f"{cm}_mean_level_range")
+                ci = s.get(f"{cm}_mean_level_ci95")
+                ident = s.get(f"{cm}_identified")
+                rows.append((part, title, _num(s.get(f"{cm}_mean_level")),
+                             "yes" if ident is True else ("no" if ident is False else "–"),
+                             _pair(rng, "{} – {}"), _pair(ci, "[{}, {}]")))
+        if not rows:
+            return []
+        return [el("h4", "Mean levels: what the data identify"),
+                el("p", "Not identified: several level mixtures reach the same maximum likelihood; the lowest "
+                        "mean level is reported, and the range covers every one of them."),
+                table(("player", "CH model", "mean level", "identified", "maximisers' range", "95% CI"), rows)]
+
     def compare_units(self, folder: Path) -> CompareUnits:
         """mechanism/player → game → the player's mean utility per round in that game. The run's
         `--models` are keyed by position ("model 1", ...) so two checkpoints' runs pair up; scripted
@@ -114,6 +135,32 @@ class ChbenchSuite(SuiteBase):
                                              "Pooled cognitive-hierarchy level distributions (from summary.json)"))
         except (AttributeError, KeyError, TypeError, ValueError):
             view.parts.append(el("p", "summary.json: level distributions could not be drawn", class_="warn"))
+
+
+def _num(x: Any) -> str:
+    ok = isinstance(x, (int, float)) and not isinstance(x, bool) and x == x and abs(x) != float("inf")
+    return f"{x:.3f}" if ok else "–"
+
+
+def _pair(x: Any, form: str) -> str:
+    """Two numbers (a range, a CI) in ``form``; "–" for anything else (summary.json is a file)."""
+    if not isinstance(x, (list, tuple)) or len(x) != 2 or "–" in (_num(x[0]), _num(x[1])):
+        return "–"
+    return form.format(_num(x[0]), _num(x[1]))
+
+
+def _fitted_players(summary: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(label, fitted keys) per player: a run's mechanisms/player entries or a fit's players."""
+    out: list[tuple[str, Mapping[str, Any]]] = []
+    mechs = summary.get("mechanisms")
+    if isinstance(mechs, Mapping):
+        for mech, players in mechs.items():
+            if isinstance(players, Mapping):
+                out += [(f"{mech}/{p}", s) for p, s in players.items() if isinstance(s, Mapping)]
+    players = summary.get("players")
+    if isinstance(players, Mapping):
+        out += [(str(p), s) for p, s in players.items() if isinstance(s, Mapping)]
+    return out
 
 
 class ChbenchFitSuite(ChbenchSuite):

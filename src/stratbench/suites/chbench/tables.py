@@ -4,8 +4,9 @@ Per mechanism and player (models and scripted opponents alike — a scripted lev
 built-in check that the fit reads levels right):
 
 - **pooled fit** of Level-K and Poisson CH over every action the player took (all opponents, both
-  roles, all games), with a 95% bootstrap CI of its mean level over *games* (games resampled with
-  replacement, refitted; Level-K replicates use 3 restarts to stay cheap);
+  roles, all games), with whether the data identify its mean level (``identified``, and the range
+  over every maximum-likelihood fit, ``mean_level_range``) and a 95% bootstrap CI over *games*
+  (games resampled with replacement, refitted) that covers that range;
 - **per-opponent fits**, whose mean and variance across opponents are the paper's Tables 3-5;
 - k̂ likelihood-improvement ratios (3→4, 4→5) and the mean KL(s^k ‖ s^{k+1}) between levels;
 - **average utility** per (player, opponent) (Tables 11-14) and its variance across opponents
@@ -21,8 +22,9 @@ built-in check that the fit reads levels right):
   generated answers (scripted, ``logprob``, ``choice``) have no such keys; a sampled player that
   never answered is still listed (``n_actions`` 0, no fit).
 
-Seeds: every fit's seed is derived from (run seed, mechanism, player, opponent) positions, so the
-analysis is a deterministic function of the records and the config.
+Fits are exhaustive and need no seed (`fit.py`); every bootstrap's seed is derived from (run seed,
+mechanism, player, CH model) positions, so the analysis is a deterministic function of the records
+and the config.
 """
 
 from __future__ import annotations
@@ -74,10 +76,10 @@ def _observations(records: list[dict[str, Any]], games: list[Any], players: list
     return {p: PlayerObservations(p, gids, gs, c) for p, c in counts.items()}
 
 
-def _fit_or_none(obs: PlayerObservations, model: str, k_hat: int, restarts: int, seed: int) -> Any:
+def _fit_or_none(obs: PlayerObservations, model: str, k_hat: int) -> Any:
     if obs.n_actions_observed == 0:
         return None
-    return fit(obs, model, k_hat, restarts, seed)  # type: ignore[arg-type]
+    return fit(obs, model, k_hat)  # type: ignore[arg-type]
 
 
 def _utilities(records: list[dict[str, Any]], player: str) -> dict[str, list[tuple[int, float]]]:
@@ -160,18 +162,21 @@ def analyse_records(folder: Path, config: Any, records: list[Record]) -> dict[st
             row: dict[str, Any] = {}
             for cm_i, cm in enumerate(CH_MODELS):
                 s = derive_seed(config.seed, mi, pi, cm_i)
-                d = fit_report(obs, cm, config.k_hat, config.restarts, s, config.bootstrap)  # type: ignore[arg-type]
+                # the fit is exhaustive (no restarts, no seed); the seed is the bootstrap's
+                d = fit_report(obs, cm, config.k_hat, config.bootstrap, derive_seed(s, 1))  # type: ignore[arg-type]
                 per = {}
-                for oi, o in enumerate(opps):
-                    r_o = _fit_or_none(per_opp_obs[o], cm, config.k_hat, config.restarts, derive_seed(s, 2, oi))
+                for o in opps:
+                    r_o = _fit_or_none(per_opp_obs[o], cm, config.k_hat)
                     if r_o is not None:
                         per[o] = {"mean_level": r_o.mean_level, "level_distribution": list(r_o.level_distribution),
+                                  "identified": r_o.identified, "mean_level_range": list(r_o.mean_level_range),
                                   "n_obs": r_o.n_obs}
                 d["per_opponent"] = per
                 pf[cm] = d
                 lv = [v["mean_level"] for v in per.values()]
                 row.update({
                     f"{cm}_mean_level": d["mean_level"], f"{cm}_mean_level_ci95": d["mean_level_ci95"],
+                    f"{cm}_identified": d["identified"], f"{cm}_mean_level_range": d["mean_level_range"],
                     f"{cm}_level_distribution": d["level_distribution"],
                     f"{cm}_mean_level_across_opponents": float(np.mean(lv)) if lv else None,
                     f"{cm}_var_level_across_opponents": float(np.var(lv)) if lv else None,
@@ -228,6 +233,14 @@ def _ci(x: Any) -> str:
     return "" if not x else f"[{x[0]:.2f}, {x[1]:.2f}]"
 
 
+def _unidentified(s: dict[str, Any], cm: str) -> str:
+    """"*" and the range of maximisers' mean levels when the data do not identify the level."""
+    if s.get(f"{cm}_identified", True) is not False:
+        return ""
+    lo, hi = s.get(f"{cm}_mean_level_range") or (None, None)
+    return "*" if lo is None else f"* (max. likelihood anywhere in {lo:.2f}-{hi:.2f})"
+
+
 def write_tables(folder: Path, summary: dict[str, Any], players: list[str]) -> None:
     """levels.csv/.md (Tables 3-5 layout), utilities_<mech>.csv/.md (11-14), utility_variance (15),
     parsing.md (parse rates of generated answers, when there are any)."""
@@ -239,19 +252,26 @@ def write_tables(folder: Path, summary: dict[str, Any], players: list[str]) -> N
             if not s or not s.get("n_actions"):  # no action: no fit
                 continue
             for cm in CH_MODELS:
+                rng = s.get(f"{cm}_mean_level_range") or [None, None]
                 rows.append({"player": p, "mechanism": mech, "ch_model": cm,
                              "var_across_opponents": s.get(f"{cm}_var_level_across_opponents"),
                              "mean_across_opponents": s.get(f"{cm}_mean_level_across_opponents"),
                              "pooled_mean_level": s.get(f"{cm}_mean_level"),
+                             "identified": s.get(f"{cm}_identified"),
+                             "pooled_mean_level_low": rng[0], "pooled_mean_level_high": rng[1],
                              "ci95_low": (s.get(f"{cm}_mean_level_ci95") or [None])[0],
                              "ci95_high": (s.get(f"{cm}_mean_level_ci95") or [None, None])[1]})
     with (folder / "levels.csv").open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=["player", "mechanism", "ch_model", "var_across_opponents",
-                                           "mean_across_opponents", "pooled_mean_level", "ci95_low", "ci95_high"])
+                                           "mean_across_opponents", "pooled_mean_level", "identified",
+                                           "pooled_mean_level_low", "pooled_mean_level_high", "ci95_low", "ci95_high"])
         w.writeheader()
         w.writerows(rows)
     md = ["# CH levels (mean and variance of the mean level across opponents; pooled mean with 95% "
-          "bootstrap CI over games)", ""]
+          "bootstrap CI over games)", "",
+          "A pooled mean marked * is not identified: several level mixtures fit the play equally well; the "
+          "lowest mean level is shown, with every maximiser's range after it (fit.json: `identified`, "
+          "`mean_level_range`).", ""]
     for cm, title in (("level_k", "Level-K CH"), ("poisson", "Poisson CH")):
         md += [f"## {title}", "", "| Player | " + " | ".join(f"{m} Var | {m} Mean | {m} pooled [95% CI]" for m in mechs) + " |",
                "|---|" + "---|---|---|" * len(mechs)]
@@ -261,7 +281,8 @@ def write_tables(folder: Path, summary: dict[str, Any], players: list[str]) -> N
                 s = summary["mechanisms"][m].get(p) or {}
                 cells += [_fmt(s.get(f"{cm}_var_level_across_opponents")),
                           _fmt(s.get(f"{cm}_mean_level_across_opponents")),
-                          f"{_fmt(s.get(f'{cm}_mean_level'), 3)} {_ci(s.get(f'{cm}_mean_level_ci95'))}".strip()]
+                          f"{_fmt(s.get(f'{cm}_mean_level'), 3)}{_unidentified(s, cm)} "
+                          f"{_ci(s.get(f'{cm}_mean_level_ci95'))}".strip()]
             md.append(f"| {p} | " + " | ".join(cells) + " |")
         md.append("")
     (folder / "levels.md").write_text("\n".join(md))
