@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "helpers")]
 
 from fake_openai_server import FakeOpenAIServer  # noqa: E402
-from scenarios import DATA, SCENARIOS, run_scenario  # noqa: E402
+from scenarios import DATA, SCENARIOS, compare_rules, run_scenario  # noqa: E402
 
 
 def main(names: list[str]) -> None:
@@ -24,6 +24,7 @@ def main(names: list[str]) -> None:
                 continue
             fp = run_scenario(sc, Path(tmp) / sc.name, Path(tmp) / f"cache_{sc.name}",
                               server.base_url if sc.server else None)
+            fp = {"compare": compare_rules(sc.tol), **fp}
             (DATA / f"{sc.name}.json").write_text(json.dumps(fp, indent=1, sort_keys=True) + "\n")
             print(sc.name, len(fp["files"]), "files", [s["rc"] for s in fp["steps"]])
 
