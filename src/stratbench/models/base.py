@@ -102,6 +102,9 @@ class GenerateResult:
 class UsageTotals:
     calls: int = 0
     cache_hits: int = 0
+    # requests the response cache failed to serve or store (it could not be read or written, or
+    # its entry was invalid): the answers stand, they only cost a call or go unstored
+    cache_failures: int = 0
     errors: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
@@ -125,7 +128,8 @@ class UsageTotals:
         self.tokens_out += r.tokens_out
 
     def as_dict(self) -> dict[str, Any]:
-        return {"calls": self.calls, "cache_hits": self.cache_hits, "errors": self.errors,
+        failures = {"cache_failures": self.cache_failures} if self.cache_failures else {}  # only when any
+        return {"calls": self.calls, "cache_hits": self.cache_hits, **failures, "errors": self.errors,
                 "tokens_in": self.tokens_in, "tokens_out": self.tokens_out, **self.extra}
 
 

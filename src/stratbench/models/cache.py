@@ -4,6 +4,14 @@ The key covers everything that can change an answer: the backend's identity (spe
 name, base URL — never keys), the full prompt, every generation parameter, and the sample index, so
 repeated samples of one prompt stay distinct. Only successful results are stored: a failed call is
 retried on the next run rather than replayed.
+
+The cache never costs an answer. One that cannot be opened, read or written (a full disk, a
+read-only file or folder, a database another process keeps locked) is named once on stderr and
+bypassed: every answer the model gave is returned, only not stored (`UsageTotals.cache_failures`
+counts the requests the cache failed to serve or store). A corrupt database (not SQLite, truncated,
+a folder in its place) is moved aside, never deleted, and started afresh. A cached answer is checked
+like a server's reply (log-probabilities are numbers no higher than 0, one per continuation; texts
+are strings; counts are counts): an invalid one is a miss, recomputed and overwritten.
 """
 
 from __future__ import annotations
@@ -12,10 +20,13 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import sqlite3
+import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -26,8 +37,22 @@ from stratbench.models.base import (
     ScoreRequest,
     ScoreResult,
 )
+from stratbench.models.labels import LOGPROB_MAX
 
 CACHE_VERSION = 1
+
+#: how long an operation waits for a database another process holds locked before the cache is
+#: bypassed (a writer holds it for milliseconds; a longer lock would stall the run)
+BUSY_TIMEOUT_S = 5.0
+
+_CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB (primary result codes)
+_READONLY_CODE = 8  # SQLITE_READONLY
+
+# the caches already named on stderr in this process, and how many instances hold each open: a
+# problem is named once for all the models sharing a cache (CHBench's players), and again in a
+# later run in the same process
+_named: set[str] = set()
+_open_count: Counter[str] = Counter()
 
 
 def default_cache_path() -> Path:
@@ -39,51 +64,245 @@ def default_cache_path() -> Path:
     return Path(user_cache_dir("stratbench")) / "responses.sqlite"
 
 
+def _code(e: BaseException) -> int:
+    return int(getattr(e, "sqlite_errorcode", 0) or 0) & 0xFF
+
+
+def _is_corrupt(e: BaseException) -> bool:
+    return isinstance(e, sqlite3.DatabaseError) and _code(e) in _CORRUPT_CODES
+
+
+def _say(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.strerror}{f' ({e.filename})' if e.filename else ''}"
+    text = " ".join(str(e).split()) or type(e).__name__
+    if getattr(e, "sqlite_errorname", "") == "SQLITE_READONLY_DIRECTORY":
+        text += " (its folder is read-only)"
+    return text
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+class _NotAFile(Exception):
+    """Something other than a file (a folder) stands where the database should be."""
+
+
 class ResponseCache:
-    """A thread-safe key → JSON store in one SQLite file (WAL mode, safe across processes)."""
+    """A thread-safe key → JSON store in one SQLite file (WAL mode, safe across processes).
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    Never raises for the cache's own failures: `get_many` answers None when the cache cannot be
+    read and `put_many` False when it cannot be written; the first failure names the cache on
+    stderr (once) and turns that side off for the rest of the session."""
+
+    def __init__(self, path: str | Path | None = None, timeout_s: float = BUSY_TIMEOUT_S) -> None:
         self.path = Path(path) if path else default_cache_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.timeout_s = timeout_s
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL)"
-        )
-        self._db.commit()
+        self._db: sqlite3.Connection | None = None
+        self._file_id: tuple[int, int] | None = None  # the file the connection opened
+        self.readable = self.writable = False
+        self.problem: str | None = None  # why the cache is (partly) bypassed, once it is
+        self._name = str(self.path.absolute())
+        _open_count[self._name] += 1
+        self._closed = False
+        self._open()
 
-    def get_many(self, keys: Sequence[str], created_before: float | None = None) -> dict[str, dict[str, Any]]:
-        """The cached values of `keys` (only those stored before `created_before`, when given)."""
+    # -- opening -----------------------------------------------------------------------------
+
+    def _connect(self, readonly: bool = False) -> sqlite3.Connection:
+        if self.path.exists() and not self.path.is_file():
+            raise _NotAFile("a folder (or another non-file) stands where the database should be")
+        if not readonly:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, check_same_thread=False, timeout=self.timeout_s)
+        try:
+            if not readonly:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("CREATE TABLE IF NOT EXISTS responses "
+                           "(key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL)")
+                db.commit()
+            db.execute("SELECT key, value, created FROM responses LIMIT 1").fetchall()
+        except BaseException:
+            db.close()
+            raise
+        self._file_id = _file_id(self.path)
+        return db
+
+    def _open(self) -> None:
+        try:
+            try:
+                self._db = self._connect()
+            except sqlite3.Error as e:
+                if _code(e) != _READONLY_CODE:
+                    raise
+                # a read-only database (file or folder): its answers can still be replayed
+                self._db = self._connect(readonly=True)
+                self.readable = True
+                self._bypass(e, "cannot be written")
+                return
+        except (_NotAFile, sqlite3.Error) as e:
+            if not (isinstance(e, _NotAFile) or _is_corrupt(e)):
+                self._bypass(e)
+                return
+            if not self._move_aside(_say(e)):
+                return
+            try:
+                self._db = self._connect()
+            except (sqlite3.Error, OSError, _NotAFile) as e2:
+                self._bypass(e2)
+                return
+        except OSError as e:
+            self._bypass(e)
+            return
+        self.readable = self.writable = True
+
+    def _move_aside(self, why: str) -> bool:
+        """Rename a corrupt database (and its WAL files) to `<name>.corrupt-<time>`; False (the
+        cache bypassed) when that fails."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        n = 1
+        while target.exists() or target.is_symlink():
+            target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{n}")
+            n += 1
+        try:
+            self.path.rename(target)
+        except FileNotFoundError:
+            return True  # another process moved it aside first
+        except OSError as e:
+            self._bypass(OSError(e.errno, f"{why}, and it could not be moved aside: {e.strerror}"))
+            return False
+        for side in ("-wal", "-shm"):  # a stale WAL must never be replayed into the new database
+            old = self.path.with_name(self.path.name + side)
+            if old.exists():
+                try:
+                    old.rename(target.with_name(target.name + side))
+                except OSError:
+                    old.unlink(missing_ok=True)
+        print(f"warning: response cache {self.path}: {why}; moved aside to {target.name} and started afresh",
+              file=sys.stderr)
+        return True
+
+    def _bypass(self, e: BaseException, what: str = "") -> None:
+        """Name the cache's problem on stderr, once, and stop using the side that failed (the
+        caller sets `readable`/`writable`)."""
+        if self.problem is None:
+            self.problem = f"{what}: {_say(e)}" if what else _say(e)
+        if self._name in _named:
+            return
+        _named.add(self._name)
+        print(f"warning: response cache {self.path}: {self.problem}; answers are kept, not cached",
+              file=sys.stderr)
+
+    def _recover(self, e: sqlite3.Error) -> bool:
+        """After a corruption found in use: move the database aside and start afresh."""
+        self.readable = self.writable = False
+        if _file_id(self.path) != self._file_id:
+            # another cache (a model beside this one, another process) has already moved it aside
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+        elif not self._move_aside(_say(e)):
+            return False
+        try:
+            self._db = self._connect()
+        except (sqlite3.Error, OSError, _NotAFile) as e2:
+            self._bypass(e2)
+            return False
+        self.readable = self.writable = True
+        return True
+
+    # -- use ---------------------------------------------------------------------------------
+
+    def get_many(self, keys: Sequence[str], created_before: float | None = None) -> dict[str, Any] | None:
+        """The stored values of `keys` (only those stored before `created_before`, when given),
+        as decoded JSON (None where a value is not JSON); None when the cache cannot be read."""
         if not keys:
             return {}
-        out: dict[str, dict[str, Any]] = {}
         with self._lock:
-            for i in range(0, len(keys), 500):
-                chunk = list(keys[i : i + 500])
-                q = f"SELECT key, value FROM responses WHERE key IN ({','.join('?' * len(chunk))})"
-                args: list[Any] = chunk
-                if created_before is not None:
-                    q += " AND created < ?"
-                    args = [*chunk, created_before]
-                for k, v in self._db.execute(q, args):
+            if not self.readable or self._db is None:
+                return None
+            try:
+                return self._select(self._db, keys, created_before)
+            except sqlite3.Error as e:
+                if _is_corrupt(e):
+                    self._recover(e)
+                else:
+                    self.readable = False
+                    self._bypass(e, "cannot be read")
+                return None
+
+    @staticmethod
+    def _select(db: sqlite3.Connection, keys: Sequence[str], created_before: float | None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for i in range(0, len(keys), 500):
+            chunk = list(keys[i : i + 500])
+            q = f"SELECT key, value FROM responses WHERE key IN ({','.join('?' * len(chunk))})"
+            args: list[Any] = chunk
+            if created_before is not None:
+                q += " AND created < ?"
+                args = [*chunk, created_before]
+            for k, v in db.execute(q, args):
+                try:
                     out[k] = json.loads(v)
+                except (ValueError, TypeError):
+                    out[k] = None  # not JSON: an invalid entry, recomputed
         return out
 
-    def put_many(self, items: dict[str, dict[str, Any]]) -> None:
+    def put_many(self, items: dict[str, dict[str, Any]]) -> bool:
+        """Store `items`; False (nothing lost: the caller keeps its answers) when the cache
+        cannot be written."""
         if not items:
-            return
-        now = time.time()
+            return True
+        rows = [(k, json.dumps(v), time.time()) for k, v in items.items()]
         with self._lock:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO responses (key, value, created) VALUES (?, ?, ?)",
-                [(k, json.dumps(v), now) for k, v in items.items()],
-            )
-            self._db.commit()
+            for attempt in range(2):
+                if not self.writable or self._db is None:
+                    return False
+                try:
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO responses (key, value, created) VALUES (?, ?, ?)", rows)
+                    self._db.commit()
+                    return True
+                except sqlite3.Error as e:
+                    try:
+                        self._db.rollback()
+                    except sqlite3.Error:
+                        pass
+                    if _is_corrupt(e) and attempt == 0:
+                        if self._recover(e):
+                            continue  # into the fresh database
+                        return False
+                    self.writable = False
+                    self._bypass(e, "cannot be written")
+                    return False
+        return False  # pragma: no cover - the loop always returns
 
     def close(self) -> None:
         with self._lock:
-            self._db.close()
+            if self._closed:
+                return
+            self._closed = True
+            _open_count[self._name] -= 1
+            if _open_count[self._name] <= 0:
+                del _open_count[self._name]
+                _named.discard(self._name)
+            if self._db is not None:
+                try:
+                    self._db.close()
+                except sqlite3.Error:
+                    pass
+                self._db = None
+            self.readable = self.writable = False
 
 
 # Request fields added after a cache format was fixed: left out of the key while they hold their
@@ -107,6 +326,49 @@ _SCORE_FIELDS = ("logprobs", "n_tokens", "rendered")
 _GEN_FIELDS = ("text", "tokens_in", "tokens_out", "finish_reason", "rendered")
 
 
+def _is_count(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _invalid_score(v: dict[str, Any], request: ScoreRequest) -> str | None:
+    lps, n = v.get("logprobs"), len(request.continuations)
+    if not isinstance(lps, list) or len(lps) != n:
+        return f"not {n} log-probabilities"
+    for x in lps:
+        # -inf is a probability (0: a chat endpoint's label outside its top log-probs); NaN, a
+        # positive value or +inf is none, as from a server
+        if not isinstance(x, (int, float)) or isinstance(x, bool) or math.isnan(x) or x > LOGPROB_MAX:
+            return f"log-probability {x!r}"
+    nt = v.get("n_tokens")
+    if nt is not None and not (isinstance(nt, list) and len(nt) == n and all(_is_count(t) for t in nt)):
+        return f"token counts {nt!r}"
+    return None
+
+
+def _invalid_generate(v: dict[str, Any], request: GenerateRequest) -> str | None:
+    if not isinstance(v.get("text"), str):
+        return "no text"
+    for k in ("tokens_in", "tokens_out"):
+        if k in v and not _is_count(v[k]):
+            return f"{k} {v[k]!r}"
+    if v.get("finish_reason") is not None and not isinstance(v["finish_reason"], str):
+        return f"finish_reason {v['finish_reason']!r}"
+    return None
+
+
+def invalid_entry(kind: str, value: Any, request: Any) -> str | None:
+    """Why a cached value cannot stand for the answer to `request` (checked as a server's reply
+    is), or None when it can."""
+    fields = _SCORE_FIELDS if kind == "score" else _GEN_FIELDS
+    if not isinstance(value, dict):
+        return "not a JSON object"
+    if not set(value) <= set(fields):
+        return f"unknown fields {sorted(set(value) - set(fields))}"
+    if value.get("rendered") is not None and not isinstance(value["rendered"], str):
+        return "rendered prompt is not text"
+    return _invalid_score(value, request) if kind == "score" else _invalid_generate(value, request)
+
+
 class CachedModel(LanguageModel):
     """Wraps any backend; hits return instantly with `cached=True` and cost no call.
 
@@ -116,6 +378,10 @@ class CachedModel(LanguageModel):
     KV cache), so the same prompt asked twice in a session (two episodes opening alike) can score
     differently, and a hit skips a call, which would change every later score. With it a first run
     equals an uncached run exactly, and a re-run of the same work is all hits with the same values.
+
+    The cache never costs an answer: when it cannot be read the requests are computed, when it
+    cannot be written the answers are returned unstored, and an invalid entry is recomputed and
+    overwritten; each such request counts once in `usage.cache_failures`.
     """
 
     def __init__(self, inner: LanguageModel, cache: ResponseCache, earlier_only: bool = False) -> None:
@@ -133,6 +399,13 @@ class CachedModel(LanguageModel):
         self.usage.extra = inner.usage.extra
         self._identity = inner.describe()
         self._inflight: dict[str, asyncio.Future[Any]] = {}
+        self._invalid_named = False
+
+    def _name_invalid(self, why: str) -> None:
+        if not self._invalid_named:
+            self._invalid_named = True
+            print(f"warning: response cache {self.cache.path}: a cached answer is invalid ({why}); "
+                  "it is recomputed and overwritten", file=sys.stderr)
 
     async def _through(self, kind: str, requests: Sequence[Any], call: Any, fields: tuple[str, ...],
                        make: Any) -> list[Any]:
@@ -147,14 +420,20 @@ class CachedModel(LanguageModel):
                 if n:
                     keys[i] = f"{k}#{n}"
         hits = self.cache.get_many(keys, self._before)
+        failed: set[int] = set() if hits is not None else set(range(len(requests)))
         results: list[Any] = [None] * len(requests)
         missing: list[int] = []
         waiting: list[tuple[int, asyncio.Future[Any]]] = []
         loop = asyncio.get_running_loop()
         for i, k in enumerate(keys):
-            if k in hits:
-                results[i] = make(**hits[k], cached=True)
-            elif k in self._inflight and self._before is None:
+            if hits and k in hits:
+                why = invalid_entry(kind, hits[k], requests[i])
+                if why is None:
+                    results[i] = make(**hits[k], cached=True)
+                    continue
+                self._name_invalid(why)  # a miss: computed below, and overwritten
+                failed.add(i)
+            if k in self._inflight and self._before is None:
                 # the same request is being computed right now (e.g. both seats of a symmetric
                 # game): share that one computation instead of paying for it twice
                 waiting.append((i, self._inflight[k]))
@@ -178,12 +457,17 @@ class CachedModel(LanguageModel):
                 fut = self._inflight.pop(keys[i], None)
                 if fut is not None:
                     fut.set_result(r)
-                if r.ok:
-                    store[keys[i]] = {f: getattr(r, f) for f in fields}
-            self.cache.put_many(store)
+                entry = {f: getattr(r, f) for f in fields}
+                # only what would be served again is stored (a NaN a local backend let through
+                # is the caller's to record, not the cache's to keep)
+                if r.ok and invalid_entry(kind, entry, requests[i]) is None:
+                    store[keys[i]] = entry
+            if not self.cache.put_many(store):  # the answers stand; only the cache missed them
+                failed.update(i for i in missing if keys[i] in store)
         for i, fut in waiting:
             r = await fut
             results[i] = dataclasses.replace(r, cached=True, tokens_in=0, latency_s=0.0) if r.ok else r
+        self.usage.cache_failures += len(failed)
         return results
 
     async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
@@ -203,5 +487,7 @@ class CachedModel(LanguageModel):
         return {**self._identity, "cache": str(self.cache.path)}
 
     async def aclose(self) -> None:
-        await self.inner.aclose()
-        self.cache.close()
+        try:
+            await self.inner.aclose()
+        finally:
+            self.cache.close()

@@ -33,6 +33,7 @@ class RunTotals(TypedDict, total=False):
     errors: int  # records (or units) whose model call failed: the exit code is 1 when > 0
     model_calls: int  # calls that reached a backend (cache hits excluded)
     model_cache_hits: int  # answers replayed from the response cache (free)
+    model_cache_failures: int  # only when > 0: requests the cache failed to serve or store (answers kept)
     model_errors: int  # backend calls that failed after their retries
     model_tokens_in: int  # prompt tokens evaluated by the backend
     model_tokens_out: int  # tokens generated
