@@ -30,6 +30,11 @@ with an RNG seeded by `fault_seed`. Faults are strings:
     "nonsense"      a complete 200 response whose body is not JSON at all
     "bad_shape"     a complete 200 response with valid JSON that has no ``choices``
     "garbage_text"  a valid completion whose text is junk (for parser tests; not a transport fault)
+    "logprobs:V"    the normal answer with every log-prob in it set to V (e.g. "logprobs:3.5",
+                    "logprobs:nan", "logprobs:inf"): a server whose numbers are no probabilities
+    "huge:N"        a complete 200 response of N bytes of valid JSON (one long text), streamed
+    "gzip" / "deflate"      the normal answer, compressed (Content-Encoding: gzip / deflate)
+    "gzip:N" / "deflate:N"  a compressed body that expands to N bytes of valid JSON (a "zip bomb")
 
 Every request is recorded (`server.requests`: path, method, JSON body, headers, fault) and
 `server.max_in_flight` is the largest number of requests handled at once.
@@ -293,6 +298,7 @@ class _Handler(BaseHTTPRequestHandler):
                     given = auth[len("Bearer "):] if auth.startswith("Bearer ") else auth
                     return self._send_error(401, f"Incorrect API key provided: {given}.",
                                             "invalid_api_key")
+            self._body = body  # for the faults that alter a normal answer
             if fault and not fault.startswith("latency:") and fault != "ok":
                 if self._apply_fault(fault, method):
                     return
@@ -343,9 +349,42 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"object": "text_completion", "result": "no choices here"})
         elif kind == "garbage_text":
             return False
+        elif kind == "logprobs":
+            self._send_json(200, _with_logprobs(self._normal_answer(), float(arg)))
+        elif kind == "huge":
+            self._send_streamed(int(arg))
+        elif kind in ("gzip", "deflate"):
+            payload = (_compressed_json_of_size(kind, int(arg)) if arg else
+                       _compress(kind, json.dumps(self._normal_answer()).encode("utf-8")))
+            self._send(200, payload, headers={"Content-Encoding": kind})
         else:
             raise ValueError(f"unknown fault {fault!r}")
         return True
+
+    def _normal_answer(self) -> Any:
+        """What this request would be answered without a fault."""
+        path = self.path.split("?", 1)[0].rstrip("/")
+        owner = self.server.owner
+        if path == "/v1/chat/completions":
+            return owner._chat(self._body, False)
+        return owner._completions(self._body, False)
+
+    def _send_streamed(self, size: int) -> None:
+        """A 200 response of `size` bytes of valid JSON, written a megabyte at a time (never held
+        whole in memory here)."""
+        head, tail = b'{"choices": [{"index": 0, "text": "', b'", "finish_reason": "length"}]}'
+        fill = max(0, size - len(head) - len(tail))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(head) + fill + len(tail)))
+        self.end_headers()
+        self.wfile.write(head)
+        chunk = b"x" * (1 << 20)
+        while fill > 0:
+            self.wfile.write(chunk[:fill])
+            fill -= min(fill, len(chunk))
+        self.wfile.write(tail)
+        self.wfile.flush()
 
     # -- endpoints ------------------------------------------------------------------------
 
@@ -361,11 +400,62 @@ class _Handler(BaseHTTPRequestHandler):
         raise FakeServerError(404, f"no route {method} {path}", "not_found")
 
 
+def _with_logprobs(data: Any, value: float) -> Any:
+    """`data` with every log-prob in it (completions and chat, chosen and top-k) set to `value`."""
+    if isinstance(data, list):
+        return [_with_logprobs(x, value) for x in data]
+    if not isinstance(data, dict):
+        return data
+    out = {}
+    for k, v in data.items():
+        if k in ("token_logprobs",) and isinstance(v, list):
+            out[k] = [None if x is None else value for x in v]
+        elif k == "top_logprobs" and isinstance(v, list) and all(
+                x is None or (isinstance(x, dict) and "token" not in x) for x in v):
+            out[k] = [None if x is None else {t: value for t in x} for x in v]  # completions: [{token: lp}]
+        elif k == "logprob" and isinstance(v, (int, float)):
+            out[k] = value
+        else:
+            out[k] = _with_logprobs(v, value)
+    return out
+
+
+def _compress(kind: str, data: bytes) -> bytes:
+    import zlib
+
+    c = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS if kind == "gzip" else zlib.MAX_WBITS)
+    return c.compress(data) + c.flush()
+
+
+@functools.lru_cache(maxsize=8)
+def _compressed_json_of_size(kind: str, size: int) -> bytes:
+    """A compressed body that expands to `size` bytes of valid JSON, made a megabyte at a time."""
+    import zlib
+
+    head, tail = b'{"choices": [{"index": 0, "text": "', b'"}]}'
+    c = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS if kind == "gzip" else zlib.MAX_WBITS)
+    parts = [c.compress(head)]
+    fill = max(0, size - len(head) - len(tail))
+    chunk = b" " * (1 << 20)
+    while fill > 0:
+        parts.append(c.compress(chunk[:fill]))
+        fill -= min(fill, len(chunk))
+    parts += [c.compress(tail), c.flush()]
+    return b"".join(parts)
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256  # listen backlog: >= 64 simultaneous connects without SYN retries
     allow_reuse_address = True
     owner: "FakeOpenAIServer"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return  # a client that hung up (e.g. one that stopped reading at its size cap)
+        super().handle_error(request, client_address)
 
 
 class FakeOpenAIServer:

@@ -58,6 +58,9 @@ def check_chat_template(chat_template: str | None, specs: Iterable[str]) -> None
     """`--chat-template` is an HTTP model's chat template (a local model brings its own, a scripted
     player has none): one line, before anything is opened or written, when none of `specs` is an
     HTTP model."""
+    if chat_template is not None and not chat_template.strip():
+        raise InputError("--chat-template: give a file (the model's GGUF, tokenizer_config.json or .jinja); "
+                         "an empty path names none")
     if chat_template is not None and not any(is_http_spec(s) for s in specs):
         raise InputError("--chat-template applies to HTTP models (openai-compatible:, openai:, together:); "
                          "a local model brings its own")
@@ -107,9 +110,27 @@ def _embedded_instruct(kind: str, name: str, spec: str, opts: ModelOptions) -> L
     return load_embedded_instruct(**_llama_kwargs(opts))
 
 
+def check_gguf_file(path: str, what: str) -> None:
+    """A file named as a GGUF model must be one: it begins with the GGUF magic bytes (one line
+    otherwise, before llama.cpp reads anything). A path that is not a file is left to the loader."""
+    from pathlib import Path
+
+    p = Path(path).expanduser()
+    if not p.is_file():
+        return
+    try:
+        with p.open("rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise InputError(f"{what}: {e.strerror or e}") from None
+    if magic != b"GGUF":
+        raise InputError(f"{what}: not a GGUF file (it does not begin with the GGUF magic bytes)")
+
+
 def _gguf(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
     from stratbench.models.llama import LlamaCppModel
 
+    check_gguf_file(name, spec)
     return LlamaCppModel(name, spec=spec, **_llama_kwargs(opts))
 
 
@@ -171,9 +192,14 @@ def open_model(spec: str, model_options: ModelOptions | None = None, *, no_cache
     if not no_cache:
         # a backend whose scores depend on the sequence of its calls (llama.cpp with prefix reuse)
         # is served only answers stored before this session: see CachedModel
+        inner = model
         model = CachedModel(model, ResponseCache(cache_path), earlier_only=model.describe().get("prefix_reuse") is True)
+        if type(inner).check_chat is not LanguageModel.check_chat and type(model).check_chat is LanguageModel.check_chat:
+            # the backend says why it cannot take conversations (e.g. an HTTP model whose
+            # --chat-template is a GGUF without a template): the cache answers the same
+            setattr(model, "check_chat", inner.check_chat)  # noqa: B010
     return model
 
 
 __all__ = ["API_PROVIDERS", "BACKENDS", "DEFAULT_MODEL", "EMBEDDED_INSTRUCT", "EMBEDDED_SPECS", "LOCAL_PREFIXES", "LanguageModel", "ModelOptions",
-           "load_model", "open_model", "split_spec"]
+           "check_chat_template", "check_gguf_file", "is_http_spec", "load_model", "open_model", "split_spec"]

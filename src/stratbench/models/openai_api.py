@@ -77,11 +77,25 @@ HTTP attempt is counted in ``usage.extra["http_requests"]`` and every attempt af
 first in ``usage.extra["retries"]`` as it is made (timeouts included), whatever the call's
 outcome. The API key is read from the environment at construction, sent only in the
 Authorization header, and redacted from every error, log line and repr.
+
+Hostile servers and inputs
+    the base URL is checked at construction (`check_base_url`: http/https, a host, a port in
+    1-65535, no whitespace or control characters, no query): one InputError line. Credentials in
+    it (``http://user:PASSWORD@host/v1``) are sent as HTTP basic authentication, kept out of the
+    URL of every request, and shown nowhere (`stratbench.redact`; a server echoing the header is
+    redacted too). Every log-probability read from a reply must be finite and at most
+    `labels.LOGPROB_MAX`: NaN, infinite or positive makes the call an error (never scored, never
+    bypassed by another request). A response body is read, decoded (identity, gzip, deflate),
+    up to `max_response_bytes` (``STRATBENCH_MAX_RESPONSE_BYTES``, 8 MiB by default) and no
+    further: past it the call is the error "response body over N bytes", not retried. A chat
+    template is rendered under the limits of `stratbench.models.templates` and checked with a
+    probe conversation when loaded.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextvars
 import hashlib
 import json
@@ -91,9 +105,11 @@ import os
 import random
 import re
 import time
+import unicodedata
+import zlib
 from pathlib import Path
 from typing import Any, Protocol, Sequence
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 
@@ -106,7 +122,10 @@ from stratbench.models.base import (
     ScoreRequest,
     ScoreResult,
 )
-from stratbench.models.retry import RetryOutcome, RetryPolicy, request_with_retries
+from stratbench.models.labels import LOGPROB_MAX
+from stratbench.models.retry import ResponseTooLarge, RetryOutcome, RetryPolicy, request_with_retries
+from stratbench.models.templates import bounded_formatter, probe
+from stratbench.redact import is_redacted_url, redact_text, redact_url
 
 log = logging.getLogger(__name__)
 
@@ -213,14 +232,124 @@ class _Malformed(Exception):
     """A 2xx JSON response that does not have the shape we need."""
 
 
+class _BadLogprob(_Malformed):
+    """A log-probability in a response that no probability has: NaN, infinite, or above 0 by more
+    than rounding (`labels.LOGPROB_MAX`). The call is an error, never scored otherwise."""
+
+
+DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+MAX_RESPONSE_BYTES_ENV = "STRATBENCH_MAX_RESPONSE_BYTES"
+
+
+def max_response_bytes_setting() -> int:
+    """The cap on a response body (decoded): STRATBENCH_MAX_RESPONSE_BYTES, else 8 MiB."""
+    raw = os.environ.get(MAX_RESPONSE_BYTES_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_RESPONSE_BYTES
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 2**40:
+        raise InputError(f"{MAX_RESPONSE_BYTES_ENV}={raw[:40]!r}: not a number of bytes from 1 to 2**40")
+    return value
+
+
+def check_base_url(url: str, who: str) -> None:
+    """One InputError line for a base URL that no request could use: not http(s), no host, a
+    port outside 1-65535, whitespace or control characters, a query or fragment, or credentials
+    read back from a saved run (redacted there). Credentials themselves are fine (sent as basic
+    authentication) and never shown."""
+    shown = redact_url(url)
+
+    def bad(problem: str) -> InputError:
+        return InputError(f"{who}: --base-url {shown!r}: {problem}")
+
+    if any(c.isspace() or unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn") for c in url):
+        raise bad("contains whitespace or control characters")
+    try:
+        parts = urlsplit(url)
+    except ValueError as e:
+        raise bad(f"not a valid URL ({e})") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise bad("not an http:// or https:// URL")
+    hostport = parts.netloc.rpartition("@")[2]
+    port = re.fullmatch(r"(?:\[[^\]]*\]|[^:]*)(?::(.*))?", hostport)
+    if port is not None and port.group(1) is not None:
+        if not re.fullmatch(r"[0-9]+", port.group(1)):
+            raise bad(f"port {port.group(1)!r} is not a number")
+        if not 1 <= int(port.group(1)) <= 65535:
+            raise bad(f"port {int(port.group(1))} is outside 1-65535")
+    try:
+        host = parts.hostname
+    except ValueError as e:
+        raise bad(f"not a valid URL ({e})") from None
+    if not host:
+        raise bad("names no host")
+    if parts.query or parts.fragment or url.rstrip("/").endswith(("?", "#")):
+        raise bad("has a query or fragment (?/#); give the API's base, e.g. http://127.0.0.1:8000/v1")
+    if is_redacted_url(url):
+        raise bad("its credentials were redacted (***) when the run was saved; give --base-url again "
+                  "with the real ones")
+    try:
+        httpx.URL(url)
+    except (httpx.InvalidURL, ValueError) as e:
+        raise bad(f"not a valid URL ({e})") from None
+
+
 def _strip_userinfo(url: str) -> str:
+    """`url` without its userinfo (``user:password@``); the host as written."""
     parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
+    if "@" not in parts.netloc:
         return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, parts.query, parts.fragment))
+
+
+async def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    """A streamed response's body, decoded (identity, gzip or deflate), reading no further than
+    `limit` decoded bytes: past it, `ResponseTooLarge` (a gzip bomb stops at the cap too: the
+    decompressor is never asked for more than what is left under it)."""
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    decoder: Any = None
+    if encoding in ("gzip", "x-gzip"):
+        decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    elif encoding == "deflate":
+        decoder = None  # zlib-wrapped or raw: known from the first bytes
+    elif encoding not in ("", "identity"):
+        raise httpx.DecodingError(f"unsupported Content-Encoding {encoding[:40]!r}")
+    out = bytearray()
+    raw_total = 0
+
+    def too_large() -> ResponseTooLarge:
+        return ResponseTooLarge(limit, response.status_code)
+
+    async for raw in response.aiter_raw():
+        raw_total += len(raw)
+        if raw_total > limit:
+            raise too_large()
+        if encoding in ("", "identity"):
+            out += raw
+            continue
+        if decoder is None:  # deflate: a zlib header, else a raw deflate stream
+            wrapped = len(raw) >= 2 and raw[0] & 0x0F == 8 and (raw[0] * 256 + raw[1]) % 31 == 0
+            decoder = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+        data = raw
+        try:
+            while data and not decoder.eof:
+                out += decoder.decompress(data, limit + 1 - len(out))
+                if len(out) > limit:
+                    raise too_large()
+                data = decoder.unconsumed_tail
+        except zlib.error as e:
+            raise httpx.DecodingError(f"cannot decode the {encoding} body ({e})") from None
+    if decoder is not None and not decoder.eof:
+        try:
+            out += decoder.flush(limit + 1 - len(out))
+        except zlib.error as e:
+            raise httpx.DecodingError(f"cannot decode the {encoding} body ({e})") from None
+    if len(out) > limit:
+        raise too_large()
+    return bytes(out)
 
 
 class Tokenizer(Protocol):
@@ -318,6 +447,13 @@ class ChatTemplate:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "ChatTemplate":
+        """The template of `path` (see the class docstring), checked: a file is what its name says
+        (a .gguf begins with the GGUF magic bytes, a .json is JSON), a template is not empty and
+        renders a conversation with every message's content in it (`templates.probe`). Any
+        problem is one InputError line, before a run starts."""
+        if not str(path).strip():
+            raise InputError("--chat-template: give a file (the model's GGUF, tokenizer_config.json or .jinja); "
+                             "an empty path names none")
         p = Path(path).expanduser()
         if p.is_dir():
             for name in ("tokenizer_config.json", "chat_template.jinja"):
@@ -334,13 +470,28 @@ class ChatTemplate:
         except OSError as e:
             raise InputError(f"--chat-template {p}: {e}") from None
         if magic == b"GGUF":
-            return cls._from_gguf(p)
+            template = cls._from_gguf(p)
+        elif p.suffix.lower() == ".gguf":
+            raise InputError(f"--chat-template {p}: not a GGUF file (it does not begin with the GGUF magic "
+                             "bytes); a template file is a .jinja or a tokenizer_config.json")
+        else:
+            template = cls._from_text(p)
+        if template.has_template:
+            why = probe(lambda messages: template.render(messages)[0])
+            if why is not None:
+                raise InputError(f"--chat-template {p}: not a usable chat template: {why}")
+        return template
+
+    @classmethod
+    def _from_text(cls, p: Path) -> "ChatTemplate":
         try:
             text = p.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise InputError(f"--chat-template {p}: cannot read it ({e})") from None
         if p.suffix.lower() == ".json":
             return cls._from_tokenizer_config(p, text)
+        if not text.strip():
+            raise InputError(f"--chat-template {p}: empty template")
         config = p.parent / "tokenizer_config.json"
         if config.is_file():
             try:
@@ -368,20 +519,23 @@ class ChatTemplate:
         if template is None:
             beside = p.parent / "chat_template.jinja"
             if beside.is_file():
-                template = beside.read_text(encoding="utf-8")
-        if not isinstance(template, str) or not template:
+                try:
+                    template = beside.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError) as e:
+                    raise InputError(f"--chat-template {beside}: cannot read it ({e})") from None
+        if not isinstance(template, str) or not template.strip():
             raise InputError(f"--chat-template {p}: no chat_template in it (nor a chat_template.jinja beside it)")
         return cls._jinja(template, conf, p.name)
 
     @classmethod
     def _jinja(cls, template: str, conf: dict[str, Any], source: str) -> "ChatTemplate":
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
         bos, eos = _token_text(conf.get("bos_token")), _token_text(conf.get("eos_token"))
         add_bos = conf.get("add_bos_token")
         add_bos = add_bos if isinstance(add_bos, bool) else None
         try:
-            formatter = Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
+            formatter = bounded_formatter(template, eos_token=eos, bos_token=bos)
+        except ImportError:
+            raise InputError(f"--chat-template {source}: rendering a template needs llama-cpp-python") from None
         except Exception as e:  # noqa: BLE001 - jinja2's TemplateSyntaxError and kin
             raise InputError(f"--chat-template {source}: not a valid template ({type(e).__name__}: {e})") from None
         digest = hashlib.sha256(json.dumps(["jinja", template, bos, eos, add_bos]).encode()).hexdigest()
@@ -405,6 +559,13 @@ class ChatTemplate:
         if template and formatter is None:
             raise InputError(f"--chat-template {p}: llama-cpp-python renders this template as its "
                              f"{llm.chat_format!r} format, which this client does not reproduce")
+        if isinstance(getattr(formatter, "template", None), str):  # a Jinja template: rendered under limits
+            try:
+                formatter = bounded_formatter(formatter.template, eos_token=formatter.eos_token,  # type: ignore[union-attr]
+                                              bos_token=formatter.bos_token)  # type: ignore[union-attr]
+            except Exception as e:  # noqa: BLE001 - jinja2's TemplateSyntaxError and kin
+                raise InputError(f"--chat-template {p}: the GGUF's chat template is not a valid template "
+                                 f"({type(e).__name__}: {e})") from None
         bos_id = llm.token_bos()
         bos = llm._model.token_get_text(bos_id) if bos_id != -1 else ""
         # llama-cpp-python's completions add [CLS or BOS] when the vocabulary adds a BOS
@@ -438,7 +599,7 @@ class OpenAICompatibleModel(LanguageModel):
                  top_logprobs: int | None = None, wait_for_server_s: float = 0.0,
                  chat_template: "str | os.PathLike[str] | ChatTemplate | None" = None,
                  repeat_penalty: float | None | str = None, tokenizer: Tokenizer | None = None,
-                 walk: bool = True) -> None:
+                 walk: bool = True, max_response_bytes: int | None = None) -> None:
         super().__init__()
         if provider not in PROVIDERS:
             raise InputError(f"{provider}:{model}: unknown API provider {provider!r} "
@@ -452,9 +613,18 @@ class OpenAICompatibleModel(LanguageModel):
         url = base_url or default_url
         if not url:
             raise InputError(f"{self.spec}: a base URL is required (e.g. http://127.0.0.1:8000/v1)")
-        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
-            raise InputError(f"{self.spec}: base URL must be an http(s) URL, got {_strip_userinfo(url)!r}")
-        self.base_url = url.rstrip("/")
+        check_base_url(url, self.spec)
+        # credentials in the URL (http://user:PASSWORD@host/v1) are sent as basic authentication,
+        # as HTTP clients do, and kept out of the URL every request (and httpx's log) names
+        parts = urlsplit(url)
+        self._basic = _Secret(None)
+        if parts.username or parts.password:
+            self._basic = _Secret(f"{unquote(parts.username or '')}:{unquote(parts.password or '')}")
+        self.base_url = _strip_userinfo(url).rstrip("/")
+        self.max_response_bytes = max_response_bytes_setting() if max_response_bytes is None else max_response_bytes
+        if isinstance(self.max_response_bytes, bool) or not isinstance(self.max_response_bytes, int) \
+                or self.max_response_bytes < 1:
+            raise InputError(f"{self.spec}: max_response_bytes must be a positive integer")
         if endpoint not in ENDPOINTS:
             raise InputError(f"{self.spec}: endpoint must be 'completions' or 'chat', got {endpoint!r}")
         self.endpoint = endpoint
@@ -543,18 +713,45 @@ class OpenAICompatibleModel(LanguageModel):
             d["chat_template"] = self.chat_template.describe()
         return d
 
+    def _no_template(self) -> str:
+        """Why this model cannot score a conversation exactly: no --chat-template, or one (a GGUF)
+        that holds no chat template."""
+        if self.chat_template is not None and not self.chat_template.has_template:
+            return (f"--chat-template {self.chat_template.source} holds no chat template (a GGUF without "
+                    "tokenizer.chat_template gives only its tokenizer): exact choice scoring of a conversation "
+                    "needs the model's template; give its tokenizer_config.json or .jinja, or a GGUF that holds one")
+        return "exact choice scoring of a conversation over HTTP needs the model's chat template (--chat-template)"
+
+    def check_chat(self, scoring: bool = False) -> None:
+        if scoring and self.chat_template is not None and not self.chat_template.has_template:
+            raise InputError(f"{self.spec}: {self._no_template()}, or use --policy sample")
+        super().check_chat(scoring)
+
     def __repr__(self) -> str:
         return (f"OpenAICompatibleModel(spec={self.spec!r}, base_url={_strip_userinfo(self.base_url)!r}, "
                 f"endpoint={self.endpoint!r}, max_concurrency={self.max_concurrency}, "
                 f"api_key={'set' if self._key else 'unset'})")
 
     def _redact(self, text: str) -> str:
-        key = self._key.get()
-        if key and key in text:
-            text = text.replace(key, "***")
-        return text
+        """`text` without the API key, the URL's credentials (as given, and as the basic
+        authentication header a server may echo) or any URL's userinfo."""
+        basic = self._basic.get()
+        secrets = [self._key.get()]
+        if basic:
+            secrets += [basic.partition(":")[2], base64.b64encode(basic.encode("utf-8")).decode("ascii")]
+        for secret in secrets:
+            if secret and len(secret) >= 3 and secret in text:
+                text = text.replace(secret, "***")
+        return redact_text(text)
 
     # -- HTTP -----------------------------------------------------------------------------
+
+    def _basic_auth(self) -> httpx.BasicAuth | None:
+        basic = self._basic.get()
+        if basic is None:
+            return None
+        user, _, password = basic.partition(":")
+        return httpx.BasicAuth(user, password)
 
     def _ensure_client(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
         """One shared client and semaphore per event loop (asyncio objects are loop-bound)."""
@@ -562,7 +759,8 @@ class OpenAICompatibleModel(LanguageModel):
         if self._client is None or self._loop is not loop:
             # A client from an earlier loop (e.g. a previous asyncio.run) cannot be used or closed
             # here; it is dropped and its connections close when collected.
-            headers = {"Accept": "application/json"}
+            # gzip and deflate only: the bodies this client decodes itself, under its size cap
+            headers = {"Accept": "application/json", "Accept-Encoding": "gzip, deflate"}
             if self._key:
                 headers["Authorization"] = f"Bearer {self._key.get()}"
             self._client = httpx.AsyncClient(
@@ -570,6 +768,7 @@ class OpenAICompatibleModel(LanguageModel):
                 timeout=httpx.Timeout(self.timeout_s),  # connect, write, read (the whole answer), pool
                 transport=_ShardedTransport(self.max_concurrency),
                 follow_redirects=False,
+                auth=self._basic_auth(),
             )
             self._sem = asyncio.Semaphore(self.max_concurrency)
             self._loop = loop
@@ -586,7 +785,16 @@ class OpenAICompatibleModel(LanguageModel):
             async with sem:
                 if starts is not None:
                     starts.append(time.perf_counter())
-                return await client.post(url, json=body)
+                request = client.build_request("POST", url, json=body)
+                response = await client.send(request, stream=True)
+                try:
+                    content = await _read_capped(response, self.max_response_bytes)
+                finally:
+                    await response.aclose()
+                # the body as read (decoded): nothing is read or decoded again
+                headers = [(k, v) for k, v in response.headers.multi_items()
+                           if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+                return httpx.Response(response.status_code, headers=headers, content=content, request=request)
 
         def counted(attempt: int) -> None:  # as each attempt is made, whatever comes of it
             self.usage.extra["http_requests"] += 1
@@ -646,8 +854,7 @@ class OpenAICompatibleModel(LanguageModel):
         """Exact choice scoring of a conversation: rendered here with the model's chat template,
         the stem appended, scored on the completions endpoint (whatever the generation endpoint)."""
         if self.chat_template is None or not self.chat_template.has_template:
-            return ScoreResult(logprobs=None, error="exact choice scoring of a conversation over HTTP needs "
-                                                    "the model's chat template (--chat-template)")
+            return ScoreResult(logprobs=None, error=self._no_template())
         try:
             rendered, send = self.chat_template.render(req.messages)
         except ValueError as e:
@@ -700,6 +907,8 @@ class OpenAICompatibleModel(LanguageModel):
             return None, 0, out.error, out.status
         try:
             top = _completion_top_logprobs(out.data)
+        except _BadLogprob as e:  # a broken answer is the call's error, never bypassed by an echo
+            return None, _usage_int(out.data, "prompt_tokens"), self._redact(str(e)), out.status
         except _Malformed:
             top = None  # echo scoring instead
         return top, _usage_int(out.data, "prompt_tokens"), None, out.status
@@ -947,9 +1156,7 @@ def _echo_logprob(data: Any, prompt_len: int, full: str) -> tuple[float, int]:
             if off != prompt_len:
                 raise _Malformed("continuation does not start at a token boundary")
             started = True
-        if not _is_logprob(tok_lp):
-            raise _Malformed("server returned no log-prob for a continuation token")
-        total += float(tok_lp)
+        total += _logprob(tok_lp, "a continuation token")
         n += 1
     if n == 0:
         # either a token covers the boundary and the whole continuation, or nothing was echoed
@@ -959,8 +1166,20 @@ def _echo_logprob(data: Any, prompt_len: int, full: str) -> tuple[float, int]:
     return total, n
 
 
-def _is_logprob(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and not math.isnan(x)
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _logprob(x: Any, what: str) -> float:
+    """A log-probability the server returned for `what`, checked: _Malformed when there is none
+    (null, not a number), _BadLogprob when it is no log-probability (NaN, infinite, above 0)."""
+    if not _is_number(x):
+        raise _Malformed(f"server returned no log-prob for {what}")
+    value = float(x)
+    if not math.isfinite(value) or value > LOGPROB_MAX:
+        raise _BadLogprob(f"server returned the log-probability {value!r} for {what}: not a probability "
+                          "(a log-probability is finite and at most 0)")
+    return value
 
 
 def _has_usage(data: Any, key: str) -> bool:
@@ -989,9 +1208,7 @@ def _echo_suffix_logprob(tokens: list[Any], token_lps: list[Any], cont: str) -> 
         tok = tokens[i]
         if not isinstance(tok, str):
             raise _Malformed("malformed response: a token is not a string")
-        if not _is_logprob(token_lps[i]):
-            raise _Malformed("server returned no log-prob for a continuation token")
-        spelled, total, n = tok + spelled, total + float(token_lps[i]), n + 1
+        spelled, total, n = tok + spelled, total + _logprob(token_lps[i], "a continuation token"), n + 1
     if spelled == cont and n:
         return total, n
     if len(spelled) > len(cont) and spelled.endswith(cont):
@@ -1007,8 +1224,8 @@ def _completion_top_logprobs(data: Any) -> dict[str, float]:
         raise _Malformed("completion response has no top_logprobs")
     out: dict[str, float] = {}
     for tok, value in top[0].items():
-        if isinstance(tok, str) and _is_logprob(value):
-            out[tok] = float(value)
+        if isinstance(tok, str) and _is_number(value):
+            out[tok] = _logprob(value, f"the top-k token {tok!r}")
     return out
 
 
@@ -1028,10 +1245,11 @@ def _chat_top_logprobs(data: Any) -> dict[str, float]:
         if not isinstance(e, dict) or not isinstance(e.get("token"), str):
             continue
         value = e.get("logprob")
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+        if not _is_number(value):
             continue
         tok = e["token"]
-        out[tok] = float(value) if tok not in out else float(_logaddexp(out[tok], float(value)))
+        lp = _logprob(value, f"the top-k token {tok!r}")
+        out[tok] = lp if tok not in out else _logprob(_logaddexp(out[tok], lp), f"the top-k token {tok!r} (its entries together)")
     return out
 
 

@@ -6,7 +6,8 @@
 * retried: HTTP 408, 429, 500, 502, 503, 504; connection errors (refused, reset, dropped without a
   response, body cut short); timeouts; a 2xx body that is not valid JSON;
 * not retried: any other status (400, 401, 403, 404, 422, ...): the outcome is an error at once,
-  with the status and a short message taken from the body;
+  with the status and a short message taken from the body; and a body over the size cap (`send()`
+  raises `ResponseTooLarge`): "response body over N bytes";
 * waits between attempts: exponential backoff with full jitter, uniform(0, min(max_delay,
   base * 2**retry)); a `Retry-After` header (seconds or an HTTP date) replaces it, capped by
   `max_retry_after_s`. Jitter changes only timing, never results;
@@ -53,6 +54,15 @@ UNREACHABLE_ERRORS: tuple[type[BaseException], ...] = (
 WAIT_POLL_S = 2.0  # longest pause between attempts while waiting for a server
 MAX_MESSAGE_CHARS = 200
 _last_wait_warning = [0.0]
+
+
+class ResponseTooLarge(Exception):
+    """Raised by a `send()` that stopped reading a response body past its size cap: the call's
+    error at once (a server that sends that much would send it again), never retried."""
+
+    def __init__(self, limit: int, status: int | None = None) -> None:
+        super().__init__(f"response body over {limit} bytes (the cap; set STRATBENCH_MAX_RESPONSE_BYTES to change it)")
+        self.limit, self.status = limit, status
 
 
 @dataclass(frozen=True)
@@ -173,6 +183,8 @@ async def request_with_retries(
             unavailable = isinstance(e, UNREACHABLE_ERRORS)
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as e:  # a bad base URL: retrying is pointless
             return RetryOutcome(error=redact(f"invalid URL ({_exception_text(e)})"), attempts=attempts)
+        except ResponseTooLarge as e:
+            return RetryOutcome(error=redact(str(e)), status=e.status, attempts=attempts)
         except (httpx.TransportError, httpx.DecodingError) as e:
             status, last = None, f"connection error ({_exception_text(e)})"
             unavailable = isinstance(e, UNREACHABLE_ERRORS)

@@ -156,6 +156,11 @@ def make_agent(
     elif policy == "logprob" and not model.supports_logprobs:
         raise InputError(f"{spec}: this backend gives no log-probabilities; use --policy sample")
     if policy == "choice":  # one line for a model without chat scoring, before any folder exists
+        if not model.supports_chat_scoring and api and model_options is not None and model_options.chat_template:
+            raise InputError(f"{spec}: --policy choice (exact choice scoring) needs the model's chat template, and "
+                             f"--chat-template {model_options.chat_template} holds none (a GGUF without "
+                             "tokenizer.chat_template gives only its tokenizer); give the model's "
+                             "tokenizer_config.json or .jinja, or use --policy sample")
         if not model.supports_chat_scoring:
             raise InputError(f"{spec}: --policy choice (exact choice scoring) needs the model's chat template "
                              "here; use a local chat model (embedded-instruct, gguf:/hf: with a template), give "

@@ -1,0 +1,232 @@
+"""Chat templates rendered under limits, and checked once before a run.
+
+A chat template is code from a file the user names (`--chat-template`: a tokenizer_config.json, a
+.jinja file, a GGUF's metadata). It is rendered as llama-cpp-python renders it — its
+`Jinja2ChatFormatter`, whose Jinja environment is sandboxed (`ImmutableSandboxedEnvironment`:
+no attribute of Python internals, no mutation of lists or dicts, `range` capped at 100,000
+items) — in an environment with the same settings and these limits:
+
+* time: a render that runs longer than `TEMPLATE_TIME_LIMIT_S` (a loop that never ends, nested
+  loops of 10^10 steps) stops with an error (the template's own lines check a deadline);
+* size: the rendered text, and every string, list or tuple an operator (``+``, ``*``, ``~``), a
+  filter or a call builds, holds at most `TEMPLATE_MAX_CHARS` items, and ``**`` is refused for
+  huge powers — so a template cannot grow a value until memory runs out;
+* content (`probe`, before a run): a conversation renders to a non-empty text that contains every
+  message's content. An empty template (every prompt would lose its game) or one that drops the
+  messages is refused with one line.
+
+A render that breaks a limit raises `TemplateLimitError` (a ValueError): that request's failure,
+recorded as an error, never a different prompt.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from types import FrameType
+from typing import Any
+
+from stratbench.models.base import Message
+
+TEMPLATE_TIME_LIMIT_S = 2.0  # a chat template renders in about a millisecond
+TEMPLATE_MAX_CHARS = 4_000_000  # rendered text, and any one value a template builds
+MAX_POWER_DIGITS = 10_000  # `a ** b` with a result of more digits is refused
+
+# the conversations of the check before a run: their contents must all appear in the rendering
+PROBE_USER = "stratbench-probe-user-content-4711"
+PROBE_SYSTEM = "stratbench-probe-system-content-0815"
+
+
+class TemplateLimitError(ValueError):
+    """A chat template went past a limit of this module (time or size)."""
+
+
+def _sized(value: Any, what: str) -> Any:
+    if isinstance(value, (str, bytes, list, tuple)) and len(value) > TEMPLATE_MAX_CHARS:
+        raise TemplateLimitError(f"chat template: {what} builds a value of {len(value):,} items "
+                                 f"(at most {TEMPLATE_MAX_CHARS:,})")
+    return value
+
+
+def _huge_width(fmt: Any) -> bool:
+    """A format string with a width or precision above the cap ("%10000000000d", "{:>9999999999}")."""
+    return isinstance(fmt, str) and any(int(d) > TEMPLATE_MAX_CHARS for d in re.findall(r"[0-9]{7,}", fmt))
+
+
+def _check_arguments(args: Sequence[Any], kwargs: dict[str, Any], what: str) -> None:
+    """Refused before the call: an integer argument above the cap (`center(10**10)`, `"x".ljust(...)`),
+    which could only ask for a value too large."""
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, int) and not isinstance(a, bool) and abs(a) > TEMPLATE_MAX_CHARS:
+            raise TemplateLimitError(f"chat template: {what} is given {a:,} (at most {TEMPLATE_MAX_CHARS:,})")
+
+
+def _bounded_filter(f: Callable[..., Any], name: str) -> Callable[..., Any]:
+    @functools.wraps(f)  # keeps jinja's pass_context/pass_environment marks
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _check_arguments(args, kwargs, f"filter {name!r}")
+        if name == "format" and any(_huge_width(a) for a in args):
+            raise TemplateLimitError(f"chat template: filter 'format' is given a width above {TEMPLATE_MAX_CHARS:,}")
+        return _sized(f(*args, **kwargs), f"filter {name!r}")
+
+    return wrapper
+
+
+def _environment_class() -> type:
+    """The bounded sandbox (built on first use: jinja2 is imported only when a template is)."""
+    from jinja2.compiler import CodeGenerator
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    class _Generator(CodeGenerator):
+        def visit_Concat(self, node: Any, frame: Any) -> None:  # `a ~ b`: its result is checked
+            self.write("environment.sized_concat(")
+            super().visit_Concat(node, frame)
+            self.write(")")
+
+    class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]
+        code_generator_class = _Generator
+        intercepted_binops = frozenset({"+", "*", "**", "%"})
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.filters = {k: _bounded_filter(f, k) for k, f in self.filters.items()}
+
+        def sized_concat(self, value: Any) -> Any:
+            return _sized(value, "'~'")
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            if operator == "*":  # refused before the value is built
+                for seq, n in ((left, right), (right, left)):
+                    if isinstance(seq, (str, bytes, list, tuple)) and isinstance(n, int) \
+                            and len(seq) * n > TEMPLATE_MAX_CHARS:
+                        raise TemplateLimitError(f"chat template: '*' builds a value of {len(seq) * n:,} items "
+                                                 f"(at most {TEMPLATE_MAX_CHARS:,})")
+            if operator == "**" and isinstance(left, int) and isinstance(right, int) and abs(left) > 1 \
+                    and right > 0 and right * len(str(abs(left))) > MAX_POWER_DIGITS:
+                raise TemplateLimitError(f"chat template: '**' of {left} to the {right} is too large")
+            if operator == "%" and _huge_width(left):
+                raise TemplateLimitError(f"chat template: '%' is given a width above {TEMPLATE_MAX_CHARS:,}")
+            return _sized(super().call_binop(context, operator, left, right), f"{operator!r}")
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+            method = getattr(__obj, "__wrapped__", __obj)  # jinja wraps str.format for its sandbox
+            name = getattr(method, "__name__", None)
+            _check_arguments(args, kwargs, f"{'range' if name == 'safe_range' else name}(...)" if name else "a call")
+            if getattr(method, "__name__", None) in ("format", "format_map") \
+                    and _huge_width(getattr(method, "__self__", None)):
+                raise TemplateLimitError(f"chat template: a format is given a width above {TEMPLATE_MAX_CHARS:,}")
+            return _sized(super().call(__context, __obj, *args, **kwargs), "a call")
+
+    return BoundedEnvironment
+
+
+@functools.lru_cache(maxsize=1)
+def bounded_environment_class() -> type:
+    return _environment_class()
+
+
+def _deadline_tracer(limit: float) -> Callable[[FrameType, str, Any], Any]:
+    """A trace function that checks the deadline on every line of template code (jinja compiles a
+    template to Python code named "<template>"; a loop's every step is a line event)."""
+
+    def local(frame: FrameType, event: str, arg: Any) -> Any:
+        if time.monotonic() > limit:
+            raise TemplateLimitError(f"chat template: rendering ran past its time limit of "
+                                     f"{TEMPLATE_TIME_LIMIT_S:g} s (a loop that does not end?)")
+        return local
+
+    def on_call(frame: FrameType, event: str, arg: Any) -> Any:
+        return local if frame.f_code.co_filename == "<template>" else None
+
+    return on_call
+
+
+class BoundedTemplate:
+    """A compiled template whose `render` keeps the limits (what llama-cpp-python's formatter calls)."""
+
+    def __init__(self, template: Any) -> None:
+        self._template = template
+
+    def render(self, *args: Any, **kwargs: Any) -> str:
+        limit = time.monotonic() + TEMPLATE_TIME_LIMIT_S
+        previous = sys.gettrace()
+        sys.settrace(_deadline_tracer(limit))
+        pieces: list[str] = []
+        n = 0
+        try:
+            for piece in self._template.generate(*args, **kwargs):
+                n += len(piece)
+                if n > TEMPLATE_MAX_CHARS:
+                    raise TemplateLimitError(f"chat template: the rendered text exceeds {TEMPLATE_MAX_CHARS:,} "
+                                             "characters")
+                pieces.append(piece)
+        finally:
+            sys.settrace(previous)
+        return "".join(pieces)
+
+
+def bounded_formatter(template: str, eos_token: str, bos_token: str, **kwargs: Any) -> Any:
+    """llama-cpp-python's `Jinja2ChatFormatter` for ``template`` (the same variables, settings,
+    extensions and filters), rendering in the bounded sandbox. Raises what jinja2 raises for a
+    template that does not compile."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    # made with an empty template (their environment compiles it, folding constants unbounded:
+    # "x" * 10**10 would be built right there); the real one is compiled in the bounded sandbox
+    formatter = Jinja2ChatFormatter(template="", eos_token=eos_token, bos_token=bos_token, **kwargs)
+    formatter.template = template
+    theirs = getattr(getattr(formatter, "_environment", None), "environment", None)
+    cls = bounded_environment_class()
+    if theirs is not None:
+        env = cls(loader=theirs.loader, trim_blocks=theirs.trim_blocks, lstrip_blocks=theirs.lstrip_blocks,
+                  keep_trailing_newline=theirs.keep_trailing_newline, autoescape=theirs.autoescape,
+                  extensions=[type(e) for e in theirs.extensions.values()])
+        for name, f in theirs.filters.items():
+            if env.filters.get(name) is None or getattr(env.filters[name], "__wrapped__", None) is not f:
+                env.filters[name] = _bounded_filter(f, name)
+        env.globals.update({k: v for k, v in theirs.globals.items() if k != "range"})
+    else:  # pragma: no cover - a llama-cpp-python that keeps its environment elsewhere
+        import jinja2
+
+        env = cls(loader=jinja2.BaseLoader(), trim_blocks=True, lstrip_blocks=True,
+                  extensions=["jinja2.ext.loopcontrols"])
+        env.filters["tojson"] = _bounded_filter(Jinja2ChatFormatter.tojson, "tojson")
+    formatter._environment = BoundedTemplate(env.from_string(template))  # type: ignore[assignment]
+    return formatter
+
+
+def probe(render: Callable[[Sequence[Message]], str]) -> str | None:
+    """Why `render` (a conversation → its text) is no usable chat template, or None: a
+    conversation of one user message must render to a non-empty text holding that message; a
+    system message, where the template takes one, must appear too."""
+    try:
+        text = render((("user", PROBE_USER),))
+    except Exception as e:  # noqa: BLE001 - the template's own error, or a limit
+        return f"it fails on a one-message conversation ({_reason(e)})"
+    if not text.strip():
+        return "it renders a conversation as empty text"
+    if PROBE_USER not in text:
+        return "its rendering of a conversation does not contain the user's message"
+    try:
+        text = render((("system", PROBE_SYSTEM), ("user", PROBE_USER)))
+    except TemplateLimitError as e:
+        return f"it fails on a conversation with a system message ({_reason(e)})"
+    except Exception:  # noqa: BLE001 - a template that takes no system turn (raise_exception): its choice
+        return None
+    if PROBE_SYSTEM not in text or PROBE_USER not in text:
+        return "its rendering of a conversation drops the system message"
+    return None
+
+
+def _reason(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    if isinstance(e, ValueError) and text.startswith("chat template: "):  # ours, already named
+        return text.removeprefix("chat template: ")[:300]
+    return f"{type(e).__name__}: {text}"[:300]
+
+
+__all__ = ["PROBE_SYSTEM", "PROBE_USER", "TEMPLATE_MAX_CHARS", "TEMPLATE_TIME_LIMIT_S", "BoundedTemplate",
+           "TemplateLimitError", "bounded_environment_class", "bounded_formatter", "probe"]

@@ -1,0 +1,82 @@
+"""Credentials in URLs never reach a file, a log line or an error message.
+
+A base URL may carry credentials in its userinfo (``http://user:PASSWORD@host/v1``: the HTTP
+client sends them to the server as basic authentication). Everything stratbench writes shows such
+a URL as ``http://user:***@host/v1`` (a userinfo without a password, which may itself be a token,
+as ``http://***@host/v1``):
+
+* `redact_url(url)`: one URL;
+* `redact_text(text)`: every URL with a userinfo inside a text (an error message, a traceback,
+  a command line joined into one string);
+* `redact_json(value)`: every string inside a JSON-like value (a run's config, its argv list).
+
+A URL written this way cannot be used to connect again: `is_redacted_url` tells a saved
+(redacted) URL from one a user gave, so a resumed run asks for the real one instead of sending
+``***`` as a password.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+#: what a password (or a userinfo without one) is replaced with
+MASK = "***"
+
+# scheme://userinfo@ — the userinfo runs to the last "@" before the end of the authority (the
+# first "/", "?", "#" or whitespace), as urllib.parse.urlsplit reads it
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/?#\s@]*(?:@[^/?#\s@]*)*)@")
+
+
+def _mask_userinfo(userinfo: str) -> str:
+    user, sep, _ = userinfo.partition(":")
+    return f"{user}:{MASK}" if sep else MASK
+
+
+def redact_url(url: str) -> str:
+    """``url`` with the password of its userinfo (or a userinfo without one) replaced by ``***``;
+    a URL without credentials is returned unchanged. Never raises, even for a malformed URL."""
+    if not isinstance(url, str) or "@" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # malformed (e.g. "http://[::1"): the textual rule still applies
+        return redact_text(url)
+    if "@" not in parts.netloc:
+        return url
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    netloc = f"{_mask_userinfo(userinfo)}@{hostport}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every ``scheme://userinfo@`` in it redacted as `redact_url` does."""
+    if not isinstance(text, str) or "@" not in text:
+        return text
+    return _USERINFO.sub(lambda m: f"{m.group(1)}{_mask_userinfo(m.group(2))}@", text)
+
+
+def redact_json(value: Any) -> Any:
+    """A copy of a JSON-like value (dicts, lists, tuples, strings, numbers) with every string
+    passed through `redact_text`."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: redact_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_json(v) for v in value)
+    return value
+
+
+def is_redacted_url(url: str) -> bool:
+    """Whether ``url``'s credentials are the mask `redact_url` writes (a URL read back from a
+    saved run, whose real password was never saved)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return MASK in (parts.password, parts.username) and "@" in parts.netloc
+
+
+__all__ = ["MASK", "is_redacted_url", "redact_json", "redact_text", "redact_url"]

@@ -1,0 +1,346 @@
+"""Hostile servers and secrets in URLs, for the HTTP backend (against tests/helpers/fake_openai_server.py):
+
+* replies whose log-probabilities are no probabilities (above 0, NaN, infinite) end as error
+  records naming the problem — never scored, never bypassed by another request;
+* a response body is read no further than its cap (`STRATBENCH_MAX_RESPONSE_BYTES`, 8 MiB by
+  default), a gzip or deflate bomb included: the call is an error "response body over N bytes",
+  and memory stays bounded;
+* credentials in a base URL (``http://user:PASSWORD@host/v1``) reach the server as basic
+  authentication and nowhere else: not run.json (config, command), records, errors, log lines,
+  crash files; a run saved with them asks for them again when resumed.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import logging
+import os
+import sys
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from fake_openai_server import (
+    FakeOpenAIServer,
+    _compressed_json_of_size,
+    expected_text_logprob,
+    greedy_completion,
+)
+from model_calls import run
+
+from stratbench.cli.main import main
+from stratbench.errors import InputError
+from stratbench.models.base import GenerateRequest, ScoreRequest
+from stratbench.models.openai_api import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    MAX_RESPONSE_BYTES_ENV,
+    OpenAICompatibleModel,
+    check_base_url,
+)
+from stratbench.redact import is_redacted_url, redact_json, redact_text, redact_url
+
+PASSWORD = "Pa55-w0rd-do-not-leak"
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAIServer() as s:
+        yield s
+
+
+def make_model(server: FakeOpenAIServer, **kw) -> OpenAICompatibleModel:
+    opts = dict(base_url=server.base_url, retry_base_delay_s=0.002, retry_max_delay_s=0.02, timeout_s=10,
+                top_logprobs=0)
+    opts.update(kw)
+    return OpenAICompatibleModel("openai-compatible", "fake-model", **opts)
+
+
+def cli(argv: list[str], cwd: Path) -> tuple[int, str, str]:
+    """`stratbench argv` in-process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    old = Path.cwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(argv)
+                code = 0
+            except SystemExit as e:
+                code = int(e.code or 0)
+    finally:
+        os.chdir(old)
+    return code, out.getvalue(), err.getvalue()
+
+
+# ------------------------------------------------------------------ log-probabilities checked
+
+
+@pytest.mark.parametrize("value", ["3.5", "1e-3", "nan", "inf", "-inf"])
+def test_echoed_logprobs_that_are_no_probabilities_are_error_records(server, value):
+    server.script(*[f"logprobs:{value}"] * 4)
+    (res,) = run(make_model(server), "score", [ScoreRequest("Pick: ", ("A", "B"))])
+    assert res.logprobs is None and not res.ok
+    assert "not a probability" in res.error and "continuation" in res.error, res.error
+    assert server.request_count <= 2  # no retry: the answer is wrong, not lost
+
+
+def test_a_logprob_above_zero_by_rounding_only_is_accepted(server):
+    server.script("logprobs:1e-7")
+    (res,) = run(make_model(server), "score", [ScoreRequest("Pick: ", ("A",))])
+    assert res.ok, res.error
+    assert res.logprobs == [pytest.approx(1e-7)]
+
+
+@pytest.mark.parametrize("value", ["2.0", "nan"])
+def test_a_bad_topk_answer_is_the_calls_error_never_bypassed_by_an_echo(server, value):
+    server.script(f"logprobs:{value}")
+    (res,) = run(make_model(server, top_logprobs=5), "score", [ScoreRequest("Pick: ", ("A", "B", "Cooperate"))])
+    assert res.logprobs is None and "not a probability" in res.error and "top-k" in res.error, res.error
+    assert server.request_count == 1
+    assert not any(r.body.get("echo") for r in server.requests)
+
+
+def test_a_bad_chat_topk_answer_is_an_error_record(server):
+    server.script("logprobs:0.5")
+    (res,) = run(make_model(server, endpoint="chat"), "score", [ScoreRequest("Pick: ", ("A", "B"))])
+    assert res.logprobs is None and "not a probability" in res.error, res.error
+
+
+def test_good_replies_still_score_exactly(server):
+    (res,) = run(make_model(server, top_logprobs=5), "score", [ScoreRequest("Pick: ", ("A", "B", "Cooperate"))])
+    assert res.ok, res.error
+    assert res.logprobs == pytest.approx([expected_text_logprob("Pick: ", c) for c in ("A", "B", "Cooperate")],
+                                         abs=1e-9)
+
+
+def test_a_run_against_a_server_with_positive_logprobs_ends_in_errors_not_numbers(tmp_path):
+    with FakeOpenAIServer(fault_rate=1.0, fault_kinds=("logprobs:50",)) as server:
+        code, out, err = cli(["nashgap", "--model", "openai-compatible:fake-model", "--base-url", server.base_url,
+                              "--policy", "logprob", "--num-games", "2", "--num-trials", "1", "--seed", "1",
+                              "--no-cache", "--retries", "0", "--output-dir", str(tmp_path), "--quiet"], tmp_path)
+    assert code == 1, err
+    (folder,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    records = [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
+    assert records and all(r.get("error") for r in records), records[0]
+    assert all("not a probability" in r["error"] for r in records), records[0]["error"]
+
+
+# ------------------------------------------------------------------ response body cap
+
+
+def traced_peak(fn):
+    """(fn's result, the peak of memory traced while it ran, in bytes)."""
+    tracemalloc.start()
+    try:
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_body_over_the_cap_is_an_error_not_read_and_not_retried(server, monkeypatch):
+    monkeypatch.setenv(MAX_RESPONSE_BYTES_ENV, "100000")
+    model = make_model(server)
+    assert model.max_response_bytes == 100_000
+    server.script("huge:20000000", "huge:20000000")
+    (res,), peak = traced_peak(lambda: run(model, "generate", [GenerateRequest("hi", max_tokens=4)]))
+    assert res.text is None and "response body over 100000 bytes" in res.error, res.error
+    assert server.request_count == 1  # a server that sends too much would send it again
+    assert peak < 8_000_000, peak  # not the 20 MB
+
+
+def test_the_default_cap_is_8_mib_and_a_body_under_it_is_read(server):
+    assert DEFAULT_MAX_RESPONSE_BYTES == 8 * 1024 * 1024
+    model = make_model(server)
+    assert model.max_response_bytes == DEFAULT_MAX_RESPONSE_BYTES
+    server.script("huge:2000000", f"huge:{DEFAULT_MAX_RESPONSE_BYTES + 1}")
+    (under,) = run(model, "generate", [GenerateRequest("hi", max_tokens=4)])
+    assert under.ok and len(under.text) > 1_900_000
+    (over,) = run(model, "generate", [GenerateRequest("hi", max_tokens=4)])
+    assert over.text is None and f"response body over {DEFAULT_MAX_RESPONSE_BYTES} bytes" in over.error
+
+
+@pytest.mark.parametrize("kind", ["gzip", "deflate"])
+def test_a_compression_bomb_stops_at_the_cap(server, kind):
+    size = 200_000_000  # 200 MB of JSON in a body of about 200 kB
+    assert len(_compressed_json_of_size(kind, size)) < 1_000_000  # made (and cached) before measuring
+    model = make_model(server)
+    server.script(f"{kind}:{size}")
+    (res,), peak = traced_peak(lambda: run(model, "generate", [GenerateRequest("hi", max_tokens=4)]))
+    assert res.text is None and f"response body over {DEFAULT_MAX_RESPONSE_BYTES} bytes" in res.error, res.error
+    assert server.request_count == 1
+    assert peak < 3 * DEFAULT_MAX_RESPONSE_BYTES, peak  # the cap, not the 200 MB
+
+
+@pytest.mark.parametrize("kind", ["gzip", "deflate"])
+def test_compressed_answers_are_read_as_usual(server, kind):
+    server.script(kind, kind)
+    model = make_model(server)
+    (gen,) = run(model, "generate", [GenerateRequest("Count: 1, 2, ", max_tokens=5)])
+    assert gen.ok and gen.text == greedy_completion("Count: 1, 2, ", 5)[0]
+    (res,) = run(model, "score", [ScoreRequest("Pick: ", ("A",))])
+    assert res.ok and res.logprobs == [pytest.approx(expected_text_logprob("Pick: ", "A"), abs=1e-9)]
+    assert server.requests[0].headers.get("accept-encoding") == "gzip, deflate"
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "lots", "1e9"])
+def test_a_bad_cap_setting_is_one_line(server, monkeypatch, value):
+    monkeypatch.setenv(MAX_RESPONSE_BYTES_ENV, value)
+    with pytest.raises(InputError, match=MAX_RESPONSE_BYTES_ENV):
+        make_model(server)
+
+
+# ------------------------------------------------------------------ URLs and their secrets
+
+
+@pytest.mark.parametrize("url, fragment", [
+    ("http://[::1", "not a valid URL"),
+    ("http://127.0.0.1:70000/v1", "port 70000 is outside 1-65535"),
+    ("http://127.0.0.1:0/v1", "port 0 is outside 1-65535"),
+    ("http://127.0.0.1:x/v1", "port 'x' is not a number"),
+    ("http://127.0.0.1:8000/v1\n", "whitespace or control characters"),
+    ("http://127.0.0.1:8000/\x00v1", "whitespace or control characters"),
+    ("http://127.0.0.1 :8000/v1", "whitespace or control characters"),
+    ("ftp://127.0.0.1/v1", "not an http:// or https:// URL"),
+    ("127.0.0.1:8000/v1", "not an http:// or https:// URL"),
+    ("http:///v1", "names no host"),
+    ("http://127.0.0.1:8000/v1?key=1", "query or fragment"),
+    ("http://user:***@127.0.0.1:8000/v1", "redacted"),
+])
+def test_bad_base_urls_are_one_line_before_any_request(url, fragment):
+    with pytest.raises(InputError) as e:
+        OpenAICompatibleModel("openai-compatible", "m", base_url=url)
+    assert fragment in str(e.value) and "\n" not in str(e.value)
+    assert "--base-url" in str(e.value)
+
+
+def test_good_base_urls_pass():
+    for url in ("http://127.0.0.1:8000/v1", "https://api.openai.com/v1", "http://[::1]:8080/v1/",
+                f"http://user:{PASSWORD}@localhost:1/v1", "http://host"):
+        check_base_url(url, "m")
+
+
+def test_redaction_helpers():
+    assert redact_url(f"http://user:{PASSWORD}@host:8000/v1") == "http://user:***@host:8000/v1"
+    assert redact_url("http://token@host/v1") == "http://***@host/v1"
+    assert redact_url("http://host/v1") == "http://host/v1"
+    assert redact_url("http://[::1") == "http://[::1"  # malformed: never raises
+    argv = ["stratbench", "--base-url", f"http://u:{PASSWORD}@h/v1", f"--base-url=https://u:{PASSWORD}@h"]
+    assert PASSWORD not in redact_text(str(argv)) and PASSWORD not in json.dumps(redact_json({"argv": argv}))
+    assert redact_text("mail me@example.com, see http://host/a@b") == "mail me@example.com, see http://host/a@b"
+    assert is_redacted_url("http://user:***@h/v1") and not is_redacted_url(f"http://user:{PASSWORD}@h/v1")
+
+
+def test_url_credentials_are_sent_as_basic_auth_and_shown_nowhere(server, caplog):
+    url = server.base_url.replace("http://", f"http://alice:{PASSWORD}@")
+    model = make_model(server, base_url=url)
+    assert PASSWORD not in json.dumps(model.describe()) + repr(model)
+    assert model.describe()["base_url"] == server.base_url  # the cache identity of the server itself
+    caplog.set_level(logging.DEBUG)
+    server.script("500", "401")
+    (res,) = run(model, "generate", [GenerateRequest("hi", max_tokens=2)])
+    auth = server.requests[0].headers["authorization"]
+    assert auth == "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+    assert not any("@" in r.path for r in server.requests)
+    # the 401 echoes the Authorization header, as OpenAI's does: redacted from the error
+    assert res.text is None and "HTTP 401" in res.error
+    token = auth.split()[1]
+    assert PASSWORD not in res.error and token not in res.error, res.error
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert PASSWORD not in logged and token not in logged
+
+
+def _nashgap(server_url: str, out: Path) -> list[str]:
+    return ["nashgap", "--model", "openai-compatible:fake-model", "--base-url", server_url, "--policy", "sample",
+            "--num-games", "1", "--num-trials", "1", "--seed", "1", "--no-cache", "--output-dir", str(out), "--quiet"]
+
+
+def test_a_run_writes_no_url_credentials_and_asks_for_them_on_resume(tmp_path, monkeypatch):
+    with FakeOpenAIServer(canned_text="Action: 0") as server:
+        url = server.base_url.replace("http://", f"http://alice:{PASSWORD}@")
+        shown = server.base_url.replace("http://", "http://alice:***@")
+        argv = _nashgap(url, tmp_path / "out")
+        monkeypatch.setattr(sys, "argv", ["stratbench", *argv])  # what run.json records as the command
+        code, out, err = cli(argv, tmp_path)
+        assert code == 0, err
+        assert server.requests and all(r.headers.get("authorization", "").startswith("Basic ")
+                                       for r in server.requests)
+    (folder,) = (tmp_path / "out").iterdir()
+    for f in folder.rglob("*"):
+        if f.is_file():
+            assert PASSWORD not in f.read_text(errors="replace"), f
+    meta = json.loads((folder / "run.json").read_text())
+    assert shown in meta["command"]
+    assert meta["config"]["base_url"] == shown
+    assert PASSWORD not in out + err
+    # the saved URL cannot connect: resuming without --base-url is one line (the folder untouched)
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    meta["status"] = "running"
+    (folder / "run.json").write_text(json.dumps(meta))
+    before[folder / "run.json"] = (folder / "run.json").read_bytes()
+    code, out, err = cli(["nashgap", "--resume", str(folder)], tmp_path)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "redacted" in err, err
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    # given again, the run finishes, and still writes no password
+    with FakeOpenAIServer(canned_text="Action: 0") as server:
+        url = server.base_url.replace("http://", f"http://alice:{PASSWORD}@")
+        argv = ["nashgap", "--resume", str(folder), "--base-url", url, "--quiet"]
+        monkeypatch.setattr(sys, "argv", ["stratbench", *argv])
+        code, out, err = cli(argv, tmp_path)
+    assert code == 0, err
+    assert json.loads((folder / "run.json").read_text())["status"] == "finished"
+    for f in folder.rglob("*"):
+        if f.is_file():
+            assert PASSWORD not in f.read_text(errors="replace"), f
+
+
+def test_a_crash_file_and_its_error_line_hold_no_url_credentials(tmp_path, monkeypatch):
+    import tempfile
+
+    def boom(self, provider, model, base_url=None, **kw):
+        raise RuntimeError(f"boom while opening {base_url}")
+
+    monkeypatch.setattr(OpenAICompatibleModel, "__init__", boom)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("STRATBENCH_DEBUG", raising=False)
+    url = f"http://alice:{PASSWORD}@127.0.0.1:9/v1"
+    argv = _nashgap(url, tmp_path / "out")
+    monkeypatch.setattr(sys, "argv", ["stratbench", *argv])  # the crash file names the command line
+    code, out, err = cli(argv, tmp_path)
+    assert code == 1 and "internal error" in err and "boom" in err, err
+    assert PASSWORD not in err + out
+    (crash,) = (tmp_path / "stratbench-crashes").iterdir()
+    text = crash.read_text()
+    assert "boom while opening http://alice:***@127.0.0.1:9/v1" in text
+    assert "'http://alice:***@127.0.0.1:9/v1'" in text.rpartition("argv:")[2]
+    assert PASSWORD not in text
+
+
+# ------------------------------------------------------------------ a GGUF without a chat template
+
+
+@pytest.fixture(scope="module")
+def base_gguf():
+    """The embedded base model's GGUF: a tokenizer, no chat template."""
+    pytest.importorskip("llama_cpp")
+    from stratbench.models.llama import embedded_model_path
+
+    try:
+        return embedded_model_path()
+    except InputError as e:  # pragma: no cover - the embedded model's package is missing
+        pytest.skip(str(e))
+
+
+@pytest.mark.parametrize("argv", [
+    ["nashgap", "--chat", "--policy", "choice", "--num-games", "1"],
+    ["tmgbench", "run", "--policy", "choice", "--games", "111"],
+], ids=["nashgap", "tmgbench"])
+def test_a_gguf_without_a_template_is_named_as_such(tmp_path, base_gguf, argv):
+    code, out, err = cli([*argv, "--model", "openai-compatible:m", "--base-url", "http://127.0.0.1:9/v1",
+                          "--chat-template", str(base_gguf), "--output-dir", str(tmp_path / "out")], tmp_path)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "holds no" in err and base_gguf.name in err and "give an HTTP model its template" not in err, err
+    assert not (tmp_path / "out").exists()
