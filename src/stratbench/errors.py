@@ -24,3 +24,9 @@ class GameFormatError(InputError):
 
 class FolderBusyError(InputError):
     """A result folder another stratbench process is writing (a second writer is refused)."""
+
+
+class OutputWriteError(InputError):
+    """A result file the machine would not let stratbench write (disk full, quota, read-only file
+    system, permission): one line naming the file. Nothing half-written is left behind, and a run
+    stopped by it is finished with --resume once there is room."""

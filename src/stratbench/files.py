@@ -85,6 +85,10 @@ _OS_PROBLEMS = {
     errno.ENXIO: "no such device",
     errno.ENODEV: "no such device",
     errno.EAGAIN: "not ready to be read (a pipe or device?)",
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EFBIG: "file too large",
 }
 
 

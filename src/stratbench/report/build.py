@@ -5,19 +5,27 @@ no external resource, and a Content-Security-Policy forbids both, so the file ca
 archived or opened offline. The figures the report draws itself are also written next to it as
 PNG files (the suites' own PNGs stay in their run folders). Every piece of text taken from the
 result files goes through the escaping builder in :mod:`stratbench.render.html`.
+
+The page and its PNGs are written to a hidden staging folder (``.tmp-<name>-<pid>``) and put in
+place when complete — a new output folder by one rename, an existing one file by file with
+``index.html`` last — so a report killed midway never leaves a half folder or a half page.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import stratbench
 from stratbench.errors import InputError
+from stratbench.files import os_problem
 from stratbench.render.html import Html, el, fmt_num, join, kv_table, table
+from stratbench.render.views import RunDir
 from stratbench.report.discover import SuiteDir, discover
 from stratbench.report.plots import leaderboard_plot
 from stratbench.report.scorecard import find_scorecards, scorecard_sections
@@ -32,6 +40,9 @@ from stratbench.report.sections import (
     slug,
     text_file,
 )
+from stratbench.runner.folders import STAGING_PREFIX, remove_stale_staging
+from stratbench.runner.jsonl import write_error
+from stratbench.runner.lock import folder_lock
 from stratbench.suites import SUITES
 
 __all__ = ["MARKER", "ReportResult", "build_report"]
@@ -79,21 +90,52 @@ def _default_output(root: Path) -> Path:
     return root / "report"
 
 
-def _prepare_output(out: Path) -> None:
-    """Create the output folder; clear the PNGs of an earlier report there (only when the folder
-    holds our own index.html, so an unrelated folder is never emptied)."""
+def _check_output(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise InputError(f"--output {out}: exists and is not a folder")
-    out.mkdir(parents=True, exist_ok=True)
-    index = out / "index.html"
-    if index.exists():
-        try:
-            ours = MARKER in index.read_text(encoding="utf-8", errors="replace")[:2000]
-        except OSError:
-            ours = False
-        if ours:
-            for p in out.glob("*.png"):
-                p.unlink()
+
+
+def _is_ours(out: Path) -> bool:
+    """Whether ``out`` holds a report of ours (its index.html carries the marker)."""
+    try:
+        with open(out / "index.html", encoding="utf-8", errors="replace") as fh:
+            return MARKER in fh.read(2000)
+    except OSError:
+        return False
+
+
+def _stage_output(out: Path) -> tuple[Path, list[Path]]:
+    """A new staging folder for the report (a hidden sibling of a new output folder; inside an
+    existing one) and the folders created for it (removed again if the report fails)."""
+    base = out if out.is_dir() else out.parent
+    made = [d for d in (base, *base.parents) if not d.exists()]
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(base)  # of reports and merges that were killed
+        tmp = base / f"{STAGING_PREFIX}{out.name or 'report'}-{os.getpid()}"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+    except OSError as e:
+        for d in made:
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise InputError(f"--output {out}: {os_problem(e)}") from None
+    return tmp, made
+
+
+def _publish(tmp: Path, out: Path) -> None:
+    """Put the staged report in place: a new folder by one rename; into an existing folder file by
+    file, index.html last (the PNGs of an earlier report of ours there are removed first)."""
+    if not out.exists():
+        os.rename(tmp, out)
+        return
+    if _is_ours(out):
+        for p in out.glob("*.png"):
+            p.unlink()
+    for f in sorted(tmp.iterdir(), key=lambda p: (p.name == "index.html", p.name)):
+        os.replace(f, out / f.name)
+    tmp.rmdir()
 
 
 def _rank_key(e: LeaderEntry, key: str, lower_better: bool) -> tuple[int, float]:
@@ -223,8 +265,28 @@ def build_report(path: str | Path, output: str | Path | None = None, max_records
     if not root.is_dir():
         raise InputError(f"{root}: not a folder (give a result folder or a folder of runs)")
     out = Path(output) if output is not None else _default_output(root)
+    _check_output(out)
     runs, suites = discover(root, exclude=out)
-    _prepare_output(out)
+    tmp, made = _stage_output(out)
+    try:
+        with folder_lock(tmp):  # a live report's staging folder is never taken for a stale one
+            written = _write_report(root, tmp, runs, suites, max_records, figures)
+            _publish(tmp, out)
+    except BaseException as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        for d in made:
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        if isinstance(e, OSError):
+            name = Path(e.filename).name if isinstance(e.filename, str) else ""
+            raise write_error(out / name if name and name != tmp.name else out, e) from None
+        raise
+    return ReportResult(out / "index.html", [out / p.name for p in written], len(runs), len(suites))
+
+
+def _write_report(root: Path, out: Path, runs: list[RunDir], suites: list[SuiteDir], max_records: int,
+                  figures: str) -> list[Path]:
+    """Render the page and its PNGs into ``out``; the PNGs written."""
     run_figs = figures == "all" or (figures == "auto" and len(runs) <= AUTO_RUN_FIGURES)
     ctx = Ctx(out, max_records, run_figures=run_figs, summary_figures=figures != "none")
     views = [render_run(ctx, r) for r in runs]
@@ -286,8 +348,5 @@ def build_report(path: str | Path, output: str | Path | None = None, max_records
         el("body", join(body)),
         lang="en",
     )
-    index = out / "index.html"
-    tmp = out / ".index.html.tmp"
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, index)
-    return ReportResult(index, list(ctx.written), len(runs), len(suites))
+    (out / "index.html").write_text(page, encoding="utf-8")
+    return list(ctx.written)

@@ -2,16 +2,27 @@
 
 A report is often made of a folder that is incomplete (a run still going, a shard, a folder copied
 by hand), so every reader here returns what it could read plus a note of what it could not, and
-never writes to the result folder.
+never writes to the result folder. What the machine will not let it read is another matter: a
+folder that cannot be listed, or a records file (``*.jsonl``) or JSON file of a run that cannot be
+opened (permission, a symlink loop, a dangling link, a pipe), is an InputError naming it — never a
+silently smaller report.
+
+Each real folder is visited once: symbolic links to folders are followed, but a link back into the
+tree (a loop) or a second link to the same folder does not count its runs again. Hidden folders
+(``.name``) — among them the staging folders of unfinished merges and reports,
+``.tmp-<name>-<pid>`` — are not searched.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from stratbench.errors import InputError
+from stratbench.files import os_problem
 from stratbench.render.views import RunDir, read_json
 from stratbench.suites import suite_for_run, suite_of_files
 
@@ -55,6 +66,32 @@ def _is_run_dir(names: set[str]) -> bool:
         (n.startswith("summary") and n.endswith(".json")) or n.endswith(".jsonl") for n in names)
 
 
+def _check_readable(path: Path) -> None:
+    """InputError naming ``path`` unless it is a regular file that can be opened and read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise InputError(f"{path}: {os_problem(e)} (a result file the report cannot read)") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = "is a directory, not a file" if stat.S_ISDIR(mode) else "not a regular file"
+            raise InputError(f"{path}: {what} (a result file the report cannot read)")
+        os.read(fd, 1)
+    except OSError as e:
+        raise InputError(f"{path}: {os_problem(e)} (a result file the report cannot read)") from None
+    finally:
+        os.close(fd)
+
+
+def _check_run_files(entries: list[Path]) -> None:
+    """Every records file and JSON file of a run or suite folder (``*.jsonl``, ``*.json``) is a
+    file that can be read."""
+    for p in entries:
+        if p.suffix in (".jsonl", ".json"):
+            _check_readable(p)
+
+
 def _rel(path: Path, root: Path) -> str:
     """Path shown for a folder: relative to root, or root's own name for root itself."""
     r = path.relative_to(root).as_posix()
@@ -65,7 +102,9 @@ def discover(root: str | Path, exclude: Path | None = None) -> tuple[list[RunDir
     """All run folders and suite folders under root (root included), sorted by path.
 
     A folder with nothing recognisable still yields one "unknown" run for root, so the report
-    shows what is there. Raises InputError when root does not exist or is not a folder.
+    shows what is there. Raises InputError when root does not exist or is not a folder, and when
+    a folder under it cannot be listed or a run's records or JSON file cannot be read. Each real
+    folder is searched once (symlink loops and second links to a folder are skipped).
     """
     root = Path(root)
     if not root.exists():
@@ -77,22 +116,32 @@ def discover(root: str | Path, exclude: Path | None = None) -> tuple[list[RunDir
     runs: list[RunDir] = []
     suites: list[SuiteDir] = []
     stack: list[tuple[Path, int]] = [(root, 0)]
+    visited: set[tuple[int, int]] = set()  # (device, inode) of every folder searched
     seen = 0
     while stack:
         d, depth = stack.pop()
+        try:
+            st = d.stat()
+        except OSError as e:
+            raise InputError(f"{d}: {os_problem(e)}") from None
+        if (st.st_dev, st.st_ino) in visited:
+            continue  # a symlink loop, or a second link to a folder already searched
+        visited.add((st.st_dev, st.st_ino))
         seen += 1
         if seen > MAX_DIRS:
             break
         try:
             entries = sorted(d.iterdir())
-        except OSError:
-            continue
+        except OSError as e:
+            raise InputError(f"{d}: {os_problem(e)} (a folder the report cannot list)") from None
         names = {p.name for p in entries}
         if _is_suite_dir(names):
+            _check_run_files(entries)
             meta, prob = read_json(d / "suite_metadata.json") if "suite_metadata.json" in names else (None, None)
             tables = [p for p in entries if p.name.startswith("big_table") and p.suffix in (".csv", ".md")]
             suites.append(SuiteDir(d, _rel(d, root), meta, tables, [prob] if prob else []))
         elif _is_run_dir(names):
+            _check_run_files(entries)
             run, prob = read_json(d / "run.json")
             problems = [prob] if prob and "run.json" in names else []
             if "run.json" in names and prob is None and not isinstance(run, dict):

@@ -2,13 +2,22 @@
 
 Folder names carry a timestamp like the original (`run_YYYYMMDD_HHMMSS`); two runs started in the
 same second get `_2`, `_3`, ... — claimed with an atomic mkdir, so concurrent runs never share one.
+
+Folders written in one go (a merge) are staged: written as a hidden sibling
+``.tmp-<name>-<pid>`` (:func:`stage_folder`) and renamed to their name only when complete
+(:func:`publish_folder`), so a merge killed midway never leaves a half folder that looks like a
+run. A staging folder left by a killed process is skipped by every reader (its name starts with a
+dot) and removed by the next merge into the same folder (:func:`remove_stale_staging`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import platform
+import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -17,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import stratbench
-from stratbench.errors import InputError
+from stratbench.errors import FolderBusyError, InputError
+from stratbench.runner.lock import folder_lock
 
 _PACKAGES = ("numpy", "scipy", "typer", "rich")
 
@@ -61,14 +71,16 @@ def package_versions(extra: tuple[str, ...] = ()) -> dict[str, str | None]:
 def run_metadata(suite: str, config: dict[str, Any], kind: str) -> dict[str, Any]:
     """A new run.json: `suite` names the benchmark, `kind` which of its run types wrote the folder
     (tmgbench atomic/complex, tom run/baseline, chbench run/fit), so readers never guess."""
-    return {
+    from stratbench.redact import redact_json
+
+    return {  # credentials in a URL (--base-url http://user:PASSWORD@host) are never written
         "suite": suite,
         "kind": kind,
-        "config": config,
+        "config": redact_json(config),
         "versions": package_versions(),
         "git": git_revision(),
         "platform": platform.platform(),
-        "command": sys.argv,
+        "command": redact_json(list(sys.argv)),
         "start_time": now_iso(),
         "end_time": None,
         "status": "running",
@@ -140,3 +152,103 @@ def create_run_folder(output_dir: str | Path, prefix: str, overwrite_name: None 
         except OSError as e:
             raise InputError(f"--output-dir {out}: cannot create {p.name}: {e.strerror or e}") from None
     raise RuntimeError(f"cannot create a unique folder under {out}")  # pragma: no cover
+
+
+# -- staged folders ------------------------------------------------------------------------------
+
+STAGING_PREFIX = ".tmp-"
+_STAGING = re.compile(r"^\.tmp-(?P<name>.+)-(?P<pid>\d+)$")
+_STAGED_LOCKS: dict[Path, contextlib.ExitStack] = {}
+
+
+def is_staging(name: str) -> bool:
+    """Whether a folder name is a staging folder (an unfinished merge or report), never a run."""
+    return _STAGING.match(name) is not None
+
+
+def remove_stale_staging(folder: str | Path) -> list[Path]:
+    """Remove the staging folders in ``folder`` that no live process is writing (their writer was
+    killed: its lock died with it); the folders removed."""
+    removed = []
+    try:
+        entries = sorted(Path(folder).iterdir())
+    except OSError:
+        return []
+    for p in entries:
+        if not is_staging(p.name) or p.is_symlink() or not p.is_dir():
+            continue
+        try:
+            with folder_lock(p):
+                shutil.rmtree(p)
+            removed.append(p)
+        except (FolderBusyError, OSError):
+            continue
+    return removed
+
+
+def stage_folder(output_dir: str | Path, prefix: str, tag: str | None = None,
+                 flag: str = "--output-dir") -> Path:
+    """A new, empty, locked staging folder ``<output_dir>/.tmp-<prefix>_<time>[_<tag>]-<pid>``
+    for a folder written in one go; :func:`publish_folder` gives it its name when it is complete,
+    :func:`discard_folder` removes it. Stale staging folders of killed processes in
+    ``output_dir`` are removed first."""
+    out = output_dir_ready(output_dir, flag)
+    remove_stale_staging(out)
+    base = f"{prefix}_{timestamp()}" + (f"_{tag}" if tag else "")
+    for k in range(1, 10_000):
+        p = out / f"{STAGING_PREFIX}{base if k == 1 else f'{base}_{k}'}-{os.getpid()}"
+        try:
+            p.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise InputError(f"{flag} {out}: cannot create {p.name}: {e.strerror or e}") from None
+        stack = contextlib.ExitStack()
+        stack.enter_context(folder_lock(p))
+        _STAGED_LOCKS[p] = stack
+        return p
+    raise RuntimeError(f"cannot create a unique folder under {out}")  # pragma: no cover
+
+
+def unstaged(path: str | Path) -> Path:
+    """``path`` as it reads once the staging folders on it are published (what run.json records
+    of a folder written inside a staging folder, e.g. a tiered suite's merged runs)."""
+    parts = [m.group("name") if (m := _STAGING.match(part)) else part for part in Path(path).parts]
+    return Path(*parts) if parts else Path(path)
+
+
+def _release(staged: Path) -> None:
+    stack = _STAGED_LOCKS.pop(staged, None)
+    if stack is not None:
+        stack.close()
+
+
+def publish_folder(staged: Path) -> Path:
+    """A complete staging folder renamed to its name (``_2``, ``_3``, … when a folder of that
+    name exists: the name is claimed with an atomic mkdir and the staging folder renamed over the
+    empty claim); the published folder."""
+    m = _STAGING.match(staged.name)
+    if m is None:  # not staged: already where it belongs
+        return staged
+    base = m.group("name")
+    for k in range(1, 10_000):
+        final = staged.with_name(base if k == 1 else f"{base}_{k}")
+        try:
+            final.mkdir()
+        except FileExistsError:
+            continue
+        try:
+            os.rename(staged, final)
+        except OSError:
+            with contextlib.suppress(OSError):
+                final.rmdir()
+            raise
+        _release(staged)
+        return final
+    raise RuntimeError(f"cannot publish {staged}")  # pragma: no cover
+
+
+def discard_folder(staged: Path) -> None:
+    """Remove a staging folder (a merge that failed midway)."""
+    shutil.rmtree(staged, ignore_errors=True)
+    _release(staged)

@@ -2,17 +2,28 @@
 
 A process killed mid-write can leave a torn last line; `read_jsonl(repair=True)` cuts the file back
 to its last complete record so a resumed run appends cleanly.
+
+Whole files (run.json, summaries, sorted records) are written atomically: to ``<name>.tmp`` beside
+them, flushed to disk, then renamed over the old file, so a reader sees the old file or the new one,
+never half of one. A write the machine refuses (disk full, quota, read-only file system) removes
+its temporary file and raises :class:`~stratbench.errors.OutputWriteError` naming the file — one
+line, and the folder is as it was before that write. A ``*.tmp`` left by a killed process is
+ignored by every reader and removed when the folder is resumed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from stratbench.errors import InputError
+from stratbench.errors import InputError, OutputWriteError
+from stratbench.files import os_problem
+
+TMP_SUFFIX = ".tmp"
 
 
 def _clean(x: Any) -> Any:
@@ -30,26 +41,54 @@ def dumps(record: dict[str, Any]) -> str:
     return json.dumps(_clean(record), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
+def write_error(path: str | Path, e: OSError) -> OutputWriteError:
+    """One line naming the file a write was refused for and why (``…/games.json: no space left on
+    device``)."""
+    return OutputWriteError(f"{path}: {os_problem(e)}")
+
+
 class JsonlWriter:
-    """Appends records, each flushed to the OS as soon as it is written."""
+    """Appends records, each handed to the OS as soon as it is written (unbuffered: a failed write
+    leaves nothing pending that a later close would try again)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._fh = open(self.path, "a", encoding="utf-8")
+        try:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+            self._fd: int | None = os.open(self.path, flags, 0o666)
+        except OSError as e:
+            raise write_error(self.path, e) from None
+
+    def _append(self, data: bytes) -> None:
+        """All of ``data`` at the end of the file, or — when the machine refuses (disk full) — the
+        file cut back to what it held before and OutputWriteError naming it."""
+        assert self._fd is not None, "write after close"
+        start = None
+        view = memoryview(data)
+        try:
+            start = os.fstat(self._fd).st_size
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+        except OSError as e:
+            if start is not None:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, start)  # no torn record left behind
+            raise write_error(self.path, e) from None
 
     def write(self, record: dict[str, Any]) -> None:
-        self._fh.write(dumps(record) + "\n")
-        self._fh.flush()
+        self._append((dumps(record) + "\n").encode("utf-8"))
 
     def write_many(self, records: list[dict[str, Any]]) -> None:
         """A unit's records in one write: a run killed meanwhile keeps all of them or none (a
         torn tail is cut on resume), not the first few of a unit that then looks finished."""
         if records:
-            self._fh.write("".join(dumps(r) + "\n" for r in records))
-            self._fh.flush()
+            self._append("".join(dumps(r) + "\n" for r in records).encode("utf-8"))
 
     def close(self) -> None:
-        self._fh.close()
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
     def __enter__(self) -> "JsonlWriter":
         return self
@@ -62,13 +101,13 @@ def _oserror(p: Path, e: OSError) -> InputError:
     return InputError(f"{p}: {e.strerror or type(e).__name__}")
 
 
-def read_jsonl(path: str | Path, repair: bool = False) -> list[dict[str, Any]]:
-    """All complete records. With `repair`, a torn tail (no newline or invalid JSON in the last
-    line) is truncated away; a corrupt line elsewhere, or a line that is not a JSON object, is an
-    InputError naming the file and line — never something to skip."""
+def scan_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], int, int]:
+    """(complete records, bytes they end at, file size) without changing the file: a torn tail
+    (no newline, or invalid JSON, in the last line) lies between the two offsets. A corrupt line
+    elsewhere, or a line that is not a JSON object, is an InputError naming the file and line."""
     p = Path(path)
     if not p.exists() and not p.is_symlink():
-        return []
+        return [], 0, 0
     try:
         data = p.read_bytes()
     except OSError as e:
@@ -100,25 +139,72 @@ def read_jsonl(path: str | Path, repair: bool = False) -> list[dict[str, Any]]:
                                  "fix or remove that line") from None
             break  # torn last line
         pos = end
-    if repair and good_end < len(data):
-        with open(p, "r+b") as fh:
-            fh.truncate(good_end)
+    return records, good_end, len(data)
+
+
+def read_jsonl(path: str | Path, repair: bool = False) -> list[dict[str, Any]]:
+    """All complete records. With `repair`, a torn tail (no newline or invalid JSON in the last
+    line) is truncated away; a corrupt line elsewhere, or a line that is not a JSON object, is an
+    InputError naming the file and line — never something to skip."""
+    p = Path(path)
+    records, good_end, size = scan_jsonl(p)
+    if repair and good_end < size:
+        try:
+            with open(p, "r+b") as fh:
+                fh.truncate(good_end)
+        except OSError as e:
+            raise write_error(p, e) from None
     return records
 
 
-def write_jsonl_atomic(path: str | Path, records: Iterable[dict[str, Any]]) -> None:
+def tmp_path(path: str | Path) -> Path:
+    """Where :func:`write_atomic` stages ``path``."""
     p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(dumps(r) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, p)
+    return p.with_name(p.name + TMP_SUFFIX)
+
+
+def write_atomic(path: str | Path, text: str | Iterable[str]) -> None:
+    """``path`` replaced by ``text`` (a string or its pieces), all or nothing: written to
+    ``<path>.tmp``, flushed to disk and renamed. A refused write (disk full, quota, read-only
+    file system, permission) removes the temporary file and raises OutputWriteError naming
+    ``path``; the old file, if any, is untouched."""
+    p = Path(path)
+    tmp = tmp_path(p)
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            if isinstance(text, str):
+                fh.write(text)
+            else:
+                for piece in text:
+                    fh.write(piece)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise write_error(p, e) from None
+
+
+def write_jsonl_atomic(path: str | Path, records: Iterable[dict[str, Any]]) -> None:
+    write_atomic(path, (dumps(r) + "\n" for r in records))
 
 
 def write_json_atomic(path: str | Path, obj: Any) -> None:
-    p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(json.dumps(_clean(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-    os.replace(tmp, p)
+    write_atomic(path, json.dumps(_clean(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def remove_stale_tmp(folder: str | Path) -> list[Path]:
+    """Remove the ``*.tmp`` files a killed or refused write left in ``folder`` (not in its
+    subfolders); the files removed. Only for a folder this process holds the lock of."""
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    for entry in entries:
+        if entry.name.endswith(TMP_SUFFIX) and entry.is_file(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed

@@ -12,7 +12,10 @@ every suite:
   write one record — a trial — or several — a match's rounds, an episode's steps), so a killed run
   loses only work in flight;
 * a resumed run cuts a torn last line, keeps the records of finished units, drops those of
-  unfinished or errored units (they are played again) and runs only the rest;
+  unfinished or errored units (they are played again) and runs only the rest; it first checks
+  that the folder can be written, removes the ``*.tmp`` files a killed write left, and a resume
+  of a finished run that fails without changing a record puts its run.json back as it was (the
+  status never flips to "running" for nothing);
 * the files end in canonical order (records arrive in completion order), so concurrency and
   sharding never change them, and summaries are computed from the records alone — which is also
   what lets :func:`merge_streams` rebuild an unsharded run from its shards.
@@ -31,9 +34,18 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from stratbench.errors import InputError
+from stratbench.errors import InputError, OutputWriteError
 from stratbench.runner.folders import create_run_folder, now_iso, output_dir_ready, read_run_json, run_metadata
-from stratbench.runner.jsonl import JsonlWriter, read_jsonl, write_json_atomic, write_jsonl_atomic
+from stratbench.runner.jsonl import (
+    JsonlWriter,
+    read_jsonl,
+    remove_stale_tmp,
+    scan_jsonl,
+    write_atomic,
+    write_error,
+    write_json_atomic,
+    write_jsonl_atomic,
+)
 from stratbench.runner.lock import folder_lock
 from stratbench.runner.pool import run_pool
 from stratbench.runner.schema import Record, RunMeta, RunTotals
@@ -245,24 +257,32 @@ def read_stream(path: Path, stream: Stream[Any], repair: bool = False) -> list[R
     return dedupe(records, stream.record_key, path)
 
 
-def resume_file(path: Path, stream: Stream[Any]) -> set[Hashable]:
+def resume_file(path: Path, stream: Stream[Any], before_change: Callable[[], None] | None = None) -> set[Hashable]:
     """Cut a torn tail, keep the records of finished units (dropping the rest, and duplicates, from
-    the file), and return the finished units' keys."""
-    previous = read_jsonl(path, repair=True)
+    the file), and return the finished units' keys. ``before_change`` is called before the file
+    is changed, when it is."""
+    previous, good_end, size = scan_jsonl(path)
     kept_all = read_stream(path, stream)
     groups = _groups(kept_all, stream.record_unit)
     done = {k for k, rs in groups.items() if stream.unit_done(rs)}
     kept = [r for r in kept_all if stream.record_unit(r) in done]
+    if before_change is not None and (good_end < size or len(kept) != len(previous)):
+        before_change()
+    if good_end < size:
+        read_jsonl(path, repair=True)
     if len(kept) != len(previous):
         write_jsonl_atomic(path, kept)
     return done
 
 
 async def _fill(folder: Path, stream: Stream[Any], progress: Progress | None,
-                checkpoint: Callable[[], None] | None = None) -> list[Record]:
+                checkpoint: Callable[[], None] | None = None,
+                before_change: Callable[[], None] | None = None) -> list[Record]:
     path = folder / stream.file
-    done = resume_file(path, stream)
+    done = resume_file(path, stream, before_change)
     todo = [u for u in stream.units if stream.unit_key(u) not in done]
+    if before_change is not None and todo:
+        before_change()  # records are about to be added
     task = (progress.add_task(stream.label or stream.file, total=len(stream.units),
                               completed=len(stream.units) - len(todo)) if progress else None)
     with JsonlWriter(path) as writer:
@@ -350,12 +370,31 @@ def _with_earlier_usage(totals: dict[str, Any], earlier: Any) -> dict[str, Any]:
     return out
 
 
+def check_writable(folder: Path) -> None:
+    """OutputWriteError naming the folder when a file cannot be created in it (read-only file
+    system, permission, no space): a resume refuses before it changes anything."""
+    probe = folder / f".write-check-{os.getpid()}.tmp"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, b"\n")
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise write_error(folder, e) from None
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink()
+
+
 def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
     """Run (or, with ``resume_dir``, finish) one run described by ``plan``; returns its result.
 
     Everything that can fail on bad input happens before the folder is created or changed; the
     folder is locked while the run writes it (a second writer is refused with one line)."""
     meta: RunMeta
+    finished_meta: str | None = None  # a finished run's run.json, put back if its resume fails
+    records_changed = [False]
     with contextlib.ExitStack() as stack:
         if resume_dir is not None:
             folder = Path(resume_dir)
@@ -366,6 +405,10 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
             meta = read_run_json(folder, "--resume ")  # type: ignore[assignment]
             plan.resume_from(meta, folder)
             plan.open()
+            check_writable(folder)
+            if meta.get("status") == "finished":
+                with contextlib.suppress(OSError, UnicodeDecodeError):
+                    finished_meta = (folder / "run.json").read_bytes().decode("utf-8")
             meta["status"] = "running"
             meta.setdefault("resumed_at", []).append(now_iso())
         else:
@@ -375,13 +418,24 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
             folder = _new_folder(spec)
             stack.enter_context(folder_lock(folder))
             meta = run_metadata(plan.suite, plan.config_json(), plan.kind)  # type: ignore[assignment]
-            plan.write_inputs(folder)
+            try:
+                plan.write_inputs(folder)
+            except BaseException:  # no run.json yet: nothing to resume, no folder left behind
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
         streams = plan.streams()
         if resume_dir is not None:  # every saved record is checked before anything is changed
             for stream in streams:
                 read_stream(folder / stream.file, stream)
+            remove_stale_tmp(folder)  # left by a write that was killed or refused (disk full)
         plan.update_meta(meta, new=resume_dir is None)
-        write_json_atomic(folder / "run.json", meta)
+        if finished_meta is None:  # (a finished run says "running" again only once a record changes)
+            try:
+                write_json_atomic(folder / "run.json", meta)
+            except BaseException:
+                if resume_dir is None:  # a new folder without run.json: nothing to resume
+                    shutil.rmtree(folder, ignore_errors=True)
+                raise
         announce_folder(folder)
 
         earlier = meta.get("totals") if resume_dir is not None else None
@@ -390,31 +444,49 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
         def save_usage(force: bool = False) -> None:
             # the model usage so far, in run.json every few seconds (and when the run stops): an
             # interrupted run's calls are still counted when it is resumed
+            if finished_meta is not None and not records_changed[0]:
+                return  # a finished run this resume has not changed: its run.json stays as it is
             if force or time.monotonic() - last[0] > CHECKPOINT_S:
                 last[0] = time.monotonic()
                 meta["totals"] = _with_earlier_usage(  # type: ignore[typeddict-item]
                     {f"model_{k}": v for k, v in plan.usage().items()}, earlier)
                 write_json_atomic(folder / "run.json", meta)
 
+        def mark_changed() -> None:
+            if not records_changed[0]:
+                records_changed[0] = True
+                if finished_meta is not None:  # the finished run's records change: it is running again
+                    write_json_atomic(folder / "run.json", meta)
+
         async def fill_all() -> dict[str, list[Record]]:
             out: dict[str, list[Record]] = {}
             try:
                 for stream in streams:
-                    out[stream.file] = await _fill(folder, stream, progress, save_usage)
+                    out[stream.file] = await _fill(folder, stream, progress, save_usage, mark_changed)
             except BaseException:
-                save_usage(force=True)
+                with contextlib.suppress(OutputWriteError):  # the first refused write is the one to name
+                    save_usage(force=True)
                 raise
             finally:
                 await plan.aclose()
             return out
 
-        records = asyncio.run(fill_all())
-        outcome = plan.summarise(folder, records)
-        plan.finish_meta(meta)
-        meta["end_time"] = now_iso()
-        meta["status"] = "finished"
-        meta["totals"] = _with_earlier_usage(plan.totals(records, outcome), earlier)  # type: ignore[typeddict-item]
-        write_json_atomic(folder / "run.json", meta)
+        try:
+            records = asyncio.run(fill_all())
+            outcome = plan.summarise(folder, records)
+            plan.finish_meta(meta)
+            meta["end_time"] = now_iso()
+            meta["status"] = "finished"
+            meta["totals"] = _with_earlier_usage(plan.totals(records, outcome), earlier)  # type: ignore[typeddict-item]
+            write_json_atomic(folder / "run.json", meta)
+        except BaseException:
+            if finished_meta is not None and not records_changed[0]:
+                # a finished run whose records this resume did not touch is still finished: its
+                # run.json goes back as it was, whatever stopped the resume (a summary that
+                # cannot be written, a full disk, Ctrl-C)
+                with contextlib.suppress(OutputWriteError):
+                    write_atomic(folder / "run.json", finished_meta)
+            raise
     folder = _finish_folder(folder)
     return RunResult(folder, outcome.summaries, outcome.n_errors, meta["totals"])
 

@@ -5,6 +5,11 @@ Every folder must be a finished run of the same suite with the same config (apar
 only say where or how fast it ran), and the shards must be exactly ``1/n … n/n``. The suite then
 merges its own files — it alone knows its record order and how its summary is computed — through
 the merger it passes in (`Suite.merge`); `stratbench.workflows.merge` picks the suite.
+
+The shards must also have been made by the same stratbench and numerical libraries
+(:data:`VERSION_KEYS` of run.json's "versions"): a merge of numbers two versions may compute
+differently is refused. The merged folder is written as a hidden staging folder and renamed when
+complete (`runner.folders.stage_folder`), never into one of its inputs.
 """
 
 from __future__ import annotations
@@ -12,14 +17,20 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from stratbench.errors import InputError
-from stratbench.runner.folders import create_run_folder, now_iso, read_run_json
+from stratbench.runner.folders import (
+    discard_folder,
+    now_iso,
+    publish_folder,
+    read_run_json,
+    stage_folder,
+    unstaged,
+)
 from stratbench.runner.jsonl import write_json_atomic
 from stratbench.runner.shard import Shard, as_shard, check_complete
 
@@ -30,6 +41,10 @@ IGNORED_CONFIG_KEYS = frozenset({
     "shard", "output_dir", "overwrite", "folder_tag", "max_concurrency", "parallel", "num_workers",
     "base_url",
 })
+
+# Packages whose version must be the same in every shard: stratbench itself and the numerical
+# libraries the records and summaries are computed with (seeded draws, solvers, bootstrap CIs).
+VERSION_KEYS = ("stratbench", "numpy", "scipy")
 
 MergeFn = Callable[[list[Path], Path], Any]
 
@@ -59,6 +74,34 @@ def check_same_run(folders: Sequence[Path], metas: Sequence[dict[str, Any]]) -> 
             if cfg.get(key) != ref_cfg.get(key):
                 raise InputError(f"{folder} and {folders[0]} differ in config key {key!r}: "
                                  f"{_fmt(cfg.get(key))} vs {_fmt(ref_cfg.get(key))}")
+
+
+def check_same_versions(folders: Sequence[Path], metas: Sequence[dict[str, Any]]) -> None:
+    """InputError naming the first of :data:`VERSION_KEYS` two shards recorded different versions
+    of (a folder that records none — written before versions were recorded — is not compared)."""
+    ref = metas[0].get("versions")
+    for folder, meta in zip(folders[1:], metas[1:]):
+        versions = meta.get("versions")
+        if not isinstance(ref, dict) or not isinstance(versions, dict):
+            continue
+        for key in VERSION_KEYS:
+            a, b = versions.get(key), ref.get(key)
+            if key in versions and key in ref and a != b:
+                raise InputError(f"{folder} was made with {key} {a} but {folders[0]} with {key} {b}; "
+                                 "shards merge only when made by the same versions (re-run one shard "
+                                 "with the other's)")
+
+
+def check_output_outside(folders: Sequence[Path], output_dir: str | Path, what: str = "shard folder") -> None:
+    """InputError when ``output_dir`` is one of ``folders`` or inside one: a merge writes a new
+    folder and never into its inputs."""
+    out = Path(output_dir).resolve()
+    for f in folders:
+        src = Path(f).resolve()
+        if out == src or src in out.parents:
+            where = "is" if out == src else "is inside"
+            raise InputError(f"--output-dir {output_dir}: {where} the {what} {f}; merge writes a new folder, "
+                             "never into one of its inputs (give another --output-dir)")
 
 
 def _sum_totals(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -112,16 +155,19 @@ def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, mer
     :data:`IGNORED_CONFIG_KEYS` may differ) and exactly shards ``1/n … n/n``; ``merger(folders,
     out)`` — the suite's own merge, given the shards in shard order — writes the records and
     summaries, and this function writes the merged run.json (shard folders, machines and times,
-    summed totals). Everything is checked before the folder is created, and a merge that fails
-    midway removes its own folder: the shards are only read, never changed.
+    summed totals). Everything is checked before the folder is created; the folder is written under
+    a hidden staging name and renamed when complete, and a merge that fails midway removes it: the
+    shards are only read, never changed.
     """
     paths = [Path(f) for f in folders]
     if not paths:
         raise InputError("merge needs the shard folders of one run")
     if len({p.resolve() for p in paths}) != len(paths):
         raise InputError("the same folder is given twice")
+    check_output_outside(paths, output_dir)
     metas = [_read_meta(p) for p in paths]
     check_same_run(paths, metas)
+    check_same_versions(paths, metas)
     shards = finished_shards(paths, metas, allow_partial=allow_partial)
     suite = metas[0]["suite"]
     order = sorted(range(len(paths)), key=lambda i: shards[i].index)
@@ -129,12 +175,12 @@ def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, mer
     metas = [metas[i] for i in order]
 
     made = [d for d in (Path(output_dir), *Path(output_dir).parents) if not d.exists()]
-    out = create_run_folder(output_dir, f"{suite}_merged", tag=metas[0]["config"].get("folder_tag")).path
+    out = stage_folder(output_dir, f"{suite}_merged", tag=metas[0]["config"].get("folder_tag"))
     try:
         merged = merger(paths, out)
         meta = copy.deepcopy(metas[0])
         meta["config"]["shard"] = None  # what an unsharded run records
-        meta["config"]["output_dir"] = str(output_dir)
+        meta["config"]["output_dir"] = str(unstaged(output_dir))
         meta["merged_from"] = [str(p) for p in paths]
         meta["shard_runs"] = [
             {"folder": str(p), "shard": str(s), "start_time": m.get("start_time"),
@@ -150,10 +196,10 @@ def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, mer
         meta["totals"] = {**_sum_totals(metas), **_merged_counts(out, merged)}
         meta.pop("resumed_at", None)
         write_json_atomic(out / "run.json", meta)
+        return publish_folder(out)
     except BaseException:
-        shutil.rmtree(out, ignore_errors=True)
+        discard_folder(out)
         for d in made:  # folders this merge created for its output, now empty again
             with contextlib.suppress(OSError):
                 d.rmdir()
         raise
-    return out

@@ -76,6 +76,13 @@ def shard_from_json(value: Any) -> Shard:
     return Shard(int(value["index"]), int(value["count"]))
 
 
+def check_shard_count(shard: Shard, n_units: int, what: str) -> None:
+    """InputError when ``shard`` splits ``n_units`` units of work into more shards than there are
+    units (some shard would be empty): the one check every run command makes."""
+    if shard.count > n_units:
+        raise InputError(f"--shard {shard}: more shards than {what} ({n_units})")
+
+
 def check_complete(shards: Iterable[Shard]) -> int:
     """The shard count if ``shards`` are exactly 1..n of one n, else InputError saying what is off."""
     got = list(shards)

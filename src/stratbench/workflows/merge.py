@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from stratbench.errors import InputError
-from stratbench.runner.folders import read_run_json
-from stratbench.runner.merge import merge_run_folders
+from stratbench.runner.folders import is_staging, read_run_json
+from stratbench.runner.merge import check_output_outside, merge_run_folders
 from stratbench.suites import suite_for_run
 
 
@@ -26,10 +26,17 @@ def _suite_metadata(folder: Path) -> dict[str, Any] | None:
 def merge_runs(folders: Sequence[str | Path], output_dir: str | Path = "results", allow_partial: bool = False) -> Path:
     """Merge the finished shards of one run (or suite) into a new folder under `output_dir`.
     `allow_partial` merges shards whose run.json does not say finished (their records must still
-    cover the run; a suite's shards must be finished)."""
+    cover the run; a suite's shards must be finished). `output_dir` must not be (or lie inside) one
+    of the folders; the new folder appears under its name only when complete (it is written as a
+    hidden `.tmp-<name>-<pid>` staging folder first, see `runner.folders.stage_folder`)."""
     paths = [Path(f) for f in folders]
     if not paths:
         raise InputError("merge needs the shard folders of one run")
+    check_output_outside(paths, output_dir)  # before anything is read: never write into an input
+    for p in paths:
+        if is_staging(p.name):
+            raise InputError(f"{p}: the staging folder of a merge or report that never finished (killed?), "
+                             "not a result folder; it is removed by the next merge into its folder")
     metas = [_suite_metadata(p) for p in paths]
     if any(m is not None and m.get("suite") == "suite-file" for m in metas):
         # Shards of `stratbench suite run FILE --shard i/n`: whole runs, copied together

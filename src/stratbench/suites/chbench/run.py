@@ -37,7 +37,7 @@ from stratbench.runner.lifecycle import (
     rebuild_config,
 )
 from stratbench.runner.schema import Record, RunMeta
-from stratbench.runner.shard import Shard, as_shard
+from stratbench.runner.shard import Shard, as_shard, check_shard_count
 from stratbench.seeding import derive_seed
 from stratbench.suites.chbench.catalogue import CHGame, select_games
 from stratbench.suites.chbench.prompts import MECHANISMS
@@ -249,6 +249,7 @@ class ChbenchPlan(RunPlan):
         self.config.shard = as_shard(self.config.shard).to_json()
         self.config.validate()
         self.build_units()
+        check_shard_count(as_shard(self.config.shard), len(self.matches), "matches")
         check_units(len(self.matches) * self.config.rounds, "--rounds × the run's matches")
 
     def resume_from(self, meta: RunMeta, folder: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from stratbench.errors import InputError
-from stratbench.runner.folders import create_run_folder, now_iso
+from stratbench.runner.folders import discard_folder, now_iso, publish_folder, stage_folder
 from stratbench.runner.jsonl import write_json_atomic
 from stratbench.runner.merge import IGNORED_CONFIG_KEYS, check_same_run, finished_shards, merge_run_folders
 from stratbench.suites.nashgap.run import merge_shards
@@ -94,7 +94,7 @@ def merge_suite_shards(folders: Sequence[str | Path], output_dir: str | Path = "
             if t != texts[0]:
                 raise InputError(f"{p / g} differs from {paths[0] / g}: the shards played different games")
 
-    folder = create_run_folder(output_dir, "tiered_suite_merged").path
+    folder = stage_folder(output_dir, "tiered_suite_merged")  # renamed when complete
     try:
         for g in games:
             (folder / g).parent.mkdir(parents=True, exist_ok=True)
@@ -132,6 +132,6 @@ def merge_suite_shards(folders: Sequence[str | Path], output_dir: str | Path = "
         meta["totals"] = suite_totals(runs, len(cells), n_errors)
         write_json_atomic(folder / "suite_metadata.json", meta)
     except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
+        discard_folder(folder)
         raise
-    return folder
+    return publish_folder(folder)
