@@ -21,6 +21,7 @@ so that the workflow writing them and the report reading them share one schema.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,8 +206,56 @@ class CostRow(TypedDict):
     seconds: float
 
 
+def _is_number(x: Any) -> bool:
+    """A finite int or float (not a bool, not NaN or an infinity, not an int beyond any float)."""
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        return False
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
+
+
+def _cell_problem(c: dict[str, Any]) -> str | None:
+    """What is wrong with one cell of scorecard.json (None: nothing): every field there, of its
+    type; numbers finite (NaN and infinities are no scores); a failed cell holds no numbers."""
+    missing = [k for k in ScoreCell.__annotations__ if k not in c]
+    if missing:
+        return f"has no {missing[0]!r}"
+    for k in ("player", "suite"):
+        if not isinstance(c[k], str) or not c[k]:
+            return f"{k} is not a name"
+    if c["reference"] is not None and not isinstance(c["reference"], str):
+        return "reference is not a name"
+    if c["status"] not in ("ok", "errors", "failed"):
+        return f"status {c['status']!r} is not ok, errors or failed"
+    for k in ("value", "normalized"):
+        if c[k] is not None and not _is_number(c[k]):
+            return f"{k} {c[k]!r} is not a finite number"
+    for k in ("ci95", "normalized_ci95"):
+        ci = c[k]
+        if ci is not None and not (isinstance(ci, list) and len(ci) == 2 and all(_is_number(x) for x in ci)):
+            return f"{k} {ci!r} is not two finite numbers"
+    if not (isinstance(c["n_units"], int) and not isinstance(c["n_units"], bool) and c["n_units"] >= 0):
+        return f"n_units {c['n_units']!r} is not a count"
+    counts = c["counts"]
+    if not (isinstance(counts, dict) and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                             for v in counts.values())):
+        return "counts are not counts"
+    if not isinstance(c["exact"], bool):
+        return "exact is not true or false"
+    if not (isinstance(c["runs"], list) and all(isinstance(r, str) for r in c["runs"])):
+        return "runs is not a list of folders"
+    if c["status"] == "failed" and (c["value"] is not None or c["normalized"] is not None):
+        return "a failed cell holds a score"
+    if c["status"] != "failed" and (c["value"] is None and c["normalized"] is None):
+        return f"status {c['status']} but no score"
+    return None
+
+
 def read_scorecard(folder: str | Path, flag: str = "") -> Scorecard:
-    """A finished scorecard folder's scorecard.json (one InputError line when it is not one)."""
+    """A finished scorecard folder's scorecard.json (one InputError line when it is not one, or
+    when a cell is not a cell: a missing field, a string or NaN where a number goes)."""
     p = Path(folder)
     try:
         data = json.loads((p / "scorecard.json").read_text(encoding="utf-8"))
@@ -218,4 +267,9 @@ def read_scorecard(folder: str | Path, flag: str = "") -> Scorecard:
     except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         raise InputError(f"{flag}{p}: no readable scorecard.json (an unfinished scorecard? finish it with "
                          "stratbench scorecard --resume)") from None
+    for i, c in enumerate(data["cells"]):
+        problem = _cell_problem(c)
+        if problem is not None:
+            who = f" ({c.get('player')!r}, {c.get('suite')!r})" if isinstance(c.get("player"), str) else ""
+            raise InputError(f"{flag}{p / 'scorecard.json'}: cells[{i}]{who}: {problem}")
     return cast(Scorecard, data)

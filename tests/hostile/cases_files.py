@@ -151,6 +151,17 @@ CORPUS: dict[str, object] = {
     "stories_a_file.txt": STORY,
     # -- a corrections file given to chbench fit (with the valid observations below) --------------
     "fit_corrections_wrong_shape.json": _json({"8": {"payoff_row": [[1, 0, 0]], "payoff_col": [[0, 1, 0]]}}),
+    # -- chat templates of HTTP models: --chat-template (and a GGUF model: --model gguf:) ----------
+    "template_empty.jinja": b"",
+    "template_no_messages.jinja": b"You are a helpful assistant.\n",
+    "template_endless_loop.jinja": b"{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}"
+                                   b"{% for m in messages %}{{ m['content'] }}{% endfor %}",
+    "template_huge_range.jinja": b"{% for i in range(10**9) %}{% endfor %}{{ messages[0]['content'] }}",
+    "template_doubling.jinja": b'{% set ns = namespace(s="x") %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}'
+                               b"{% endfor %}{{ messages[0]['content'] }}",
+    "template_a_text.gguf": b"{% for m in messages %}{{ m['content'] }}{% endfor %}",
+    "template_config_empty.json": _json({"chat_template": "", "bos_token": "<s>"}),
+    "model_a_text.gguf": b"not a model, only text\n",
     # -- valid inputs the cases above need (not cases themselves) ----------------------------------
     "valid": {"observations.csv": OBS_HEAD + "1,1,a,b,A,B\n8,1,a,b,B,A\n"},
 }
@@ -165,6 +176,11 @@ _FIT = ["chbench", "fit", "--data", "{file}"]
 _STORIES = ["tmgbench", "run", "--setting", "story", "--stories-dir", "{file}", "--model", "oracle"]
 _VERIFY = ["tmgbench", "stories", "verify", "{file}"]
 _FIT_CORR = ["chbench", "fit", "--data", "{files}/valid/observations.csv", "--corrections", "{file}"]
+
+_HTTP = ["--model", "openai-compatible:m", "--base-url", "http://127.0.0.1:9/v1"]  # never connected to
+_TEMPLATE = ["nashgap", *_HTTP, "--chat-template", "{file}"]
+_TOM_TEMPLATE = ["tom", "run", *_HTTP, "--chat", "--chat-template", "{file}"]
+_GGUF_MODEL = ["nashgap", "--model", "gguf:{file}"]
 
 # (name of the file under files/, command line with {file}, fragment of the one error line)
 FILE_CASES: list[tuple[str, list[str], str]] = [
@@ -259,6 +275,14 @@ FILE_CASES: list[tuple[str, list[str], str]] = [
     ("stories_symlink_loop", _STORIES, "symlink loop"),
     ("stories_a_file.txt", _STORIES, "not a directory"),
     ("stories_same_story_twice", _VERIFY, "both story 0 of game 111"),
+    ("template_empty.jinja", _TEMPLATE, "empty template"),
+    ("template_no_messages.jinja", _TEMPLATE, "does not contain the user's message"),
+    ("template_endless_loop.jinja", _TEMPLATE, "ran past its time limit"),
+    ("template_huge_range.jinja", _TOM_TEMPLATE, "range(...) is given 1,000,000,000"),
+    ("template_doubling.jinja", _TEMPLATE, "builds a value of"),
+    ("template_a_text.gguf", _TEMPLATE, "not a GGUF file"),
+    ("template_config_empty.json", _TEMPLATE, "no chat_template in it"),
+    ("model_a_text.gguf", _GGUF_MODEL, "not a GGUF file"),
     ("fit_corrections_wrong_shape.json", _FIT_CORR, "game 8: shape 1x3 does not match the catalogue's 2x2"),
 ]
 

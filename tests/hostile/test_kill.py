@@ -77,7 +77,7 @@ def commands(url: str) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("name", ["nashgap", "tmgbench", "tmgbench-complex", "chbench", "tom"])
-@pytest.mark.parametrize("how", ["SIGKILL", "SIGINT"])
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGINT", "SIGTERM"])
 def test_interrupted_run_resumes_to_the_uninterrupted_records(name, how, server, tmp_path):
     args = commands(server.base_url)[name]
     whole = run([*args, "--output-dir", "whole"], tmp_path, tmp_path / "cache_whole")
@@ -86,10 +86,10 @@ def test_interrupted_run_resumes_to_the_uninterrupted_records(name, how, server,
 
     proc = start([*args, "--output-dir", "cut"], tmp_path, tmp_path / "cache_cut")
     wait_for_records(tmp_path / "cut", 3)
-    proc.send_signal(signal.SIGKILL if how == "SIGKILL" else signal.SIGINT)
+    proc.send_signal(getattr(signal, how))
     _, err = proc.communicate(timeout=60)
     folder = only_folder(tmp_path / "cut")
-    if how == "SIGINT":
+    if how != "SIGKILL":  # SIGTERM ends a run as Ctrl-C does
         assert proc.returncode == 130, err
         line = err.strip().splitlines()[-1]
         assert f"--resume {folder.relative_to(tmp_path)}" in line or f"--resume {folder}" in line, err
@@ -105,7 +105,7 @@ def test_interrupted_run_resumes_to_the_uninterrupted_records(name, how, server,
     assert records(folder) == want
     meta = json.loads((folder / "run.json").read_text())
     assert meta["status"] == "finished"
-    if how == "SIGINT":  # the interrupted session's calls are counted too: the totals cover the whole run
+    if how != "SIGKILL":  # the interrupted session's calls are counted too: the totals cover the whole run
         whole_meta = json.loads((only_folder(tmp_path / "whole") / "run.json").read_text())
         t = meta["totals"]
         assert t["model_calls"] + t["model_cache_hits"] >= whole_meta["totals"]["model_calls"]
@@ -225,3 +225,34 @@ def test_other_run_commands_resume_after_sigkill(name, server, tmp_path):
         assert sorted(map(str, got_recs.values())) == sorted(map(str, want_recs.values()))
     else:
         assert got_recs == want_recs
+
+
+def test_merge_killed_midway_leaves_no_half_folder(tmp_path):
+    """A merge killed by SIGKILL after the merged records and summary are written (just before its
+    run.json) leaves only its hidden staging folder — no folder that looks like a run — and the
+    next merge into the same folder removes it and writes the merged run."""
+    for i in (1, 2):
+        shard = run(["nashgap", "--num-games", "5", "--num-trials", "2", "--llm-type", "dummy", "--seed", "1",
+                     "--shard", f"{i}/2", "--output-dir", "shards", "--quiet"], tmp_path, tmp_path / "cache")
+        assert shard.returncode == 0, shard.stderr
+    args = ["merge", *sorted(str(p) for p in (tmp_path / "shards").iterdir()), "--output-dir", "merged"]
+    script = ("import os, signal, sys\n"
+              "import stratbench.runner.merge as m\n"
+              "m.write_json_atomic = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
+              "from stratbench.cli.main import main\n"
+              "main(sys.argv[1:])\n")
+    env = dict(os.environ, CI="1", STRATBENCH_CACHE_DIR=str(tmp_path / "cache"))
+    killed = subprocess.run([sys.executable, "-c", script, *args], cwd=tmp_path, env=env, text=True,
+                            capture_output=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    (left,) = (tmp_path / "merged").iterdir()
+    assert left.name.startswith(".tmp-nashgap_merged_"), left  # hidden: no reader takes it for a run
+    assert (left / "trials.jsonl").is_file() and not (left / "run.json").exists()
+    report = run(["report", "merged", "--figures", "none", "-o", "rep"], tmp_path, tmp_path / "cache")
+    assert report.returncode == 0 and "nashgap_merged" not in (tmp_path / "rep" / "index.html").read_text()
+    done = run([*args, "--quiet"], tmp_path, tmp_path / "cache")
+    assert done.returncode == 0, done.stderr
+    (merged,) = (tmp_path / "merged").iterdir()  # the killed merge's staging folder is gone
+    assert Path(done.stdout.strip()).name == merged.name and not merged.name.startswith(".")
+    assert json.loads((merged / "run.json").read_text())["status"] == "finished"
+    assert records(merged)["trials.jsonl"]

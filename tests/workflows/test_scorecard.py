@@ -86,7 +86,11 @@ def test_the_folder_holds_ordinary_runs_a_table_and_a_report(card):
         assert _cell(card, "chance", suite)["normalized"] == pytest.approx(0.0)
         assert _cell(card, "optimal", suite)["normalized"] == pytest.approx(100.0)
         c = _cell(card, FAKE, suite)
-        assert c["status"] in ("ok", "errors") and c["counts"]["error"] == 0
+        assert c["counts"]["error"] == 0
+        if suite == "tmgbench":  # the fake's sampled answers are random characters: none parses
+            assert c["status"] == "failed" and c["counts"]["scored"] == 0 and c["normalized"] is None
+        else:
+            assert c["status"] in ("ok", "errors") and c["normalized"] is not None
     rows = list(csv.DictReader((f / "scorecard.csv").open()))
     assert len(rows) == len(card_json["cells"])
     mine = [r for r in rows if r["player"] == FAKE]
@@ -138,6 +142,9 @@ def test_a_finished_scorecard_resumed_is_unchanged_and_compares_to_zero(card, tm
     rows = json.loads((tmp_path / "cmp.json").read_text())["rows"]
     assert {r["suite"] for r in rows} == {"nashgap", "tmgbench", "chbench", "tom"}
     for row in rows:
+        if row["a_status"] == "failed":  # nothing scored (the fake's TMGBench answers): no score, no difference
+            assert row["diff"] is None and row["a"] is None
+            continue
         assert row["diff"] == pytest.approx(0.0)
         if row["paired"]:
             assert row["diff_ci95"] == pytest.approx([0.0, 0.0]) and row["n_units"] > 0
@@ -225,3 +232,153 @@ def test_python_api_refuses_bad_budget_before_any_folder(tmp_path):
     with pytest.raises(InputError, match="budget"):
         scorecard(["embedded"], budget="nope", output_dir=tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+# -- issue 20: refusals leave nothing, failed cells are never scored, compare checks the records ---
+
+
+@pytest.mark.parametrize("args, env_drop, message", [
+    (["--model", "gguf:/nonexistent.gguf"], None, "no such GGUF file /nonexistent.gguf"),
+    (["--model", "openai-compatible:x"], None, "--base-url is required"),
+    (["--model", "openai:gpt-4o"], "OPENAI_API_KEY", "set OPENAI_API_KEY"),
+    (["--model", "embedded", "--model", "gguf:/nonexistent.gguf"], None, "no such GGUF file"),
+])
+def test_a_model_that_cannot_be_opened_is_one_line_and_leaves_no_folder(tmp_path, args, env_drop, message):
+    env = {k: v for k, v in os.environ.items() if k != env_drop}
+    r = subprocess.run([sys.executable, "-m", "stratbench", "scorecard", *args, "--budget", "smoke",
+                        "--output-dir", str(tmp_path / "out")], capture_output=True, text=True, cwd=tmp_path,
+                       timeout=120, env=dict(env, CI="1"))
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stderr.strip().splitlines() == [r.stderr.strip()] and message in r.stderr, r.stderr
+    assert r.stderr.startswith("error: ") and "Traceback" not in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("model, message", [
+    ('"gguf:/nonexistent.gguf"', "no such GGUF file"),
+    ('"openai-compatible:x"', "--base-url is required"),
+])
+def test_a_suite_file_whose_model_cannot_be_opened_leaves_no_folder(tmp_path, model, message):
+    (tmp_path / "s.toml").write_text(f'models = ["embedded", {model}]\n\n[nashgap]\nnum_games = 2\n')
+    r = cli("suite", "run", "s.toml", "--output-dir", str(tmp_path / "out"), cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1 and message in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_refusal_after_the_folder_exists_removes_it(tmp_path, monkeypatch):
+    """Belt and braces: should a run refuse before it has a folder of its own (a check only the run
+    makes), the scorecard's new folder goes too; nothing is left that could not be resumed."""
+    import stratbench.workflows.scorecard as sc
+
+    def refuse(*a, **k):
+        raise InputError("refused by the run")
+
+    monkeypatch.setattr(sc, "check_job_models", lambda jobs: None)
+    monkeypatch.setattr(sc, "run_jobs", refuse)
+    with pytest.raises(InputError, match="refused by the run"):
+        scorecard(["embedded"], budget="smoke", output_dir=tmp_path / "out", report=None)
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_model_that_answers_nothing_parseable_is_failed_not_scored(card, tmp_path):
+    """The fake model's sampled TMGBench answers are random characters: none parses. The cell is
+    `failed` — no value, no score, no CI, no units — in scorecard.json, scorecard.csv, the table,
+    the report and compare (never a score computed from unread answers counted as wrong)."""
+    c = _cell(card, FAKE, "tmgbench")
+    assert c["counts"] == {"scored": 0, "parse_failed": 12, "error": 0}
+    assert c["status"] == "failed" and c["n_units"] == 0
+    assert c["value"] is None and c["ci95"] is None and c["normalized"] is None and c["normalized_ci95"] is None
+    (row,) = [row for row in csv.DictReader((card.folder / "scorecard.csv").open())
+              if row["player"] == FAKE and row["suite"] == "tmgbench"]
+    assert row["status"] == "failed" and row["value"] == row["normalized"] == row["normalized_ci95_low"] == ""
+    html = (card.folder / "report" / "index.html").read_text()
+    assert "failed (0 errors, 12 unparsed)" in html
+    out = tmp_path / "cmp.json"
+    r = cli("compare", str(card.folder), str(card.folder), "--output", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "failed" in r.stdout
+    (cmp_row,) = [x for x in json.loads(out.read_text())["rows"] if x["suite"] == "tmgbench"]
+    assert cmp_row["a"] is None and cmp_row["diff"] is None and cmp_row["a_status"] == "failed"
+    assert not cmp_row["paired"] and cmp_row["n_units"] == 0
+    # the command's table says so, and parse failures alone (no failed call) keep exit code 0
+    r = cli("scorecard", "--resume", str(card.folder), "--no-report", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert f"cells failed (nothing scored, no score): {FAKE} on tmgbench" in " ".join(r.stderr.split())
+    assert "failed" in r.stdout
+
+
+def _edited(card, tmp_path: Path, edit) -> Path:
+    """A copy of the card's folder whose scorecard.json is edited by `edit(cells)`."""
+    import shutil
+
+    copy = tmp_path / "edited"
+    shutil.copytree(card.folder, copy)
+    data = json.loads((copy / "scorecard.json").read_text())
+    edit(data)
+    (copy / "scorecard.json").write_text(json.dumps(data))
+    return copy
+
+
+def _model_cell(data: dict, suite: str = "nashgap") -> dict:
+    (c,) = [c for c in data["cells"] if c["player"] == FAKE and c["suite"] == suite]
+    return c
+
+
+def _set(key, value, suite="nashgap"):
+    def edit(data):
+        _model_cell(data, suite)[key] = value
+    return edit
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_set("normalized", 99.0), "normalized 99.0 disagrees with its records"),
+    (_set("normalized_ci95", [-50.0, 150.0], "tom"), "normalized_ci95 [-50.0, 150.0] disagrees with its records"),
+    (_set("status", "errors", "chbench"), "status 'errors' disagrees with its records ('ok')"),
+    (lambda d: _model_cell(d, "tmgbench").update(status="errors", value=7.0, normalized=-7.0),
+     "status 'errors' disagrees with its records ('failed')"),
+    (_set("normalized", float("nan")), "normalized nan is not a finite number"),
+    (_set("value", float("inf")), "value inf is not a finite number"),
+    (_set("normalized", "42"), "normalized '42' is not a finite number"),
+    (_set("ci95", ["a", "b"]), "is not two finite numbers"),
+    (_set("n_units", -3), "n_units -3 is not a count"),
+    (lambda d: d["cells"].clear(), "no cell for"),
+    (lambda d: d["cells"].pop(), "no cell for"),
+    (lambda d: d["cells"].append(dict(d["cells"][0])), "a cell is given twice"),
+    (lambda d: _model_cell(d).pop("normalized"), "has no 'normalized'"),
+    (lambda d: d["cells"].__setitem__(0, {}), "has no 'player'"),
+])
+def test_compare_refuses_a_scorecard_json_that_is_not_its_records(card, tmp_path, edit, message):
+    copy = _edited(card, tmp_path, edit)
+    for a, b in ((copy, card.folder), (card.folder, copy)):
+        r = cli("compare", str(a), str(b), "--output", str(tmp_path / "cmp.json"), cwd=tmp_path)
+        assert r.returncode == 2, (r.stdout, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and message in r.stderr, r.stderr
+        assert r.stderr.startswith("error: ") and "Traceback" not in r.stderr
+    assert not (tmp_path / "cmp.json").exists()
+
+
+def test_compare_takes_a_scorecard_within_float_tolerance_and_shows_the_records(card, tmp_path):
+    copy = _edited(card, tmp_path, lambda d: _model_cell(d).update(normalized=_model_cell(d)["normalized"] * (1 + 1e-9)))
+    out = tmp_path / "cmp.json"
+    r = cli("compare", str(card.folder), str(copy), "--output", str(out), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (row,) = [x for x in json.loads(out.read_text())["rows"] if x["suite"] == "nashgap"]
+    assert row["a"] == row["b"] == _cell(card, FAKE, "nashgap")["normalized"]  # the records' number, not the file's
+
+
+def test_an_edited_scorecard_json_is_rewritten_from_its_records_by_resume(card, tmp_path):
+    copy = _edited(card, tmp_path, _set("normalized", 99.0))
+    r = cli("scorecard", "--resume", str(copy), "--no-report", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((copy / "scorecard.json").read_text()) == json.loads((card.folder / "scorecard.json").read_text())
+    r = cli("compare", str(card.folder), str(copy), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+
+
+def test_compare_allow_partial_is_refused_for_scorecards(card, tmp_path):
+    r = cli("compare", str(card.folder), str(card.folder), "--allow-partial", cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "error: --allow-partial: compares unfinished runs of one suite, not scorecards; finish a scorecard with "
+        "stratbench scorecard --resume FOLDER, then compare"]

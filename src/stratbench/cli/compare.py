@@ -14,7 +14,8 @@ def compare(
     run_a: str = typer.Argument(..., help="Baseline result folder (A)."),
     run_b: str = typer.Argument(..., help="Result folder to compare (B)."),
     output: Optional[str] = typer.Option(None, help="Also write the comparison as JSON here."),
-    allow_partial: bool = typer.Option(False, help="Compare unfinished runs as they are (refused by default)."),
+    allow_partial: bool = typer.Option(False, help="Compare unfinished runs as they are (refused by default; "
+                                                   "runs of one suite only, not scorecards)."),
 ) -> int:
     """Differences B − A of headline metrics with 95% bootstrap CIs (paired over shared games)."""
     import json
@@ -27,11 +28,14 @@ def compare(
     out = check_output_file(output, (run_a, run_b)) if output else None
     cards = is_scorecard_folder(run_a), is_scorecard_folder(run_b)
     if any(cards):
-        if not all(cards):
-            from stratbench.errors import InputError
+        from stratbench.errors import InputError
 
+        if not all(cards):
             raise InputError(f"{run_a if not cards[0] else run_b}: not a scorecard folder; compare two scorecards "
                              "or two runs of one suite")
+        if allow_partial:  # its units would be a biased subset, and it has no scorecard.json to check
+            raise InputError("--allow-partial: compares unfinished runs of one suite, not scorecards; finish a "
+                             "scorecard with stratbench scorecard --resume FOLDER, then compare")
         _compare_scorecards(run_a, run_b, out)
         return 0
     res = compare_runs(run_a, run_b, allow_partial=allow_partial)
@@ -62,15 +66,16 @@ def _compare_scorecards(run_a: str, run_b: str, out: Path | None) -> None:
     for col in ("model (A → B)", "suite", "A", "B", "B − A [95% CI]", "paired", "units"):
         t.add_column(col, no_wrap=True)
 
-    def num(x: float | None) -> str:
-        return "—" if x is None else f"{x:.1f}"
+    def num(x: float | None, status: str) -> str:
+        return "failed" if status == "failed" else "—" if x is None else f"{x:.1f}"
 
     for r in res["rows"]:
         ci = r["diff_ci95"]
         diff = "—" if r["diff"] is None else f"{r['diff']:+.1f}" + (
             f" [{ci[0]:+.1f}, {ci[1]:+.1f}]" if ci else " (one fit each: no CI)") + (" *" if r["significant"] else "")
         who = r["model_a"] if r["model_a"] == r["model_b"] else f"{r['model_a']} → {r['model_b']}"
-        t.add_row(who, r["title"], num(r["a"]), num(r["b"]), diff, "yes" if r["paired"] else "no", str(r["n_units"]))
+        t.add_row(who, r["title"], num(r["a"], r["a_status"]), num(r["b"], r["b_status"]), diff,
+                  "yes" if r["paired"] else "no", str(r["n_units"]))
     console.print(t)
     if res["note"]:
         console.print(res["note"])

@@ -7,10 +7,15 @@ Suite command groups come from the suite registry (each suite names its CLI modu
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
+import shlex
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import typer
 from typer.exceptions import TyperException
@@ -61,20 +66,66 @@ def _mount(root: typer.Typer) -> None:
 _mount(app)
 
 
-def _resume_hint(args: list[str], folders: list[Path]) -> str:
-    """How to finish an interrupted command: its command words, then --resume FOLDER (a suite
-    command resumes its suite folder, the first one announced; a run its own, the last one)."""
-    if not folders:
-        return "interrupted before any result folder was written; nothing to resume"
-    words = []
+def _command_words(command: Any, args: list[str]) -> tuple[list[str], Any]:
+    """The command words at the start of `args` (`tmgbench stories generate`) and the command they
+    name, found in the command tree (not guessed from the words' number)."""
+    words: list[str] = []
+    cmd = command
     for a in args:
-        if a.startswith("-"):
+        subs = getattr(cmd, "commands", None)
+        if not isinstance(subs, dict) or a not in subs:
             break
         words.append(a)
-    words = words[:2] if words and words[0] in ("tmgbench", "chbench", "tom", "suite") else words[:1]
-    folder = folders[0] if words[:1] == ["suite"] else folders[-1]
+        cmd = subs[a]
+    return words, cmd
+
+
+def _resume_hint(command: Any, args: list[str], folders: list[Path]) -> str:
+    """How to finish an interrupted command: the same command with --resume FOLDER — a command that
+    runs a collection (scorecard, suite file, tiered suite: its folder, announced first, holds
+    suite_metadata.json) resumes the collection; a run command the run folder announced last (the
+    one interrupted). A command that cannot resume says so instead of naming a command that fails."""
+    if not folders:
+        return "interrupted before any result folder was written; nothing to resume"
+    words, cmd = _command_words(command, args)
+    folder = folders[0] if (folders[0] / "suite_metadata.json").is_file() else folders[-1]
+    options = {o for p in getattr(cmd, "params", []) for o in getattr(p, "opts", [])}
+    if "--resume" not in options:
+        return (f"interrupted: the unfinished folder {folder} cannot be resumed (stratbench {' '.join(words)} "
+                "has no --resume); run the command again")
     return (f"interrupted: finished records are saved in {folder}; continue with: "
-            f"stratbench {' '.join(words)} --resume {folder}")
+            f"stratbench {' '.join(words)} --resume {shlex.quote(str(folder))}")
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM ends a command as Ctrl-C does. Inside an event loop the handler asyncio installed for
+    SIGINT is called (it cancels the running work, which then saves what it has and raises
+    KeyboardInterrupt); elsewhere KeyboardInterrupt is raised here."""
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler) and handler is not _on_sigterm:
+        handler(signal.SIGINT, frame)
+        return
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While a command runs, SIGTERM (a `kill`, a scheduler's stop) is a Ctrl-C: the same line,
+    the same exit code (130), the same folders left resumable. A SIGTERM ignored by the caller
+    stays ignored; off the main thread signals are left alone."""
+    previous = None
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        try:
+            previous = signal.signal(signal.SIGTERM, _on_sigterm)
+        except ValueError:  # not the main thread
+            previous = None
+    if previous is None:
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _crash_report(exc: BaseException) -> Path | None:
@@ -87,7 +138,9 @@ def _crash_report(exc: BaseException) -> Path | None:
         folder = Path(tempfile.gettempdir()) / "stratbench-crashes"
         folder.mkdir(exist_ok=True)
         path = folder / f"crash-{time.strftime('%Y%m%d_%H%M%S')}-{os.getpid()}.txt"
-        path.write_text("".join(traceback.format_exception(exc)) + f"\nargv: {sys.argv}\n")
+        from stratbench.redact import redact_text  # no credentials of a URL in a crash file
+
+        path.write_text(redact_text("".join(traceback.format_exception(exc)) + f"\nargv: {sys.argv}\n"))
         return path
     except OSError:
         return None
@@ -109,16 +162,16 @@ def main(argv: list[str] | None = None) -> None:
     command = typer.main.get_command(app)
     folders: list[Path] = []
     try:
-        with on_run_folder(folders.append):
+        with on_run_folder(folders.append), _sigterm_as_interrupt():
             rv = command.main(args=args, prog_name="stratbench", standalone_mode=False)
     except _EXITS as e:
         code = getattr(e, "exit_code", 0)
         if isinstance(e.__cause__, KeyboardInterrupt):  # typer turns Ctrl-C into Exit(130)
-            print(_resume_hint(args, folders), file=sys.stderr)
+            print(_resume_hint(command, args, folders), file=sys.stderr)
             code = 130
         sys.exit(code)
     except (KeyboardInterrupt, typer.Abort):
-        print(_resume_hint(args, folders), file=sys.stderr)
+        print(_resume_hint(command, args, folders), file=sys.stderr)
         sys.exit(130)
     except _USAGE_ERRORS as e:
         print(f"error: {e.format_message()}", file=sys.stderr)  # type: ignore[attr-defined]
@@ -127,8 +180,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {_one_line(str(e))}", file=sys.stderr)
         sys.exit(2)
     except OSError as e:  # the machine refused a file or folder the user named
-        where = e.filename if e.filename is not None else "input"
-        print(f"error: {where}: {e.strerror or e}", file=sys.stderr)
+        from stratbench.files import os_problem  # (result files are named where they are written)
+
+        where = e.filename if e.filename is not None else "a file stratbench was writing or reading"
+        print(f"error: {where}: {os_problem(e)}", file=sys.stderr)
         sys.exit(2)
     except Exception as e:  # a bug: one line and where the traceback is
         if debug:
@@ -139,12 +194,14 @@ def main(argv: list[str] | None = None) -> None:
               f"{where}", file=sys.stderr)
         sys.exit(1)
     if rv == 130:  # typer (standalone_mode=False) returns a Ctrl-C as exit code 130
-        print(_resume_hint(args, folders), file=sys.stderr)
+        print(_resume_hint(command, args, folders), file=sys.stderr)
     sys.exit(rv if isinstance(rv, int) else 0)
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    from stratbench.redact import redact_text  # no credentials of a URL in an error line
+
+    return redact_text(" ".join(text.split()))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -57,9 +57,14 @@ def scorecard(
 
         console.print(scorecard_table(res.scorecard, res.costs))
         console.print(f"scorecard: {res.folder}" + (f"\nreport: {res.report}" if res.report else ""))
-    n_failed = sum(c["counts"].get("error", 0) for c in res.scorecard["cells"])
-    if n_failed:
-        err_console.print(f"{n_failed} records are errors (counted, never scored); see scorecard.csv")
+    n_errors = sum(c["counts"].get("error", 0) for c in res.scorecard["cells"])
+    failed = [f"{c['player']} on {c['suite']}" for c in res.scorecard["cells"] if c["status"] == "failed"]
+    if n_errors:
+        err_console.print(f"{n_errors} records are errors (counted, never scored); see scorecard.csv")
+    if failed:  # parse failures alone are the model's answers, not a failed run: no exit code of their own
+        err_console.print(f"{len(failed)} cells failed (nothing scored, no score): {', '.join(failed)}",
+                          highlight=False, soft_wrap=True)
+    if n_errors:
         raise typer.Exit(1)
 
 

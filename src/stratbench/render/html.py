@@ -25,11 +25,19 @@ class Html(str):
     __slots__ = ()
 
 
+# Unicode's bidirectional embeddings, overrides and isolates (LRE RLE PDF LRO RLO, LRI RLI FSI PDI):
+# in model-written text they reorder what the reader sees ("Trojan Source"); they are shown as
+# their code points instead. Marks (LRM, RLM) only settle neutral characters and stay.
+BIDI_CONTROLS = {c: f"<U+{c:04X}>" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
 def esc(value: Any) -> Html:
-    """Escape anything for text or attribute context (``&<>"'``); Html passes unchanged."""
+    """Escape anything for text or attribute context (``&<>"'``; bidirectional controls shown as
+    ``<U+202E>``); Html passes unchanged."""
     if isinstance(value, Html):
         return value
-    return Html(_html.escape("" if value is None else str(value), quote=True))
+    text = ("" if value is None else str(value)).translate(BIDI_CONTROLS)
+    return Html(_html.escape(text, quote=True))
 
 
 def _children(parts: Iterable[Any]) -> Iterable[Html]:

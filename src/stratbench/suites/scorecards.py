@@ -121,8 +121,10 @@ def status_counts(records: Iterable[Mapping[str, Any]], key: str = "status") -> 
 
 
 def cell_status(counts: Mapping[str, int], n_units: int) -> CellStatus:
-    """failed: nothing scored; errors: scored, but some records failed or did not parse."""
-    if n_units == 0:
+    """failed: nothing scored (no unit, or not one record scored: a model whose every answer failed
+    or did not parse has units — TMGBench counts an unreadable answer as a wrong one — but no
+    score); errors: scored, but some records failed or did not parse."""
+    if n_units == 0 or not counts.get("scored", 0):
         return "failed"
     return "errors" if counts.get("error", 0) or counts.get("parse_failed", 0) else "ok"
 
@@ -136,14 +138,17 @@ def row_of(player: str, role: Role) -> tuple[str, str | None]:
 def cell(player: str, role: Role, suite: str, units: UnitScores | None, counts: Mapping[str, int],
          runs: Sequence[str], seed: int) -> ScoreCell:
     """A cell from a player's unit scores: the raw mean and the normalised score, each with its
-    bootstrap CI over the units (nothing scored: status failed, no numbers)."""
+    bootstrap CI over the units (nothing scored: status failed, no numbers, no units)."""
     n = len(units) if units is not None else 0
+    status = cell_status(counts, n)
     value = ci = score = score_ci = None
-    if units is not None and n:
+    if status == "failed":
+        n = 0  # units whose every record failed were not scored
+    elif units is not None:
         value, ci = raw_mean(units, seed)
         score, score_ci = normalized_score(units, seed)
     row, ref = row_of(player, role)
-    return ScoreCell(player=row, reference=ref, suite=suite, status=cell_status(counts, n), value=value, ci95=ci,
+    return ScoreCell(player=row, reference=ref, suite=suite, status=status, value=value, ci95=ci,
                      normalized=score, normalized_ci95=score_ci, n_units=n, counts=dict(counts), exact=False,
                      runs=list(runs))
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from typing import Any
 
 from stratbench.checks import RULES, SEED, check_value
 from stratbench.errors import InputError
+from stratbench.render.csv_cells import csv_row
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
 from stratbench.runner.jsonl import write_json_atomic
 from stratbench.runner.lifecycle import announce_folder
@@ -49,6 +51,8 @@ from stratbench.suites import SUITES
 from stratbench.suites.base import Job
 from stratbench.suites.scorecards import ScorecardModel, ScorecardPart, ScorecardRun
 from stratbench.workflows.jobs import family, run_jobs
+from stratbench.workflows.suite_file import refused_leaves_nothing
+from stratbench.workflows.suite_plan import check_job_models
 
 __all__ = ["ScorecardResult", "chat_by_default", "compare_scorecards", "is_scorecard_folder", "pair_models", "parts",
            "plan_scorecard", "read_scorecard", "run_scorecard"]
@@ -131,17 +135,6 @@ def plan_scorecard(models: Sequence[ScorecardModel], budget: str, seed: int) -> 
     return plan
 
 
-def _check_chat_models(models: Sequence[ScorecardModel], no_cache: bool) -> None:
-    """A chat model without a chat template (or without exact scoring where the plan needs it) is
-    one error line before anything is written, not a failed record in every suite."""
-    from stratbench.models import ModelOptions, open_model
-
-    for m in models:
-        if m.chat and m.local:
-            model = open_model(m.spec, ModelOptions(), no_cache=no_cache)
-            model.check_chat(scoring=m.policy == "choice")
-
-
 def _config(models: Sequence[ScorecardModel], budget: str, seed: int) -> dict[str, Any]:
     return {"models": [asdict(m) for m in models], "budget": budget, "seed": seed}
 
@@ -193,7 +186,9 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
     else:
         ms = _models(models, chat, base_url)
         plan = plan_scorecard(ms, budget, seed)
-        _check_chat_models(ms, no_cache)
+        # every model opened (GGUF file there, base URL and API key given, chat template where
+        # needed) before the folder exists: a refusal leaves nothing behind
+        check_job_models(j for j, _, _ in plan)
         out = create_run_folder(output_dir, "scorecard").path
         meta = run_metadata(KIND, _config(ms, budget, seed), kind=KIND)
         meta.update(runs=[], plan=[j.key for j, _, _ in plan], no_cache=no_cache)
@@ -207,7 +202,8 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
                 setattr(job.config, k, v)
     roles = {j.key: (player, role) for j, player, role in plan}
     jobs = [j for j, _, _ in plan]
-    with folder_lock(out):
+    with refused_leaves_nothing(out, meta, new=resume_dir is None), folder_lock(out):
+        write_json_atomic(out / META, meta)  # resumable from its first moment
         announce_folder(out)
         runs, n_errors = run_jobs(out, meta, jobs, on_run, timed=True,
                                   extra=lambda j: {"player": roles[j.key][0], "role": roles[j.key][1],
@@ -301,26 +297,78 @@ def write_scorecard_csv(path: Path, card: Scorecard, costs: Sequence[CostRow]) -
             ci: list[float | None] = list(c["ci95"]) if c["ci95"] else none
             nci: list[float | None] = list(c["normalized_ci95"]) if c["normalized_ci95"] else none
             k = cost.get((c["reference"] or c["player"], c["suite"]))
-            w.writerow([c["player"], roles.get(c["player"], "reference"), c["reference"] or "", c["suite"],
-                        c["status"], s["metric"], c["value"], ci[0], ci[1], c["normalized"], nci[0], nci[1],
-                        c["n_units"], s["unit"], c["counts"].get("scored"), c["counts"].get("parse_failed"),
-                        c["counts"].get("error"),
-                        *((k["model_calls"], k["model_cache_hits"], k["tokens_in"], k["tokens_out"], k["seconds"])
-                          if k else ("", "", "", "", "")),
-                        ";".join(c["runs"])])
+            w.writerow(csv_row([c["player"], roles.get(c["player"], "reference"), c["reference"] or "", c["suite"],
+                                c["status"], s["metric"], c["value"], ci[0], ci[1], c["normalized"], nci[0], nci[1],
+                                c["n_units"], s["unit"], c["counts"].get("scored"), c["counts"].get("parse_failed"),
+                                c["counts"].get("error"),
+                                *((k["model_calls"], k["model_cache_hits"], k["tokens_in"], k["tokens_out"],
+                                   k["seconds"]) if k else ("", "", "", "", "")),
+                                ";".join(c["runs"])]))
+
+
+# scorecard.json against a recomputation from the records: equal on one machine; the tolerance
+# covers another machine's floating point (BLAS, libm) only — an edited number is far outside it
+REL_TOL = ABS_TOL = 1e-6
+CHECKED_FIELDS = ("status", "n_units", "counts", "value", "ci95", "normalized", "normalized_ci95")
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool) \
+            and not isinstance(b, bool):
+        return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=ABS_TOL)
+    return bool(a == b)
+
+
+def check_against_records(saved: Scorecard, computed: Scorecard, where: str) -> None:
+    """InputError (one line) unless scorecard.json holds the cells its runs' records give — the
+    same cells, each with the same status, counts and numbers (within float tolerance)."""
+    fix = (f"the file was edited, or its runs were; rewrite it from the records with stratbench scorecard "
+           f"--resume {where}")
+    if (saved["budget"], saved["seed"]) != (computed["budget"], computed["seed"]):
+        raise InputError(f"{where}/scorecard.json: its budget/seed ({saved['budget']}/{saved['seed']}) are not the "
+                         f"scorecard's ({computed['budget']}/{computed['seed']}); {fix}")
+    got: dict[tuple[str, str], dict[str, Any]] = {(c["player"], c["suite"]): dict(c) for c in saved["cells"]}
+    want: dict[tuple[str, str], dict[str, Any]] = {(c["player"], c["suite"]): dict(c) for c in computed["cells"]}
+    if len(got) != len(saved["cells"]) or got.keys() != want.keys():
+        odd = sorted(got.keys() - want.keys())
+        lost = sorted(want.keys() - got.keys())
+        what = (f"{odd[0][0]} on {odd[0][1]} is not a cell of its runs" if odd else
+                f"no cell for {lost[0][0]} on {lost[0][1]}" if lost else "a cell is given twice")
+        raise InputError(f"{where}/scorecard.json: {what}; {fix}")
+    for key, w in want.items():
+        g = got[key]
+        for f in CHECKED_FIELDS:
+            if not _same(g[f], w[f]):
+                raise InputError(f"{where}/scorecard.json: {key[0]} on {key[1]}: {f} {g[f]!r} "
+                                 f"disagrees with its records ({w[f]!r}); {fix}")
 
 
 def _finished_scorecard(folder: Path, flag: str) -> tuple[Scorecard, list[ScorecardModel], list[ScorecardRun]]:
+    """A finished scorecard's cells recomputed from its runs' records (checked against its
+    scorecard.json), its models and its runs."""
     meta = _read_meta(folder, flag)
     if meta.get("status") != "finished":
         raise InputError(f"{flag}{folder}: the scorecard is not finished (status {meta.get('status')!r}); "
-                         "finish it with stratbench scorecard --resume")
-    card = read_scorecard(folder, flag)
+                         f"finish it with stratbench scorecard --resume {folder}")
+    saved = read_scorecard(folder, flag)
     ms, budget, seed = _from_config(meta["config"], f"{flag}{folder}")
     runs = meta.get("runs")
     if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
         raise InputError(f"{flag}{folder}: suite_metadata.json lists no runs")
-    return card, ms, _scorecard_runs(folder, plan_scorecard(ms, budget, seed), runs)
+    plan = plan_scorecard(ms, budget, seed)
+    if [j.key for j, _, _ in plan] != meta.get("plan"):
+        raise InputError(f"{flag}{folder}: the saved plan no longer gives the same runs with this version of "
+                         "stratbench; its records cannot be rescored")
+    try:
+        computed, _ = score_folder(folder, ms, budget, seed, plan, runs)
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        raise InputError(f"{flag}{folder}: its runs' records cannot be read ({type(e).__name__}: {e})") from None
+    check_against_records(saved, computed, f"{flag}{folder}")
+    return computed, ms, _scorecard_runs(folder, plan, runs)
 
 
 def pair_models(a: Sequence[str], b: Sequence[str]) -> list[tuple[str, str]]:
@@ -338,7 +386,10 @@ def compare_scorecards(folder_a: str | Path, folder_b: str | Path, seed: int = 0
     """B − A of the normalised score per model and suite. Paired over the units both scorecards
     scored (the same games, grids, episodes: same budget and seed), with the joint bootstrap of
     :func:`stratbench.scoring.paired_difference`; CHBench's score is one fitted level, so its
-    difference is unpaired and its CI is left out (the two fits' own CIs are in the rows)."""
+    difference is unpaired and its CI is left out (the two fits' own CIs are in the rows). Every
+    number is recomputed from the runs' records; a scorecard.json that disagrees with them is
+    refused (:func:`check_against_records`). A failed cell (nothing scored) has no score and no
+    difference."""
     fa, fb = Path(folder_a), Path(folder_b)
     ca, ma, ra = _finished_scorecard(fa, "")
     cb, mb, rb = _finished_scorecard(fb, "")
@@ -354,13 +405,16 @@ def compare_scorecards(folder_a: str | Path, folder_b: str | Path, seed: int = 0
         for p in parts():
             a_runs = [r for r in ra if family(r.job.suite) == family(p.suite)]
             b_runs = [r for r in rb if family(r.job.suite) == family(p.suite)]
-            ua, ub = p.units(a_runs, la), p.units(b_runs, lb)
             xa, xb = cells_a.get((la, p.suite)), cells_b.get((lb, p.suite))
+            failed = any(x is None or x["status"] == "failed" for x in (xa, xb))
+            ua, ub = (None, None) if failed else (p.units(a_runs, la), p.units(b_runs, lb))
             va = xa.get("normalized") if xa else None
             vb = xb.get("normalized") if xb else None
             row: dict[str, Any] = {"model_a": la, "model_b": lb, "suite": p.suite, "title": p.title,
                                    "a": va, "b": vb, "a_ci95": xa.get("normalized_ci95") if xa else None,
-                                   "b_ci95": xb.get("normalized_ci95") if xb else None}
+                                   "b_ci95": xb.get("normalized_ci95") if xb else None,
+                                   "a_status": xa["status"] if xa else "failed",
+                                   "b_status": xb["status"] if xb else "failed"}
             if ua is not None and ub is not None:
                 diff, ci, n = paired_difference(ua, ub, seed)
                 row.update(diff=diff, diff_ci95=ci, paired=True, n_units=n)

@@ -34,19 +34,23 @@ holds each run's headline numbers. Each run is an ordinary result folder, so `st
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
+import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from stratbench.errors import InputError
+from stratbench.render.csv_cells import csv_row
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
 from stratbench.runner.jsonl import write_json_atomic
 from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.lock import folder_lock
 from stratbench.workflows.jobs import run_jobs
-from stratbench.workflows.suite_plan import plan_suite_data, plan_suite_file, read_suite_file
+from stratbench.workflows.suite_plan import check_job_models, plan_suite_data, plan_suite_file, read_suite_file
 
 
 @dataclass
@@ -91,18 +95,35 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
         sh = parse_shard(shard)
         if sh.count > len(jobs):
             raise InputError(f"--shard {sh}: the suite has only {len(jobs)} runs")
+        # every model opened before the folder exists: a refusal leaves nothing behind
+        check_job_models(sh.select(jobs))
         base = output_dir or data.get("output_dir") or "results"
         out = create_run_folder(base, "suite").path
         meta = run_metadata("suite-file", data, kind="suite")
         meta.update(file=str(path), name=data.get("name"), runs=[], plan=[j.key for j in jobs], shard=sh.to_json())
     jobs = sh.select(jobs)
-    with folder_lock(out):
+    with refused_leaves_nothing(out, meta, new=not resume_dir), folder_lock(out):
+        write_json_atomic(out / "suite_metadata.json", meta)  # resumable from its first moment
         announce_folder(out)
         runs, n_errors = run_jobs(out, meta, jobs, on_run)
         meta.update(runs=runs, end_time=now_iso(), status="finished")
         write_json_atomic(out / "suite_metadata.json", meta)
         write_runs_csv(out, runs)
     return SuiteRunResult(out, runs, n_errors)
+
+
+@contextlib.contextmanager
+def refused_leaves_nothing(out: Path, meta: dict[str, Any], new: bool) -> Iterator[None]:
+    """A collection folder (suite file, scorecard) made by this command is removed again when the
+    command is refused (one error line) before any of its runs has a folder of its own: a refusal
+    leaves nothing behind. Once a run has started, the folder holds work and stays, resumable; an
+    interrupted collection (Ctrl-C) always stays."""
+    try:
+        yield
+    except (InputError, OSError):
+        if new and not any(r.get("folder") or r.get("status") == "finished" for r in meta.get("runs", [])):
+            shutil.rmtree(out, ignore_errors=True)
+        raise
 
 
 def write_runs_csv(out: Path, runs: list[dict[str, Any]]) -> None:
@@ -113,8 +134,8 @@ def write_runs_csv(out: Path, runs: list[dict[str, Any]]) -> None:
         for r in runs:
             for h in r.get("headline", []):
                 ci = h.get("ci95") or [None, None]
-                w.writerow([r["suite"], r["model"], r["seed"], r["setting"], h["part"], h["metric"],
-                            h["value"], ci[0], ci[1], r["folder"]])
+                w.writerow(csv_row([r["suite"], r["model"], r["seed"], r["setting"], h["part"], h["metric"],
+                                    h["value"], ci[0], ci[1], r["folder"]]))
 
 
 def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path:
@@ -124,6 +145,7 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
     fails midway removes its folder."""
     import shutil
 
+    from stratbench.runner.folders import discard_folder, publish_folder, stage_folder
     from stratbench.runner.merge import finished_shards
 
     metas = []
@@ -143,7 +165,7 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
     runs = sorted(((f, r) for f, m in zip(folders, metas) for r in m["runs"]), key=lambda fr: plan.index(fr[1]["key"]))
     if [r["key"] for _, r in runs] != plan:
         raise InputError("the shards do not hold every run of the suite exactly once")
-    out = create_run_folder(output_dir, "suite_merged").path
+    out = stage_folder(output_dir, "suite_merged")  # renamed when complete
     try:
         merged_runs = []
         for f, r in runs:
@@ -161,6 +183,6 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
         write_json_atomic(out / "suite_metadata.json", meta)
         write_runs_csv(out, meta["runs"])
     except BaseException:
-        shutil.rmtree(out, ignore_errors=True)
+        discard_folder(out)
         raise
-    return out
+    return publish_folder(out)

@@ -9,6 +9,7 @@ sees it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +136,49 @@ def plan_suite_data(data: dict[str, Any], p: Path) -> list[Job]:
     for j in jobs:
         j.key = f"{SUITES.get(j.suite).family}|{j.label}|{j.seed}|{j.setting}"
     return jobs
+
+
+def _job_specs(config: Any) -> list[str]:
+    """The player specs a job's config names (its model, its models, its opponents)."""
+    specs = [getattr(config, "model", None)]
+    for name in ("models", "opponents"):
+        more = getattr(config, name, None)
+        if isinstance(more, (list, tuple)):
+            specs += list(more)
+    return [x.strip() for x in specs if isinstance(x, str) and x.strip()]
+
+
+def check_job_models(jobs: Iterable[Job]) -> None:
+    """Open every model the jobs play — once per model and server — and close it again, before a
+    collection's folder exists: a model that cannot be opened (a missing GGUF file, an
+    openai-compatible model without a base URL, a hosted API without its key, a chat model without
+    a chat template) is one error line and nothing written, not a refusal from the collection's
+    first run after its folder was made. Specs that name no model backend are scripted players,
+    which the suites' own checks have passed. Nothing is sent to a server."""
+    import asyncio
+
+    from stratbench.models import ModelOptions, is_http_spec, load_model, split_spec
+
+    wanted: dict[tuple[str, str | None, str | None], dict[str, bool]] = {}
+    for job in jobs:
+        cfg = job.config
+        for spec in _job_specs(cfg):
+            try:
+                split_spec(spec)
+            except InputError:
+                continue  # a scripted player (nash, uniform, level-k:1, ...)
+            http = is_http_spec(spec)
+            key = (spec, getattr(cfg, "base_url", None) if http else None,
+                   getattr(cfg, "chat_template", None) if http else None)
+            flags = wanted.setdefault(key, {"chat": False, "choice": False})
+            if getattr(cfg, "chat", False):
+                flags["chat"] = True
+                flags["choice"] |= getattr(cfg, "policy", None) == "choice"
+    for (spec, base_url, chat_template), flags in wanted.items():
+        model = load_model(spec, ModelOptions(base_url=base_url, chat=True if flags["chat"] else None,
+                                              chat_template=chat_template))
+        try:
+            if flags["chat"]:
+                model.check_chat(scoring=flags["choice"])
+        finally:
+            asyncio.run(model.aclose())

@@ -19,6 +19,7 @@ import numpy as np
 from stratbench.errors import InputError
 from stratbench.files import display, read_csv, show
 from stratbench.games.normal_form import NormalFormGame
+from stratbench.render.csv_cells import csv_cell
 from stratbench.suites.chbench.catalogue import CHGame
 from stratbench.suites.chbench.hierarchy import GameBatch, level_k_batch, poisson_batch, poisson_weights
 
@@ -236,4 +237,4 @@ def write_observations_csv(path: str | Path, rows: Iterable[Mapping[str, Any]]) 
         w = csv.DictWriter(fh, fieldnames=list(CSV_COLUMNS))
         w.writeheader()
         for r in rows:
-            w.writerow({k: r[k] for k in CSV_COLUMNS})
+            w.writerow({k: csv_cell(r[k]) for k in CSV_COLUMNS})  # names never run as formulas

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from stratbench.render.csv_cells import csv_cell, csv_row
 from stratbench.runner.jsonl import write_json_atomic
 from stratbench.runner.schema import Record
 from stratbench.seeding import derive_seed
@@ -266,7 +267,7 @@ def write_tables(folder: Path, summary: dict[str, Any], players: list[str]) -> N
                                            "mean_across_opponents", "pooled_mean_level", "identified",
                                            "pooled_mean_level_low", "pooled_mean_level_high", "ci95_low", "ci95_high"])
         w.writeheader()
-        w.writerows(rows)
+        w.writerows({k: csv_cell(v) for k, v in r.items()} for r in rows)  # names never run as formulas
     md = ["# CH levels (mean and variance of the mean level across opponents; pooled mean with 95% "
           "bootstrap CI over games)", "",
           "A pooled mean marked * is not identified: several level mixtures fit the play equally well; the "
@@ -291,11 +292,11 @@ def write_tables(folder: Path, summary: dict[str, Any], players: list[str]) -> N
         opps = sorted({o for p in players for o in (summary["mechanisms"][m].get(p) or {}).get("utility_by_opponent", {})})
         with (folder / f"utilities_{m}.csv").open("w", newline="") as fh:
             uw = csv.writer(fh)
-            uw.writerow(["player"] + opps)
+            uw.writerow(csv_row(["player"] + opps))
             for p in players:
                 u = (summary["mechanisms"][m].get(p) or {}).get("utility_by_opponent")
                 if u:
-                    uw.writerow([p] + [_fmt(u.get(o)) for o in opps])
+                    uw.writerow(csv_row([p] + [_fmt(u.get(o)) for o in opps]))
         lines = [f"# Average utility per round under {m} (player \\ opponent)", "",
                  "| Player \\ Opponent | " + " | ".join(opps) + " |", "|---|" + "---|" * len(opps)]
         for p in players:

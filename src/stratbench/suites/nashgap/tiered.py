@@ -32,9 +32,10 @@ import numpy as np
 
 from stratbench.checks import check_config
 from stratbench.errors import InputError
+from stratbench.render.csv_cells import csv_row
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
 from stratbench.runner.jsonl import read_jsonl, write_json_atomic
-from stratbench.runner.lifecycle import RunResult
+from stratbench.runner.lifecycle import RunResult, announce_folder
 from stratbench.runner.schema import SCORED_STATUSES
 from stratbench.runner.shard import parse_shard
 from stratbench.stats import stratified_bootstrap_ci
@@ -559,7 +560,7 @@ def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(columns)
     for r in rows:
-        w.writerow([_cell_text(r.get(c)) for c in columns])
+        w.writerow(csv_row(_cell_text(r.get(c)) for c in columns))  # labels never run as formulas
     return buf.getvalue()
 
 
@@ -703,6 +704,7 @@ def run_tiered_suite(
         meta = _metadata(config, entries)
         write_json_atomic(folder / "suite_metadata.json", meta)
         _write_games(folder, config)
+    announce_folder(folder)  # an interrupted suite is resumed by its own folder, not a cell's
     models_dir = folder / "models"
     cells = _cells(config, entries)
     overall = progress.add_task("suite", total=len(cells)) if progress is not None else None

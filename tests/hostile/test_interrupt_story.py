@@ -1,0 +1,205 @@
+"""One interrupt story: Ctrl-C (SIGINT) and `kill` (SIGTERM) end a command the same way — exit
+130, one line naming the folder to resume and a command that resumes it, the folders left
+resumable — and the printed command, run as printed, finishes the work with the result of an
+uninterrupted run. For a collection (a scorecard, a tiered suite) that is the collection's own
+folder and command, never one of its runs.
+
+The model is the fake OpenAI-compatible server with a latency per request, so a smoke scorecard
+takes a few seconds and is interrupted while its runs are streaming records.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import run_records
+from fake_openai_server import FakeOpenAIServer
+
+FAKE = "openai-compatible:fake"
+VOLATILE = run_records.VOLATILE | {"output_dir", "base_url", "no_cache", "start_time", "end_time", "folder", "run_id"}
+
+
+def env(cache: Path) -> dict[str, str]:
+    return dict(os.environ, CI="1", STRATBENCH_CACHE_DIR=str(cache))
+
+
+def run(args: list[str], cwd: Path, cache: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "stratbench", *args], cwd=cwd, env=env(cache), text=True,
+                          capture_output=True, timeout=300)
+
+
+def interrupt(args: list[str], cwd: Path, cache: Path, started: str, how: str) -> tuple[int, str]:
+    """Start the command, wait until a file matching `started` (a glob under cwd) exists, send
+    the signal; (exit code, stderr)."""
+    proc = subprocess.Popen([sys.executable, "-m", "stratbench", *args], cwd=cwd, env=env(cache), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        t0 = time.time()
+        while not list(cwd.glob(started)):
+            assert proc.poll() is None, proc.communicate()
+            assert time.time() - t0 < 120, f"nothing matches {started}"
+            time.sleep(0.05)
+        time.sleep(0.2)  # inside the run, records streaming
+        proc.send_signal(getattr(signal, how))
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, err
+
+
+def printed_command(err: str) -> list[str]:
+    """The arguments of the "continue with: stratbench ..." line (the last line on stderr)."""
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("interrupted: ") and "continue with: stratbench " in line, err
+    words = shlex.split(line.split("continue with: ", 1)[1])
+    assert words[0] == "stratbench"
+    return words[1:]
+
+
+def scorecard_cells(folder: Path) -> object:
+    """scorecard.json without what names a time (run folders) or a machine."""
+    card = run_records.strip(json.loads((folder / "scorecard.json").read_text()), VOLATILE)
+    assert isinstance(card, dict)
+    return {**card, "cells": [{k: v for k, v in c.items() if k != "runs"} for c in card["cells"]]}
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeOpenAIServer(latency_ms=15) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def whole(server, tmp_path_factory):
+    """The uninterrupted scorecard."""
+    root = tmp_path_factory.mktemp("whole")
+    r = run(scorecard_args(server.base_url, "out"), root, root / "cache")
+    assert r.returncode == 0, r.stderr
+    (folder,) = (root / "out").iterdir()
+    return folder
+
+
+def scorecard_args(url: str, out: str) -> list[str]:
+    return ["scorecard", "--model", FAKE, "--base-url", url, "--budget", "smoke", "--seed", "3", "--no-cache",
+            "--no-report", "--output-dir", out]
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_scorecard_names_its_folder_and_the_printed_command_finishes_it(how, server, whole, tmp_path):
+    code, err = interrupt(scorecard_args(server.base_url, "cut"), tmp_path, tmp_path / "cache",
+                          "cut/scorecard_*/tmgbench/*/*/answers.jsonl", how)
+    assert code == 130, err
+    assert "Traceback" not in err
+    (folder,) = (tmp_path / "cut").iterdir()
+    args = printed_command(err)
+    assert args == ["scorecard", "--resume", str(folder.relative_to(tmp_path))], err  # the scorecard, not a run
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    assert meta["status"] == "running" and not (folder / "scorecard.json").exists()
+    # the interrupted run is left as Ctrl-C leaves a run: running, resumable in place
+    assert "running" in {json.loads(p.read_text())["status"] for p in folder.rglob("run.json")}
+    done = run(args, tmp_path, tmp_path / "cache")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((folder / "suite_metadata.json").read_text())["status"] == "finished"
+    assert {json.loads(p.read_text())["status"] for p in folder.rglob("run.json")} == {"finished"}
+    assert scorecard_cells(folder) == scorecard_cells(whole)
+    assert len(list(folder.rglob("run.json"))) == len(list(whole.rglob("run.json")))  # finished in place
+
+
+TIERED_FILE = """
+num_games_per_bucket = 3
+num_trials = 2
+seeds = [1]
+bucket_ids = ["2x2_lowVar_mixed", "3x3_midVar_mixed"]
+policy = "sample"
+max_tokens = 16
+max_concurrency = 2
+
+[[models]]
+spec = "openai-compatible:fake"
+base_url = "{url}"
+tier = "A"
+"""
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_tiered_suite_names_the_suite_folder(how, server, tmp_path):
+    (tmp_path / "t.toml").write_text(TIERED_FILE.format(url=server.base_url))
+    args = ["suite", "tiered", "--config", "t.toml", "--quiet"]
+    whole = run([*args, "--output-dir", "whole"], tmp_path, tmp_path / "c1")
+    assert whole.returncode == 0, whole.stderr
+    code, err = interrupt([*args, "--output-dir", "cut"], tmp_path, tmp_path / "c2", "cut/*/models/*/*/trials*.jsonl",
+                          how)
+    assert code == 130 and "Traceback" not in err, err
+    (folder,) = (tmp_path / "cut").iterdir()
+    resume = printed_command(err)
+    assert resume == ["suite", "tiered", "--resume", str(folder.relative_to(tmp_path))], err
+    done = run(resume, tmp_path, tmp_path / "c2")
+    assert done.returncode == 0, done.stderr
+    (want,) = (tmp_path / "whole").iterdir()
+    for f in ("big_table_all_runs.csv", "big_table_aggregated.csv", "big_table_aggregated.md"):
+        assert (folder / f).read_bytes() == (want / f).read_bytes(), f
+
+
+def test_a_run_command_without_resume_says_so(tmp_path):
+    """A command that cannot resume (chbench fit) is not told to: no "continue with" line that fails."""
+    import typer
+
+    from stratbench.cli.main import _resume_hint, app
+
+    command = typer.main.get_command(app)
+    folder = tmp_path / "fit_x"
+    hint = _resume_hint(command, ["chbench", "fit", "some/run"], [folder])
+    assert "continue with" not in hint and "cannot be resumed" in hint and str(folder) in hint
+    # the command words come from the command tree: three words where the command has three
+    hint = _resume_hint(command, ["tmgbench", "stories", "generate", "--model", "x"], [folder])
+    assert hint.endswith(f"continue with: stratbench tmgbench stories generate --resume {folder}")
+    # a folder name a shell would split is quoted
+    odd = tmp_path / "my results" / "run_1"
+    hint = _resume_hint(command, ["nashgap", "--model", "x"], [odd])
+    assert shlex.split(hint.split("continue with: ", 1)[1]) == ["stratbench", "nashgap", "--resume", str(odd)]
+    # a collection (suite_metadata.json in the first folder announced) is resumed by its folder
+    suite = tmp_path / "suite_1"
+    suite.mkdir()
+    (suite / "suite_metadata.json").write_text("{}")
+    hint = _resume_hint(command, ["suite", "run", "s.toml"], [suite, suite / "nashgap" / "m" / "run_1"])
+    assert hint.endswith(f"continue with: stratbench suite run --resume {suite}")
+
+
+def test_sigterm_is_ctrl_c_only_while_a_command_runs():
+    """The handler is installed for the command and removed after it; an error inside passes
+    through unchanged; off the main thread (the CLI called from a thread) signals are left alone."""
+    import threading
+
+    from stratbench.cli.main import _on_sigterm, _sigterm_as_interrupt
+
+    before = signal.getsignal(signal.SIGTERM)
+    if before is not signal.SIG_DFL:
+        pytest.skip("this test process handles SIGTERM itself (a caller's handler is left alone)")
+    with _sigterm_as_interrupt():
+        assert signal.getsignal(signal.SIGTERM) is _on_sigterm
+        with pytest.raises(KeyboardInterrupt):
+            _on_sigterm(signal.SIGTERM, None)  # no event loop: KeyboardInterrupt, as Ctrl-C
+    assert signal.getsignal(signal.SIGTERM) is before
+    with pytest.raises(ValueError, match="a bug"), _sigterm_as_interrupt():
+        raise ValueError("a bug")
+    assert signal.getsignal(signal.SIGTERM) is before
+    seen = []
+
+    def off_main() -> None:
+        with _sigterm_as_interrupt():
+            seen.append(signal.getsignal(signal.SIGTERM))
+
+    t = threading.Thread(target=off_main)
+    t.start()
+    t.join()
+    assert seen == [before]
