@@ -129,6 +129,8 @@ def nashgap(
             err_console.print(
                 f"{result.folder}: {t['records']} records, {t.get('model_calls', 0)} model calls, "
                 f"{t.get('model_cache_hits', 0)} cache hits, {t['errors']} errors"
+                + (f", {t['model_cache_failures']} answers the cache could not serve or store"
+                   if t.get("model_cache_failures") else "")
                 + (f", est. cost ${t['model_cost_usd']:.4f}" if "model_cost_usd" in t else "")
             )
     if not quiet:
