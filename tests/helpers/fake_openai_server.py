@@ -33,6 +33,8 @@ with an RNG seeded by `fault_seed`. Faults are strings:
     "logprobs:V"    the normal answer with every log-prob in it set to V (e.g. "logprobs:3.5",
                     "logprobs:nan", "logprobs:inf"): a server whose numbers are no probabilities
     "huge:N"        a complete 200 response of N bytes of valid JSON (one long text), streamed
+    "trickle" / "trickle:S"  the normal answer (200, its full Content-Length), written one byte
+                    every S seconds (default 1): a slow server that no per-read timeout catches
     "gzip" / "deflate"      the normal answer, compressed (Content-Encoding: gzip / deflate)
     "gzip:N" / "deflate:N"  a compressed body that expands to N bytes of valid JSON (a "zip bomb")
 
@@ -353,6 +355,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, _with_logprobs(self._normal_answer(), float(arg)))
         elif kind == "huge":
             self._send_streamed(int(arg))
+        elif kind == "trickle":
+            self._send_trickled(json.dumps(self._normal_answer()).encode("utf-8"), float(arg or 1))
         elif kind in ("gzip", "deflate"):
             payload = (_compressed_json_of_size(kind, int(arg)) if arg else
                        _compress(kind, json.dumps(self._normal_answer()).encode("utf-8")))
@@ -385,6 +389,19 @@ class _Handler(BaseHTTPRequestHandler):
             fill -= min(fill, len(chunk))
         self.wfile.write(tail)
         self.wfile.flush()
+
+    def _send_trickled(self, payload: bytes, every_s: float) -> None:
+        """A 200 response with `payload`'s full Content-Length, its body written one byte every
+        `every_s` seconds (until done or the client hangs up)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.flush()
+        for i in range(len(payload)):
+            time.sleep(every_s)
+            self.wfile.write(payload[i:i + 1])
+            self.wfile.flush()
 
     # -- endpoints ------------------------------------------------------------------------
 

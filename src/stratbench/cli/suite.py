@@ -82,7 +82,7 @@ def tiered(
     temperature: Optional[float] = typer.Option(None, help="Sampling temperature for --policy sample (default 0, as the original)."),
     max_tokens: Optional[int] = typer.Option(None, help="Generation budget for --policy sample (default 512)."),
     chat: Optional[bool] = typer.Option(None, "--chat/--no-chat", help="Send prompts as chat messages."),
-    base_url: Optional[str] = typer.Option(None, help="Base URL for openai-compatible models."),
+    base_url: Optional[str] = typer.Option(None, help="Base URL for openai-compatible models (with --resume: given again, e.g. with its credentials)."),
     max_concurrency: Optional[int] = typer.Option(None, help="Concurrent decisions per run (default 8)."),
     num_workers: Optional[int] = typer.Option(None, help="The original's name for --max-concurrency."),
     no_cache: bool = typer.Option(False, help="Bypass the response cache."),
@@ -103,6 +103,11 @@ def tiered(
         cfg = TieredConfig()
         if num_workers is not None or max_concurrency is not None:
             cfg.max_concurrency = num_workers if num_workers is not None else max_concurrency  # type: ignore[assignment]
+        if config:  # the suite file again: the base URLs a suite folder holds redacted
+            given = load_suite_file(config)
+            cfg.base_url, cfg.models = given.base_url, given.models
+        if base_url is not None:  # a URL saved with its credentials redacted, given again
+            cfg.base_url = base_url
     else:
         cfg = load_suite_file(config) if config else TieredConfig()
         overrides = {

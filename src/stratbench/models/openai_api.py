@@ -87,7 +87,9 @@ Hostile servers and inputs
     `labels.LOGPROB_MAX`: NaN, infinite or positive makes the call an error (never scored, never
     bypassed by another request). A response body is read, decoded (identity, gzip, deflate),
     up to `max_response_bytes` (``STRATBENCH_MAX_RESPONSE_BYTES``, 8 MiB by default) and no
-    further: past it the call is the error "response body over N bytes", not retried. A chat
+    further: past it the call is the error "response body over N bytes", not retried. The
+    timeout is a deadline for the whole answer too (a body trickled a byte at a time): past it,
+    a timeout "response body not complete within N s", retried as timeouts are. A chat
     template is rendered under the limits of `stratbench.models.templates` and checked with a
     probe conversation when loaded.
 """
@@ -123,7 +125,7 @@ from stratbench.models.base import (
     ScoreResult,
 )
 from stratbench.models.labels import LOGPROB_MAX
-from stratbench.models.retry import ResponseTooLarge, RetryOutcome, RetryPolicy, request_with_retries
+from stratbench.models.retry import BodyTimeout, ResponseTooLarge, RetryOutcome, RetryPolicy, request_with_retries
 from stratbench.models.templates import bounded_formatter, probe
 from stratbench.redact import is_redacted_url, redact_text, redact_url
 
@@ -786,11 +788,21 @@ class OpenAICompatibleModel(LanguageModel):
                 if starts is not None:
                     starts.append(time.perf_counter())
                 request = client.build_request("POST", url, json=body)
-                response = await client.send(request, stream=True)
+                # the timeout is also a deadline for the whole answer (headers and body, wall
+                # clock): httpx's read timeout is per chunk, and a server trickling a byte a
+                # second would never trip it
+                deadline = asyncio.timeout(self.timeout_s)
                 try:
-                    content = await _read_capped(response, self.max_response_bytes)
-                finally:
-                    await response.aclose()
+                    async with deadline:
+                        response = await client.send(request, stream=True)
+                        try:
+                            content = await _read_capped(response, self.max_response_bytes)
+                        finally:
+                            await response.aclose()
+                except TimeoutError:
+                    if not deadline.expired():
+                        raise
+                    raise BodyTimeout(self.timeout_s) from None
                 # the body as read (decoded): nothing is read or decoded again
                 headers = [(k, v) for k, v in response.headers.multi_items()
                            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]

@@ -8,6 +8,10 @@
 * not retried: any other status (400, 401, 403, 404, 422, ...): the outcome is an error at once,
   with the status and a short message taken from the body; and a body over the size cap (`send()`
   raises `ResponseTooLarge`): "response body over N bytes";
+* a response not read whole within the request's timeout, counted from its start (`send()` raises
+  `BodyTimeout`, a read timeout: a server that trickles its body a byte at a time never trips
+  httpx's per-read timeout) is a timeout like any other: retried, and the error says
+  "timeout (response body not complete within N s) after K attempts";
 * waits between attempts: exponential backoff with full jitter, uniform(0, min(max_delay,
   base * 2**retry)); a `Retry-After` header (seconds or an HTTP date) replaces it, capped by
   `max_retry_after_s`. Jitter changes only timing, never results;
@@ -63,6 +67,15 @@ class ResponseTooLarge(Exception):
     def __init__(self, limit: int, status: int | None = None) -> None:
         super().__init__(f"response body over {limit} bytes (the cap; set STRATBENCH_MAX_RESPONSE_BYTES to change it)")
         self.limit, self.status = limit, status
+
+
+class BodyTimeout(httpx.ReadTimeout):
+    """Raised by a `send()` whose response did not arrive whole within the request's timeout as a
+    total (wall clock); a timeout, retried as one."""
+
+    def __init__(self, timeout_s: float) -> None:
+        super().__init__(f"response body not complete within {timeout_s:g} s")
+        self.timeout_s = timeout_s
 
 
 @dataclass(frozen=True)
@@ -179,7 +192,7 @@ async def request_with_retries(
         except asyncio.CancelledError:
             raise
         except httpx.TimeoutException as e:
-            status, last = None, f"timeout ({type(e).__name__})"
+            status, last = None, f"timeout ({e if isinstance(e, BodyTimeout) else type(e).__name__})"
             unavailable = isinstance(e, UNREACHABLE_ERRORS)
         except (httpx.UnsupportedProtocol, httpx.InvalidURL) as e:  # a bad base URL: retrying is pointless
             return RetryOutcome(error=redact(f"invalid URL ({_exception_text(e)})"), attempts=attempts)

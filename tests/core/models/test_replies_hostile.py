@@ -5,6 +5,8 @@
 * a response body is read no further than its cap (`STRATBENCH_MAX_RESPONSE_BYTES`, 8 MiB by
   default), a gzip or deflate bomb included: the call is an error "response body over N bytes",
   and memory stays bounded;
+* a body trickled slower than the timeout allows (a byte at a time: no per-read timeout trips)
+  ends at the timeout as a whole: a timeout "response body not complete within N s", retried;
 * credentials in a base URL (``http://user:PASSWORD@host/v1``) reach the server as basic
   authentication and nowhere else: not run.json (config, command), records, errors, log lines,
   crash files; a run saved with them asks for them again when resumed.
@@ -186,6 +188,25 @@ def test_compressed_answers_are_read_as_usual(server, kind):
     assert server.requests[0].headers.get("accept-encoding") == "gzip, deflate"
 
 
+def test_a_body_trickled_past_the_timeout_is_a_timeout_retried_then_an_error(server):
+    import time
+
+    server.script("trickle:0.2", "trickle:0.2")  # a byte every 0.2 s: no read ever waits 1 s
+    model = make_model(server, timeout_s=1, max_retries=1)
+    start = time.monotonic()
+    (res,) = run(model, "generate", [GenerateRequest("hi", max_tokens=4)])
+    took = time.monotonic() - start
+    assert res.text is None and "response body not complete within 1 s" in res.error, res.error
+    assert res.error.startswith("timeout (") and "after 2 attempts" in res.error, res.error
+    assert server.request_count == 2  # retried as a timeout is
+    assert model.usage.extra["retries"] == 1
+    assert took < 6, took  # two attempts of about 1 s, not the body's 30 s
+    # a trickle that ends in time is read as usual
+    server.script("trickle:0.001")
+    (ok,) = run(make_model(server, timeout_s=5), "generate", [GenerateRequest("hi", max_tokens=4)])
+    assert ok.ok, ok.error
+
+
 @pytest.mark.parametrize("value", ["0", "-5", "lots", "1e9"])
 def test_a_bad_cap_setting_is_one_line(server, monkeypatch, value):
     monkeypatch.setenv(MAX_RESPONSE_BYTES_ENV, value)
@@ -317,6 +338,75 @@ def test_a_crash_file_and_its_error_line_hold_no_url_credentials(tmp_path, monke
     assert "boom while opening http://alice:***@127.0.0.1:9/v1" in text
     assert "'http://alice:***@127.0.0.1:9/v1'" in text.rpartition("argv:")[2]
     assert PASSWORD not in text
+
+
+def _no_password_under(folder: Path) -> None:
+    for f in folder.rglob("*"):
+        if f.is_file():
+            assert PASSWORD not in f.read_text(errors="replace"), f
+
+
+def test_a_tiered_suite_writes_no_url_credentials_and_takes_them_again_on_resume(tmp_path, monkeypatch):
+    """Two models: one on the suite's --base-url, one with its own URL in the suite file."""
+    def suite_file(server: FakeOpenAIServer) -> Path:
+        own = server.base_url.replace("http://", f"http://bob:{PASSWORD}@")
+        f = tmp_path / "suite.toml"
+        f.write_text(f"""
+num_games_per_bucket = 2
+num_trials = 1
+seeds = [1]
+bucket_ids = ["2x2_lowVar_pure"]
+policy = "sample"
+no_cache = true
+output_dir = "{tmp_path / 'out'}"
+models = [{{ spec = "openai-compatible:fake-model", label = "shared" }},
+          {{ spec = "openai-compatible:fake-model", label = "own", base_url = "{own}" }}]
+""")
+        return f
+
+    with FakeOpenAIServer(canned_text="Action: 0") as server:  # one server: the URLs, cache identities, stay
+        url = server.base_url.replace("http://", f"http://alice:{PASSWORD}@")
+        argv = ["suite", "tiered", "--config", str(suite_file(server)), "--base-url", url, "--quiet"]
+        monkeypatch.setattr(sys, "argv", ["stratbench", *argv])
+        code, out, err = cli(argv, tmp_path)
+        assert code == 0, err
+        users = {base64.b64decode(r.headers["authorization"].split()[1]).decode().partition(":")[0]
+                 for r in server.requests}
+        assert users == {"alice", "bob"}
+        assert PASSWORD not in out + err
+        (folder,) = (tmp_path / "out").iterdir()
+        _no_password_under(folder)
+        # make one cell look killed mid-run (part of its trials on disk), the suite unfinished
+        meta = json.loads((folder / "suite_metadata.json").read_text())
+        meta["status"] = "running"
+        (folder / "suite_metadata.json").write_text(json.dumps(meta))
+        (cell,) = [p for p in (folder / "models").rglob("run.json") if "own" in str(p)]
+        rj = json.loads(cell.read_text())
+        rj["status"] = "running"
+        cell.write_text(json.dumps(rj))
+        trials = cell.parent / "trials_pure_actions.jsonl"
+        trials.write_text(trials.read_text().splitlines(keepends=True)[0])
+        (cell.parent / "summary_pure_actions.json").unlink()
+        before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        server.reset()
+        # without the URLs again, or without the model's own: one line naming what to pass, nothing written
+        for extra in ([], ["--base-url", url]):
+            code, out, err = cli(["suite", "tiered", "--resume", str(folder), *extra], tmp_path)
+            assert code == 2 and len(err.strip().splitlines()) == 1, err
+            assert "redacted" in err and "--base-url" in err and "--config" in err and PASSWORD not in err, err
+        assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+        assert not server.requests
+        # the suite file and --base-url again: the suite finishes, the cell in its own folder
+        argv = ["suite", "tiered", "--resume", str(folder), "--config", str(suite_file(server)), "--base-url", url,
+                "--quiet"]
+        monkeypatch.setattr(sys, "argv", ["stratbench", *argv])
+        code, out, err = cli(argv, tmp_path)
+        assert code == 0, err
+        assert server.requests and all(r.headers["authorization"] == "Basic " + base64.b64encode(
+            f"bob:{PASSWORD}".encode()).decode() for r in server.requests)
+    assert json.loads((folder / "suite_metadata.json").read_text())["status"] == "finished"
+    assert len(trials.read_text().splitlines()) == 2
+    _no_password_under(folder)
 
 
 # ------------------------------------------------------------------ a GGUF without a chat template

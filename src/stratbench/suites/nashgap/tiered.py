@@ -32,9 +32,10 @@ import numpy as np
 
 from stratbench.checks import check_config
 from stratbench.errors import InputError
+from stratbench.redact import is_redacted_url, redact_json, redact_url
 from stratbench.render.csv_cells import csv_row
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
-from stratbench.runner.jsonl import read_jsonl, write_json_atomic
+from stratbench.runner.jsonl import read_jsonl, write_atomic, write_json_atomic
 from stratbench.runner.lifecycle import RunResult, announce_folder
 from stratbench.runner.schema import SCORED_STATUSES
 from stratbench.runner.shard import parse_shard
@@ -89,8 +90,10 @@ class ModelEntry:
         return self.label or self.model or self.spec
 
     def identity(self) -> str:
+        # the URL as saved (credentials redacted): the same before and after a resume
+        url = redact_url(self.base_url) if self.base_url is not None else None
         return json.dumps([self.provider, self.tier, self.display, self.spec, self.policy,
-                           self.base_url, self.chat, self.temperature, self.max_tokens])
+                           url, self.chat, self.temperature, self.max_tokens])
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -312,6 +315,34 @@ def _preflight(entry: ModelEntry, base_url: str | None) -> None:
             raise InputError(f"{entry.spec}: set {env} (or run a dry run with --use-dummy)")
     elif kind == "gguf" and not Path(name).is_file():
         raise InputError(f"{entry.spec}: no such GGUF file")
+
+
+def _resupply_urls(config: TieredConfig, given: TieredConfig) -> None:
+    """The base URLs a resumed suite is given again (a suite folder holds URLs with their
+    credentials redacted): `given.base_url` (--base-url) replaces the suite's, and a model's own
+    where the suite saved that URL; a model of `given.models` (--config: the suite file again) that
+    is a saved model gives it its URL."""
+    if given.base_url is not None:
+        config.base_url = given.base_url
+    by_identity = {m.identity(): m.base_url for m in given.models if m.base_url is not None}
+    for m in config.models:
+        if m.base_url is None or not is_redacted_url(m.base_url):
+            continue
+        if m.identity() in by_identity:
+            m.base_url = by_identity[m.identity()]
+        elif given.base_url is not None and m.base_url == redact_url(given.base_url):
+            m.base_url = given.base_url
+
+
+def _check_no_redacted_urls(config: TieredConfig, entries: Sequence[ModelEntry], folder: Path) -> None:
+    """A resumed suite whose models would connect with a saved (redacted) URL: one line naming
+    what to pass, before anything is written."""
+    for e in entries:
+        url = e.base_url if e.base_url is not None else config.base_url
+        if url is not None and _player(config, e) == e.spec and is_redacted_url(url):
+            raise InputError(f"--resume {folder}: model {e.display!r}: its base URL {url} was saved with the "
+                             "credentials redacted (***); give it again: stratbench suite tiered --resume "
+                             f"{folder} --base-url URL (a model's own URL: --config SUITE_FILE)")
 
 
 # -- folders ------------------------------------------------------------------------------------
@@ -598,16 +629,10 @@ def agg_columns(agg: Sequence[dict[str, Any]]) -> list[str]:
     return cols + ["n_games_scored", "n_seeds", "seeds"]
 
 
-def _write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
 def write_tables(folder: Path, rows: Sequence[dict[str, Any]], agg: Sequence[dict[str, Any]]) -> None:
-    _write_text_atomic(folder / "big_table_all_runs.csv", csv_text(rows, ALL_RUNS_COLUMNS))
-    _write_text_atomic(folder / "big_table_aggregated.csv", csv_text(agg, agg_columns(agg)))
-    _write_text_atomic(folder / "big_table_aggregated.md", markdown_table(agg))
+    write_atomic(folder / "big_table_all_runs.csv", csv_text(rows, ALL_RUNS_COLUMNS))
+    write_atomic(folder / "big_table_aggregated.csv", csv_text(agg, agg_columns(agg)))
+    write_atomic(folder / "big_table_aggregated.md", markdown_table(agg))
 
 
 # -- running ------------------------------------------------------------------------------------
@@ -658,8 +683,8 @@ def _metadata(config: TieredConfig, entries: list[ModelEntry]) -> dict[str, Any]
         "use_dummy": config.use_dummy,
         "modes": list(config.modes),
         "shard": config.shard,
-        "models": [{**e.to_json(), "player": _player(config, e), "folder": f"models/{k}"}
-                   for e, k in zip(entries, keys)],
+        "models": redact_json([{**e.to_json(), "player": _player(config, e), "folder": f"models/{k}"}
+                               for e, k in zip(entries, keys)]),
         "runs": [],
     })
     return meta
@@ -690,10 +715,12 @@ def run_tiered_suite(
             raise InputError(f"--resume {folder}: not a tiered suite folder (no readable suite_metadata.json)") from None
         if meta.get("suite") != SUITE:
             raise InputError(f"--resume {folder}: not a tiered suite folder")
-        keep = config.max_concurrency
+        given = config
         config = TieredConfig.from_json(meta["config"])
-        config.max_concurrency = keep
+        config.max_concurrency = given.max_concurrency
+        _resupply_urls(config, given)
         entries = config.validate()
+        _check_no_redacted_urls(config, entries, folder)
         meta["status"] = "running"
         meta.setdefault("resumed_at", []).append(now_iso())
     else:
