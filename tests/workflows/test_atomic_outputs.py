@@ -183,6 +183,23 @@ def test_full_disk_mid_run_then_resume_gives_the_uninterrupted_records(tmp_path,
     assert json.loads((folder / "run.json").read_text())["status"] == "finished"
 
 
+CHBENCH = ["chbench", "run", "--models", "level-k:1", "--opponents", "random", "--games", "1", "--rounds", "2",
+           "--seed", "0", "--quiet"]
+
+
+@pytest.mark.parametrize("name", ["levels.md", "levels.csv", "level_distribution.png", "observations_baseline.csv",
+                                  "utilities_baseline.md"])
+def test_full_disk_while_writing_a_chbench_table_names_that_file(tmp_path, disk_full, name):
+    """The suites' tables and figures go through the atomic writer too: a refused write is one line
+    naming the table, never "a file stratbench was writing or reading", and no temporary file."""
+    disk_full(name)
+    code, _, err = cli([*CHBENCH, "--output-dir", "res"], tmp_path)
+    line = one_line(code, err)
+    folder = only_run(tmp_path / "res")
+    assert line == f"error: {folder.relative_to(tmp_path)}/{name}: no space left on device", line
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
 # -- resuming a finished run ---------------------------------------------------------------------
 
 
@@ -275,6 +292,36 @@ def test_merge_refuses_shards_of_different_versions(shard_copies, tmp_path, pack
     (shard_copies[1] / "run.json").write_text(json.dumps(meta))
     before = tree(tmp_path)
     code, _, err = cli(["merge", *map(str, shard_copies), "--output-dir", "out"], tmp_path)
+    line = one_line(code, err)
+    assert f"{package} 0.0.1" in line and f"{package} {mine}" in line, line
+    assert tree(tmp_path) == before
+
+
+SUITE_FILE = """
+models = ["random"]
+seeds = [1, 2]
+
+[nashgap]
+num_games = 2
+num_trials = 1
+"""
+
+
+@pytest.mark.parametrize("package", ["stratbench", "numpy", "scipy"])
+def test_suite_file_merge_refuses_shards_of_different_versions(tmp_path, package):
+    (tmp_path / "s.toml").write_text(SUITE_FILE)
+    for i in (1, 2):
+        code, _, err = cli(["suite", "run", "s.toml", "--shard", f"{i}/2", "--output-dir", f"s{i}", "--no-report",
+                            "--quiet"], tmp_path)
+        assert code == 0, err
+    shards = [next(p for p in (tmp_path / f"s{i}").iterdir() if not p.name.startswith(".")) for i in (1, 2)]
+    meta_path = shards[1] / "suite_metadata.json"
+    meta = json.loads(meta_path.read_text())
+    mine = meta["versions"][package]
+    meta["versions"][package] = "0.0.1"
+    meta_path.write_text(json.dumps(meta))
+    before = tree(tmp_path)
+    code, _, err = cli(["merge", *map(str, shards), "--output-dir", "out"], tmp_path)
     line = one_line(code, err)
     assert f"{package} 0.0.1" in line and f"{package} {mine}" in line, line
     assert tree(tmp_path) == before

@@ -14,11 +14,12 @@ ignored by every reader and removed when the folder is resumed.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from stratbench.errors import InputError, OutputWriteError
 from stratbench.files import os_problem
@@ -184,6 +185,31 @@ def write_atomic(path: str | Path, text: str | Iterable[str]) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise write_error(p, e) from None
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    """``path`` replaced by ``data``, all or nothing, as :func:`write_atomic` does for text (a
+    rendered figure, or a CSV table whose exact line endings matter)."""
+    p = Path(path)
+    tmp = tmp_path(p)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise write_error(p, e) from None
+
+
+def write_csv_atomic(path: str | Path, write: Callable[[Any], None]) -> None:
+    """``path`` replaced by the CSV text ``write`` puts into the file object it is given (a
+    ``csv.writer`` target opened with ``newline=""``), byte for byte, all or nothing."""
+    buf = io.StringIO(newline="")
+    write(buf)
+    write_bytes_atomic(path, buf.getvalue().encode("utf-8"))
 
 
 def write_jsonl_atomic(path: str | Path, records: Iterable[dict[str, Any]]) -> None:

@@ -46,7 +46,7 @@ from typing import Any, Callable
 from stratbench.errors import InputError
 from stratbench.render.csv_cells import csv_row
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
-from stratbench.runner.jsonl import write_json_atomic
+from stratbench.runner.jsonl import write_csv_atomic, write_json_atomic
 from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.lock import folder_lock
 from stratbench.workflows.jobs import run_jobs
@@ -128,7 +128,7 @@ def refused_leaves_nothing(out: Path, meta: dict[str, Any], new: bool) -> Iterat
 
 def write_runs_csv(out: Path, runs: list[dict[str, Any]]) -> None:
     """runs.csv: one row per headline number of every run."""
-    with (out / "runs.csv").open("w", newline="") as fh:
+    def write(fh: Any) -> None:
         w = csv.writer(fh)
         w.writerow(["suite", "model", "seed", "setting", "part", "metric", "value", "ci95_low", "ci95_high", "folder"])
         for r in runs:
@@ -136,6 +136,7 @@ def write_runs_csv(out: Path, runs: list[dict[str, Any]]) -> None:
                 ci = h.get("ci95") or [None, None]
                 w.writerow(csv_row([r["suite"], r["model"], r["seed"], r["setting"], h["part"], h["metric"],
                                     h["value"], ci[0], ci[1], r["folder"]]))
+    write_csv_atomic(out / "runs.csv", write)
 
 
 def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path:
@@ -146,7 +147,7 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
     import shutil
 
     from stratbench.runner.folders import discard_folder, publish_folder, stage_folder
-    from stratbench.runner.merge import finished_shards
+    from stratbench.runner.merge import check_same_versions, finished_shards
 
     metas = []
     for f in folders:
@@ -158,6 +159,7 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
         raise InputError("cannot merge suite-file shards with other folders")
     if any(json.dumps(m["config"], sort_keys=True) != json.dumps(metas[0]["config"], sort_keys=True) for m in metas):
         raise InputError("the shards come from different suite files")
+    check_same_versions(folders, metas)  # as for the shards of one run: numbers two versions may compute differently
     # a suite file's shard sits beside its config (the config is the file's own data)
     finished_shards(folders, [{"config": {"shard": m.get("shard")}, "status": m.get("status")} for m in metas],
                     "suite_metadata.json", "suite", "suite shard", "stratbench suite run --resume")

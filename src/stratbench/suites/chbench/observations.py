@@ -20,6 +20,7 @@ from stratbench.errors import InputError
 from stratbench.files import display, read_csv, show
 from stratbench.games.normal_form import NormalFormGame
 from stratbench.render.csv_cells import csv_cell
+from stratbench.runner.jsonl import write_csv_atomic
 from stratbench.suites.chbench.catalogue import CHGame
 from stratbench.suites.chbench.hierarchy import GameBatch, level_k_batch, poisson_batch, poisson_weights
 
@@ -233,8 +234,9 @@ def simulate_rounds(
 
 
 def write_observations_csv(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
-    with Path(path).open("w", newline="", encoding="utf-8") as fh:
+    def write(fh: Any) -> None:
         w = csv.DictWriter(fh, fieldnames=list(CSV_COLUMNS))
         w.writeheader()
         for r in rows:
             w.writerow({k: csv_cell(r[k]) for k in CSV_COLUMNS})  # names never run as formulas
+    write_csv_atomic(path, write)

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from stratbench.render.csv_cells import csv_cell, csv_row
-from stratbench.runner.jsonl import write_json_atomic
+from stratbench.runner.jsonl import write_atomic, write_bytes_atomic, write_csv_atomic, write_json_atomic
 from stratbench.runner.schema import Record
 from stratbench.seeding import derive_seed
 from stratbench.stats import bootstrap_ci
@@ -215,13 +215,15 @@ def analyse_records(folder: Path, config: Any, records: list[Record]) -> dict[st
         summary.update(_parse_rates(kinds))
     write_json_atomic(folder / "fit.json", fits_out)
     write_tables(folder, summary, players)
+    png = None
     try:
         panels = plots.run_panels(summary)
         if panels:
             png = plots.level_distributions(panels, "Pooled CH level distributions")
-            (folder / "level_distribution.png").write_bytes(png)
     except Exception as e:  # a failed plot must not lose the numbers: it is recorded in summary.json
         summary["plot_error"] = f"{type(e).__name__}: {e}"
+    if png is not None:  # outside the try: a refused write is one line naming the file, not a plot error
+        write_bytes_atomic(folder / "level_distribution.png", png)
     write_json_atomic(folder / "summary.json", summary)
     return summary
 
@@ -262,12 +264,13 @@ def write_tables(folder: Path, summary: dict[str, Any], players: list[str]) -> N
                              "pooled_mean_level_low": rng[0], "pooled_mean_level_high": rng[1],
                              "ci95_low": (s.get(f"{cm}_mean_level_ci95") or [None])[0],
                              "ci95_high": (s.get(f"{cm}_mean_level_ci95") or [None, None])[1]})
-    with (folder / "levels.csv").open("w", newline="") as fh:
+    def levels_csv(fh: Any) -> None:
         w = csv.DictWriter(fh, fieldnames=["player", "mechanism", "ch_model", "var_across_opponents",
                                            "mean_across_opponents", "pooled_mean_level", "identified",
                                            "pooled_mean_level_low", "pooled_mean_level_high", "ci95_low", "ci95_high"])
         w.writeheader()
         w.writerows({k: csv_cell(v) for k, v in r.items()} for r in rows)  # names never run as formulas
+    write_csv_atomic(folder / "levels.csv", levels_csv)
     md = ["# CH levels (mean and variance of the mean level across opponents; pooled mean with 95% "
           "bootstrap CI over games)", "",
           "A pooled mean marked * is not identified: several level mixtures fit the play equally well; the "
@@ -286,30 +289,31 @@ def write_tables(folder: Path, summary: dict[str, Any], players: list[str]) -> N
                           f"{_ci(s.get(f'{cm}_mean_level_ci95'))}".strip()]
             md.append(f"| {p} | " + " | ".join(cells) + " |")
         md.append("")
-    (folder / "levels.md").write_text("\n".join(md))
+    write_atomic(folder / "levels.md", "\n".join(md))
     var_rows = []
     for m in mechs:
         opps = sorted({o for p in players for o in (summary["mechanisms"][m].get(p) or {}).get("utility_by_opponent", {})})
-        with (folder / f"utilities_{m}.csv").open("w", newline="") as fh:
+        def utilities_csv(fh: Any, m: str = m, opps: list[str] = opps) -> None:
             uw = csv.writer(fh)
             uw.writerow(csv_row(["player"] + opps))
             for p in players:
                 u = (summary["mechanisms"][m].get(p) or {}).get("utility_by_opponent")
                 if u:
                     uw.writerow(csv_row([p] + [_fmt(u.get(o)) for o in opps]))
+        write_csv_atomic(folder / f"utilities_{m}.csv", utilities_csv)
         lines = [f"# Average utility per round under {m} (player \\ opponent)", "",
                  "| Player \\ Opponent | " + " | ".join(opps) + " |", "|---|" + "---|" * len(opps)]
         for p in players:
             u = (summary["mechanisms"][m].get(p) or {}).get("utility_by_opponent")
             if u:
                 lines.append(f"| {p} | " + " | ".join(_fmt(u.get(o)) for o in opps) + " |")
-        (folder / f"utilities_{m}.md").write_text("\n".join(lines) + "\n")
+        write_atomic(folder / f"utilities_{m}.md", "\n".join(lines) + "\n")
     for p in players:
         var_rows.append([p] + [_fmt((summary["mechanisms"][m].get(p) or {}).get("utility_var_across_opponents"))
                                for m in mechs])
     lines = ["# Utility variance across opponents", "", "| Player | " + " | ".join(mechs) + " |",
              "|---|" + "---|" * len(mechs)] + ["| " + " | ".join(r) + " |" for r in var_rows]
-    (folder / "utility_variance.md").write_text("\n".join(lines) + "\n")
+    write_atomic(folder / "utility_variance.md", "\n".join(lines) + "\n")
     parsed = [(m, p, sm) for m in mechs for p in players
               if "strict_parse_rate" in (sm := summary["mechanisms"][m].get(p) or {})]
     if parsed:  # generated answers (policy sample) only
@@ -320,7 +324,7 @@ def write_tables(folder: Path, summary: dict[str, Any], players: list[str]) -> N
         lines += [f"| {m} | {p} | {s['n_moves']} | {_fmt(s['strict_parse_rate'])} | {_fmt(s['flexible_parse_rate'])} "
                   f"| {_fmt(s['parse_failure_rate'])} | {_fmt(s['error_rate'])} | {_fmt(s.get('mean_utility'))} "
                   f"| {_fmt(s.get('strict_mean_utility'))} |" for m, p, s in parsed]
-        (folder / "parsing.md").write_text("\n".join(lines) + "\n")
+        write_atomic(folder / "parsing.md", "\n".join(lines) + "\n")
 
 
 __all__ = ["CSV_COLUMNS", "analyse_records", "write_tables"]

@@ -21,7 +21,7 @@ from stratbench.files import parse_json, read_json, read_text
 from stratbench.games.normal_form import NormalFormGame, load_games
 from stratbench.models.labels import check_closed
 from stratbench.runner.folders import read_run_json
-from stratbench.runner.jsonl import write_json_atomic
+from stratbench.runner.jsonl import write_atomic, write_json_atomic
 from stratbench.runner.lifecycle import (
     RUNTIME_KEYS,
     FolderSpec,
@@ -368,6 +368,6 @@ def merge_shards(folders: list[Path], out: Path) -> dict[str, Any]:
     combined run, ``{mode: summary}``).
     """
     plan = NashgapPlan.for_merge(folders)
-    (out / "games.json").write_text(plan.games_text or "")
+    write_atomic(out / "games.json", plan.games_text or "")
     summaries = merge_streams(plan, folders, out).summaries
     return summaries if plan.config.combined else summaries[plan.config.modes[0]]

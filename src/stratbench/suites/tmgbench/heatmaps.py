@@ -39,6 +39,7 @@ import numpy as np
 
 from stratbench.errors import InputError
 from stratbench.render.figures import RC, figure, png
+from stratbench.runner.jsonl import write_bytes_atomic
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from matplotlib.colors import Colormap, Normalize
@@ -353,7 +354,7 @@ def _draw(
         cb.set_label(_CBAR_LABELS[kind])
         cb.outline.set_linewidth(0.8)
 
-        out.write_bytes(png(fig))
+        write_bytes_atomic(out, png(fig))
     return out
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from stratbench.errors import GameFormatError, InputError
 from stratbench.models.base import GenerateRequest, LanguageModel
-from stratbench.runner.jsonl import write_json_atomic
+from stratbench.runner.jsonl import write_atomic, write_json_atomic
 from stratbench.runner.lifecycle import (
     FolderSpec,
     Outcome,
@@ -87,7 +87,7 @@ async def _write_story(model: LanguageModel, c: StoryGenConfig, g: RGGame, k: in
                     rec["status"], rec["error"] = "rejected", "; ".join(problems)
                 else:
                     path = out_dir / f"{g.id}_{k}.txt"
-                    path.write_text(format_story(story))
+                    write_atomic(path, format_story(story))
                     del rec["error"]
                     rec["status"], rec["path"] = "accepted", str(path)
         attempts.append(rec)

@@ -23,7 +23,7 @@ from typing import Any, cast
 from stratbench.checks import check_config, check_units
 from stratbench.errors import InputError
 from stratbench.runner.folders import read_run_json
-from stratbench.runner.jsonl import read_jsonl, write_json_atomic, write_jsonl_atomic
+from stratbench.runner.jsonl import read_jsonl, write_bytes_atomic, write_json_atomic, write_jsonl_atomic
 from stratbench.runner.lifecycle import (
     FolderSpec,
     Outcome,
@@ -151,8 +151,8 @@ class BaselinePlan(RunPlan):
             summary["shard"] = str(self.shard)
         write_json_atomic(folder / "summary.json", summary)
         write_json_atomic(folder / "curves.json", curves)
-        (folder / "regret_curve.png").write_bytes(
-            regret_curves_plot(curves, "Tabular R-max baseline: regret per step"))
+        write_bytes_atomic(folder / "regret_curve.png",
+                           regret_curves_plot(curves, "Tabular R-max baseline: regret per step"))
         return Outcome({"": dict(summary)}, 0, totals={"settings": len(rows)})
 
     def totals(self, records: dict[str, list[Record]], outcome: Outcome) -> dict[str, Any]:

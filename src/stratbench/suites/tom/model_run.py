@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, cast
 from stratbench.checks import Floats, Ints, check_config, check_units, check_value
 from stratbench.errors import InputError
 from stratbench.runner.folders import read_run_json
-from stratbench.runner.jsonl import write_json_atomic
+from stratbench.runner.jsonl import write_bytes_atomic, write_json_atomic
 from stratbench.runner.lifecycle import (
     FolderSpec,
     Outcome,
@@ -283,8 +283,8 @@ class TomRunPlan(RunPlan):
             summary["shard"] = str(shard)
         write_json_atomic(folder / "summary.json", summary)
         name = f"{cfg['game']}/{cfg['partner']} ({cfg['prompting']})"
-        (folder / "regret_curve.png").write_bytes(
-            regret_curves_plot({name: curve} if curve else {}, f"{cfg['model']}: regret per step"))
+        write_bytes_atomic(folder / "regret_curve.png",
+                           regret_curves_plot({name: curve} if curve else {}, f"{cfg['model']}: regret per step"))
         return Outcome({"": dict(summary)}, summary["n_error_episodes"], totals={
             "episodes": summary["n_episodes_run"], "complete_episodes": summary["n_episodes"],
             "parse_failed_episodes": summary["n_parse_failed_episodes"],
