@@ -33,7 +33,7 @@ from stratbench.checks import RULES, SEED, check_value
 from stratbench.errors import InputError
 from stratbench.render.csv_cells import csv_row
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
-from stratbench.runner.jsonl import write_json_atomic
+from stratbench.runner.jsonl import write_csv_atomic, write_json_atomic
 from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.lock import folder_lock
 from stratbench.scoring import (
@@ -288,7 +288,8 @@ def write_scorecard_csv(path: Path, card: Scorecard, costs: Sequence[CostRow]) -
     suites = {s["suite"]: s for s in card["suites"]}
     roles = {p["player"]: p["role"] for p in card["players"]}
     cost = {(c["player"], c["suite"]): c for c in costs}
-    with path.open("w", newline="") as fh:
+
+    def write(fh: Any) -> None:
         w = csv.writer(fh)
         w.writerow(CSV_COLUMNS)
         for c in card["cells"]:
@@ -304,6 +305,8 @@ def write_scorecard_csv(path: Path, card: Scorecard, costs: Sequence[CostRow]) -
                                 *((k["model_calls"], k["model_cache_hits"], k["tokens_in"], k["tokens_out"],
                                    k["seconds"]) if k else ("", "", "", "", "")),
                                 ";".join(c["runs"])]))
+
+    write_csv_atomic(path, write)  # all or nothing; a refused write names the file
 
 
 # scorecard.json against a recomputation from the records: equal on one machine; the tolerance
