@@ -14,7 +14,8 @@ from rich.table import Table
 console = Console()
 if not console.is_terminal:
     console.width = 170  # logs and CI: don't squeeze tables into 80 columns
-err_console = Console(stderr=True)
+# stderr carries one-line messages (paths, counts) that users grep: never wrap them.
+err_console = Console(stderr=True, soft_wrap=True)
 if not err_console.is_terminal:
     err_console.width = 140
 

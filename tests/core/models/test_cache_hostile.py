@@ -500,6 +500,7 @@ def test_cli_run_with_a_broken_cache_completes_with_every_answer(tmp_path, monke
                      "--num-games", str(games), "--seed", "9", "--output-dir", str(out)])
     err = capsys.readouterr().err
     assert code == 0, err
+    assert len(_named(err)) == 1, err
     (line,) = _named(err)
     assert line.startswith(f"warning: response cache {cache_dir / 'responses.sqlite'}: ")
     assert line.endswith("answers are kept, not cached")
@@ -525,7 +526,9 @@ def test_cli_run_over_a_corrupt_cache_recreates_it(tmp_path, monkeypatch, capsys
         argv = ["nashgap", "--model", "openai-compatible:fake", "--base-url", server.base_url,
                 "--num-games", "3", "--seed", "9", "--output-dir"]
         assert _cli([*argv, str(tmp_path / "a")]) == 0
-        (line,) = _named(capsys.readouterr().err)
+        err = capsys.readouterr().err
+        assert len(_named(err)) == 1, err
+        (line,) = _named(err)
         assert "file is not a database; moved aside to responses.sqlite.corrupt-" in line
         assert _cli([*argv, str(tmp_path / "b")]) == 0
     assert not _named(capsys.readouterr().err)
