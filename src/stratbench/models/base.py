@@ -141,6 +141,7 @@ class LanguageModel(abc.ABC):
     supports_chat: bool = False  # can it take conversations (a chat template, or a chat endpoint)
     supports_chat_scoring: bool = False  # can `score` take `messages` (the template is known here)
     supports_closed_scoring: bool = False  # can `score` take `closed` requests (full next-token rows)
+    chat_problem: str | None = None  # why a chat template the model came with was refused, if it was
 
     def __init__(self) -> None:
         self.usage = UsageTotals()
@@ -161,8 +162,8 @@ class LanguageModel(abc.ABC):
         from stratbench.errors import InputError
 
         if not self.supports_chat:
-            raise InputError(f"{self.spec}: this model has no chat template; run it without --chat "
-                             "(raw completion prompts)")
+            raise InputError(f"{self.spec}: {self.chat_problem or 'this model has no chat template'}; run it "
+                             "without --chat (raw completion prompts)")
         if scoring and not self.supports_chat_scoring:
             raise InputError(f"{self.spec}: exact choice scoring needs the model's chat template here; "
                              "use a local model (gguf:, hf:, embedded-instruct), give an HTTP model its "

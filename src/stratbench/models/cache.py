@@ -395,6 +395,7 @@ class CachedModel(LanguageModel):
         self.supports_chat = inner.supports_chat
         self.supports_chat_scoring = inner.supports_chat_scoring
         self.supports_closed_scoring = inner.supports_closed_scoring
+        self.chat_problem = inner.chat_problem
         # the backend's own counters (HTTP requests, retries) show in this model's usage too
         self.usage.extra = inner.usage.extra
         self._identity = inner.describe()

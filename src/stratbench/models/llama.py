@@ -43,6 +43,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from stratbench.errors import InputError
+from stratbench.models import templates
 from stratbench.models.base import (
     GenerateRequest,
     GenerateResult,
@@ -595,14 +596,12 @@ class LlamaCppModel(LocalModel):
         self._lib = llama_cpp
         _silence_llama_log(llama_cpp)
         threads = n_threads or os.cpu_count() or 1
-        try:
-            self._llm = llama_cpp.Llama(
-                model_path=str(path), n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=512,
-                n_threads=threads, n_threads_batch=threads, logits_all=False,
-                verbose=False, seed=0,
-            )
-        except (ValueError, RuntimeError) as e:
-            raise InputError(f"{self.spec}: cannot load {path}: {e}") from None
+        self._llm = open_llama(
+            llama_cpp, f"{self.spec}: cannot load {path}",
+            model_path=str(path), n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=512,
+            n_threads=threads, n_threads_batch=threads, logits_all=False,
+            verbose=False, seed=0,
+        )
         self.path = path
         self.n_ctx = n_ctx
         self.n_vocab = self._llm.n_vocab()
@@ -612,6 +611,10 @@ class LlamaCppModel(LocalModel):
         self._cached_tokens: list[int] = []  # what the KV cache holds (prefix_reuse only)
         self._ends: np.ndarray | None = None  # ends_answer_mask(), made on first use
         self._chat = _chat_formatter(self._llm)
+        if self._chat is not None:  # the GGUF's own template is code from the file: checked like a user's
+            why = templates.probe(lambda messages: self.render_chat(messages)[0])
+            if why is not None:
+                self._chat, self.chat_problem = None, f"its chat template is not usable: {why}"
         self.supports_chat = self.supports_chat_scoring = self._chat is not None
         self._scorer = None if prefix_reuse else _MultiSequenceScorer(self._llm, llama_cpp, SCORING_SEQUENCES,
                                                                        threads=min(threads, 8))
@@ -638,7 +641,7 @@ class LlamaCppModel(LocalModel):
         whether a BOS is to be added when tokenising it (when the formatter did not write its
         special tokens itself). ValueError when the model has no template or rendering fails."""
         if self._chat is None:
-            raise ValueError(f"{self.spec}: this model has no chat template")
+            raise ValueError(f"{self.spec}: {self.chat_problem or 'this model has no chat template'}")
         try:
             res = self._chat(messages=_as_dicts(messages))
         except ValueError:
@@ -865,12 +868,31 @@ def _chat_formatter(llm: Any) -> Callable[..., Any] | None:
     if llm.chat_format != "chat_template.default":
         return None  # a format this code does not know how llama-cpp-python renders
     eos_id, bos_id = llm.token_eos(), llm.token_bos()
-    return llama_chat_format.Jinja2ChatFormatter(
-        template=template,
+    # the same formatter llama-cpp-python builds, rendering in the bounded sandbox (time and size
+    # limits): the template is code from the GGUF file
+    return templates.bounded_formatter(
+        template,
         eos_token=llm._model.token_get_text(eos_id) if eos_id != -1 else "",
         bos_token=llm._model.token_get_text(bos_id) if bos_id != -1 else "",
         stop_token_ids=[eos_id],
     )
+
+
+def open_llama(llama_cpp: Any, failure: str, **kwargs: Any) -> Any:
+    """`llama_cpp.Llama(**kwargs)`, or one InputError line beginning with `failure`. Loading
+    compiles every chat template in the GGUF's metadata (llama-cpp-python does it in its
+    constructor, used or not), so a template that does not compile fails here, not later."""
+    try:
+        return llama_cpp.Llama(**kwargs)
+    except RecursionError:
+        raise InputError(f"{failure}: its chat template is nested too deeply to compile") from None
+    except (ValueError, RuntimeError) as e:
+        raise InputError(f"{failure}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - jinja2's TemplateSyntaxError and kin, from the metadata
+        if type(e).__module__.startswith("jinja2"):
+            raise InputError(f"{failure}: its chat template does not compile "
+                             f"({type(e).__name__}: {' '.join(str(e).split())})") from None
+        raise
 
 
 def load_embedded(**kwargs: Any) -> LlamaCppModel:

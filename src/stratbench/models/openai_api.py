@@ -548,26 +548,17 @@ class ChatTemplate:
         try:
             import llama_cpp
 
-            from stratbench.models.llama import _chat_formatter, _silence_llama_log
+            from stratbench.models.llama import _chat_formatter, _silence_llama_log, open_llama
         except ImportError:
             raise InputError(f"--chat-template {p}: reading a GGUF needs llama-cpp-python") from None
         _silence_llama_log(llama_cpp)
-        try:
-            llm = llama_cpp.Llama(model_path=str(p), vocab_only=True, verbose=False)
-        except (ValueError, RuntimeError) as e:
-            raise InputError(f"--chat-template {p}: cannot read the GGUF ({e})") from None
+        llm = open_llama(llama_cpp, f"--chat-template {p}: cannot read the GGUF",
+                         model_path=str(p), vocab_only=True, verbose=False)
         template = (llm.metadata or {}).get("tokenizer.chat_template") or ""
         formatter = _chat_formatter(llm) if template else None
         if template and formatter is None:
             raise InputError(f"--chat-template {p}: llama-cpp-python renders this template as its "
                              f"{llm.chat_format!r} format, which this client does not reproduce")
-        if isinstance(getattr(formatter, "template", None), str):  # a Jinja template: rendered under limits
-            try:
-                formatter = bounded_formatter(formatter.template, eos_token=formatter.eos_token,  # type: ignore[union-attr]
-                                              bos_token=formatter.bos_token)  # type: ignore[union-attr]
-            except Exception as e:  # noqa: BLE001 - jinja2's TemplateSyntaxError and kin
-                raise InputError(f"--chat-template {p}: the GGUF's chat template is not a valid template "
-                                 f"({type(e).__name__}: {e})") from None
         bos_id = llm.token_bos()
         bos = llm._model.token_get_text(bos_id) if bos_id != -1 else ""
         # llama-cpp-python's completions add [CLS or BOS] when the vocabulary adds a BOS
