@@ -285,6 +285,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         fault = owner._next_fault() if self.path.startswith("/v1/") and method == "POST" else None
         owner._record(RecordedRequest(method, self.path, headers, body, fault))
+        owner._maybe_hold(raw)
         owner._enter()
         try:
             delay_ms = owner.latency_ms
@@ -505,6 +506,10 @@ class FakeOpenAIServer:
         self._fault_rng = random.Random(fault_seed)
         self._script: collections.deque[str] = collections.deque()
         self._lock = threading.Lock()
+        self._hold: tuple[bytes, int] | None = None  # hold_after(): (marker, requests answered)
+        self._held_seen = 0
+        self._gate = threading.Event()
+        self._gate.set()
         self.requests: list[RecordedRequest] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -524,6 +529,7 @@ class FakeOpenAIServer:
         return self
 
     def stop(self) -> None:
+        self.release()  # no handler thread left waiting at the gate
         if self._httpd is None:
             return
         self._httpd.shutdown()
@@ -596,6 +602,30 @@ class FakeOpenAIServer:
             if self.fault_rate > 0 and self._fault_rng.random() < self.fault_rate:
                 return self._fault_rng.choice(self.fault_kinds)
             return None
+
+    def hold_after(self, marker: str, n: int) -> None:
+        """Answer the first `n` requests whose body contains `marker`, then hold every further
+        one (unanswered, its connection open) until `release()`: a client is then certain to be
+        in the middle of that work, whatever the machine's speed (for interrupt tests)."""
+        with self._lock:
+            self._hold = (marker.encode(), n)
+            self._held_seen = 0
+            self._gate.clear()
+
+    def release(self) -> None:
+        """Answer the held requests and hold no more."""
+        with self._lock:
+            self._hold = None
+        self._gate.set()
+
+    def _maybe_hold(self, raw: bytes) -> None:
+        with self._lock:
+            if self._hold is None or self._hold[0] not in raw:
+                return
+            self._held_seen += 1
+            if self._held_seen <= self._hold[1]:
+                return
+        self._gate.wait()
 
     def _record(self, r: RecordedRequest) -> None:
         with self._lock:

@@ -36,9 +36,14 @@ def run(args: list[str], cwd: Path, cache: Path) -> subprocess.CompletedProcess[
                           capture_output=True, timeout=300)
 
 
-def interrupt(args: list[str], cwd: Path, cache: Path, started: str, how: str) -> tuple[int, str]:
+def interrupt(args: list[str], cwd: Path, cache: Path, started: str, how: str,
+              hold: tuple[FakeOpenAIServer, str, int] | None = None) -> tuple[int, str]:
     """Start the command, wait until a file matching `started` (a glob under cwd) exists, send
-    the signal; (exit code, stderr)."""
+    the signal; (exit code, stderr). `hold` = (server, marker, n): the server answers n requests
+    holding the marker and holds the rest until the command has ended, so the signal is certain
+    to land in the middle of that work however fast or loaded the machine is."""
+    if hold is not None:
+        hold[0].hold_after(hold[1], hold[2])
     proc = subprocess.Popen([sys.executable, "-m", "stratbench", *args], cwd=cwd, env=env(cache), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -54,6 +59,8 @@ def interrupt(args: list[str], cwd: Path, cache: Path, started: str, how: str) -
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+        if hold is not None:
+            hold[0].release()
     return proc.returncode, err
 
 
@@ -97,7 +104,7 @@ def scorecard_args(url: str, out: str) -> list[str]:
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
 def test_an_interrupted_scorecard_names_its_folder_and_the_printed_command_finishes_it(how, server, whole, tmp_path):
     code, err = interrupt(scorecard_args(server.base_url, "cut"), tmp_path, tmp_path / "cache",
-                          "cut/scorecard_*/tmgbench/*/*/answers.jsonl", how)
+                          "cut/scorecard_*/tmgbench/*/*/answers.jsonl", how, hold=(server, "[Scenario]", 2))
     assert code == 130, err
     assert "Traceback" not in err
     (folder,) = (tmp_path / "cut").iterdir()

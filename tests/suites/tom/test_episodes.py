@@ -118,14 +118,14 @@ def test_embedded_rps_prefix_reuse():
 
     model = open_model("embedded", ModelOptions(prefix_reuse=True), no_cache=True)
     t0 = time.perf_counter()
-    ep = run_lm_episode(model, RPS, "single_action", T=100, seed=0, keep_prompts=True)
+    ep = run_lm_episode(model, RPS, "single_action", T=40, seed=0, keep_prompts=True)
     dt = time.perf_counter() - t0
     recs = ep["records"]
-    assert ep["status"] == "complete" and len(recs) == 100
+    assert ep["status"] == "complete" and len(recs) == 40
     for r in recs:
         assert abs(sum(r["policy"]) - 1) < 1e-9
     full = sum(len(model.tokenize(p)) for r in recs for p in r["prompts"].values())
-    print(f"\nembedded RPS vs single_action T=100 (+ToM): {dt:.1f}s, tokens evaluated "
+    print(f"\nembedded RPS vs single_action T=40 (+ToM): {dt:.1f}s, tokens evaluated "
           f"{ep['tokens_in']} vs {full} prompt tokens; regret/step {ep['regret_per_step']:.3f}, "
           f"ToM {ep['tom_accuracy']:.2f}")
     assert ep["tokens_in"] < full / 5
