@@ -13,3 +13,18 @@ def test_a_long_stderr_message_stays_one_line(capsys: pytest.CaptureFixture[str]
     err_console.print(f"{path}: 3 records, 3 model calls, 0 cache hits, 0 errors")
     lines = capsys.readouterr().err.splitlines()
     assert lines == [f"{path}: 3 records, 3 model calls, 0 cache hits, 0 errors"]
+
+
+def test_a_long_stdout_summary_stays_one_line_and_tables_still_fit(capsys: pytest.CaptureFixture[str]) -> None:
+    from rich.table import Table
+
+    from stratbench.cli.display import console
+
+    path = "/tmp/" + "deeply-nested-folder/" * 20 + "tom_20261124_154446"
+    console.print(f"ToM — {path} — embedded-instruct / QA: regret/step 0.000 [0.000, 0.000]")
+    assert capsys.readouterr().out.splitlines() == [
+        f"ToM — {path} — embedded-instruct / QA: regret/step 0.000 [0.000, 0.000]"]
+    table = Table("cell")
+    table.add_row("x" * 400)
+    console.print(table)
+    assert max(len(line) for line in capsys.readouterr().out.splitlines()) <= console.width

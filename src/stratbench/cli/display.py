@@ -11,11 +11,22 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-console = Console()
+
+
+class _Console(Console):
+    """A console whose text lines are never wrapped (a summary line names a folder, users and
+    scripts grep it: a wrapped line splits the path), while tables still fit the width."""
+
+    def print(self, *objects: Any, soft_wrap: bool | None = None, **kwargs: Any) -> None:
+        if soft_wrap is None and objects and all(isinstance(o, str) for o in objects):
+            soft_wrap = True
+        super().print(*objects, soft_wrap=soft_wrap, **kwargs)
+
+
+console = _Console()
 if not console.is_terminal:
     console.width = 170  # logs and CI: don't squeeze tables into 80 columns
-# stderr carries one-line messages (paths, counts) that users grep: never wrap them.
-err_console = Console(stderr=True, soft_wrap=True)
+err_console = _Console(stderr=True)
 if not err_console.is_terminal:
     err_console.width = 140
 
