@@ -12,7 +12,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 
-
 class _Console(Console):
     """A console whose text lines are never wrapped (a summary line names a folder, users and
     scripts grep it: a wrapped line splits the path), while tables still fit the width."""

@@ -302,7 +302,7 @@ def test_http_logprob_is_refused_up_front_and_sample_is_its_default(tmp_path, cl
 @pytest.mark.parametrize("kw, needle", [
     ({"policy": "choice", "prompting": "CoT"}, "--policy choice scores direct answers only"),
     ({"policy": "logprob", "chat": True}, "with --chat use --policy choice"),
-    ({"policy": "maybe"}, "use logprob, sample or choice"),
+    ({"policy": "maybe"}, "use logprob, choice or sample"),
     ({"timeout": 0.0}, "--timeout must be at least"),
     ({"retries": -1}, "--retries must be at least 0"),
     ({"wait_for_server": -1.0}, "--wait-for-server must be at least 0"),

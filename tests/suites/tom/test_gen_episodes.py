@@ -188,7 +188,7 @@ def test_social_acts_on_its_own_partner_first_prediction():
     for r in ep["records"]:
         assert r["prediction"] == 1 and r["my_action"] == 1 and [c["kind"] for c in r["calls"]] == ["tom", "action"]
     # SocialLM: the prediction is the argmax of Figure 3's log-probs
-    lm = ScriptedLM(answer, logprobs=[-2.0, -0.1])
+    lm = ScriptedLM(answer, logprobs=[-2.5, -0.1])
     ep = play(lm, IBS, "single_action", 2, GenSettings(prompting="SocialLM"))
     assert ep["status"] == "complete" and all(r["prediction"] == 1 and r["my_action"] == 1 for r in ep["records"])
     b0 = IBS.action_labels()[ep["records"][0]["partner_action"]]

@@ -42,6 +42,7 @@ from stratbench.games.normal_form import NormalFormGame
 from stratbench.models.base import GenerateRequest, GenerateResult, LanguageModel, Message
 from stratbench.models.labels import choice_request
 from stratbench.parsing.actions import ActionParse, parse_action
+from stratbench.players import check_policy, scored_policy
 from stratbench.suites.chbench.fit import CHAgent
 from stratbench.suites.chbench.hierarchy import GameBatch
 from stratbench.suites.chbench.prompts import (
@@ -61,7 +62,6 @@ from stratbench.suites.chbench.repeated import Move, RoundView
 CHAT_EXCHANGES = 2
 MESSAGE_TOKENS = 96  # "within 50 words"
 ANSWER_TOKENS = 16
-POLICIES = ("logprob", "choice", "sample")
 ECHO_MIN_WORDS = 3  # a parsed line this long found verbatim in the prompt is the prompt echoed
 
 
@@ -124,12 +124,6 @@ class ScriptedPlayer:
 # ----------------------------------------------------------------------------- model players
 
 
-def _softmax(lp: list[float]) -> np.ndarray:
-    x = np.asarray(lp, float)
-    x = np.exp(x - x.max())
-    return x / x.sum()
-
-
 def answer_form(reply: str | None, parsed: ActionParse, labels: tuple[str, ...],
                 finish_reason: str | None) -> str | None:
     """How a generated decision was read: "strict" when the whole reply (surrounding whitespace
@@ -166,8 +160,7 @@ class ModelPlayer:
     def __post_init__(self) -> None:
         if self.mechanism not in MECHANISMS:
             raise InputError(f"unknown mechanism {self.mechanism!r}; known: {', '.join(MECHANISMS)}")
-        if self.policy not in POLICIES:
-            raise InputError(f"unknown policy {self.policy!r}; known: {', '.join(POLICIES)}")
+        check_policy(self.policy, "policy")
         if self.policy == "choice" and not self.chat:
             raise InputError("policy choice scores the chat conversation: it needs chat=True")
 
@@ -248,13 +241,13 @@ class ModelPlayer:
             r = (await self.model.score([req]))[0]
             tokens_in += r.tokens_in
             shown = r.rendered or prompt
-            if not r.ok:
-                return Move(None, "error", prompt=shown, error=r.error, extra=extra, tokens_in=tokens_in,
+            pol = scored_policy(r)
+            if isinstance(pol, str):  # the call failed, or its numbers are no probabilities
+                return Move(None, "error", prompt=shown, error=pol, extra=extra, tokens_in=tokens_in,
                             tokens_out=tokens_out, latency_s=time.perf_counter() - t0)
-            p = _softmax(r.logprobs)  # type: ignore[arg-type]
-            a = int(np.random.default_rng(view.seed).choice(n, p=p))
-            extra["label_mass"] = float(np.exp(np.logaddexp.reduce(np.asarray(r.logprobs, float))))
-            return Move(a, "parsed", policy=[float(x) for x in p], prompt=shown, extra=extra,
+            a = int(np.random.default_rng(view.seed).choice(n, p=pol.probs))
+            extra["label_mass"] = pol.mass
+            return Move(a, "parsed", policy=pol.probs, prompt=shown, extra=extra,
                         tokens_in=tokens_in, tokens_out=tokens_out, latency_s=time.perf_counter() - t0)
         text, g = await self._generate(prompt, view.seed, ANSWER_TOKENS, 0, messages)
         tokens_in += g.tokens_in

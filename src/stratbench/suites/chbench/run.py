@@ -83,15 +83,15 @@ class ChbenchConfig:
     shard: dict[str, int] | str | Shard | None = None
 
     def validate(self) -> None:
-        from stratbench.suites.chbench.players import POLICIES, scripted_agent
+        from stratbench.players import check_policy
+        from stratbench.suites.chbench.players import scripted_agent
 
         # --games is the catalogue's to read ("all", "recoverable" or ids)
         check_config(self, flags={"mechanisms": "--mechanism", "games": None})
         for m in self.mechanisms:
             if m not in MECHANISMS:
                 raise InputError(f"unknown --mechanism {m!r}; known: {', '.join(MECHANISMS)}")
-        if self.policy not in (None, *POLICIES):
-            raise InputError(f"unknown --policy {self.policy!r}; use logprob, choice or sample")
+        check_policy(self.policy)
         if self.policy == "choice" and not self.chat:
             raise InputError("--policy choice scores the chat conversation (the model's chat template): add --chat")
         if set(self.models) & set(self.opponents):

@@ -19,20 +19,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from stratbench.errors import InputError
 from stratbench.models import ModelOptions, open_model
 from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
-from stratbench.models.labels import choice_request, label_policy
+from stratbench.models.labels import choice_request
 from stratbench.parsing import parse_action
+from stratbench.players import Policy, check_policy, exact_policy
 from stratbench.suites.nashgap.answers import parse_distribution, parse_kind
 from stratbench.suites.nashgap.players import SCRIPTED_AGENTS, Agent, Decision, DecisionRequest
 
-Policy = Literal["logprob", "sample", "choice"]
-POLICIES = ("logprob", "sample", "choice")
 #: what the assistant's turn starts with under `--policy choice` (the pure prompt's answer format)
 ANSWER_STEM = "Action: "
 
@@ -83,7 +82,7 @@ class ModelAgent(Agent):
         rendered = res.rendered if score.messages else None
         if not res.ok:
             return Decision("error", error=res.error, latency_s=res.latency_s, usage=usage, rendered=rendered)
-        pol = label_policy(res.logprobs)  # type: ignore[arg-type]
+        pol = exact_policy(res.logprobs)
         if isinstance(pol, str):
             return Decision("error", error=pol, latency_s=res.latency_s, usage=usage, logprobs=res.logprobs,
                             rendered=rendered)
@@ -141,8 +140,7 @@ def make_agent(
     key = spec.strip().lower()
     if key in SCRIPTED_AGENTS:  # scripted players have no policy choice
         return SCRIPTED_AGENTS[key]()
-    if policy not in (None, *POLICIES):
-        raise InputError(f"unknown --policy {policy!r}; use logprob, choice or sample")
+    check_policy(policy)
     api = _is_api(spec)
     if chat and policy == "logprob" and not api:
         raise InputError(f"{spec}: --policy logprob scores a raw completion prompt and ignores --chat; use "

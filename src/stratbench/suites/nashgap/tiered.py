@@ -32,6 +32,7 @@ import numpy as np
 
 from stratbench.checks import check_config
 from stratbench.errors import InputError
+from stratbench.players import check_policy
 from stratbench.redact import is_redacted_url, redact_json, redact_url
 from stratbench.render.csv_cells import csv_row
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
@@ -42,7 +43,6 @@ from stratbench.runner.shard import parse_shard
 from stratbench.stats import stratified_bootstrap_ci
 from stratbench.suites.nashgap.config import NashgapConfig, load_price_table
 from stratbench.suites.nashgap.games import BUCKETS, Bucket
-from stratbench.suites.nashgap.model_player import POLICIES
 from stratbench.suites.nashgap.players import SCRIPTED_AGENTS
 from stratbench.suites.nashgap.run import MODE_FILES, SINGLE_FILES, build_games, run_nashgap
 
@@ -258,8 +258,7 @@ class TieredConfig:
             raise InputError(f"--providers lists a provider twice: {self.resolved_providers()}")
         if not self.modes or any(m not in MODES for m in self.modes) or len(set(self.modes)) != len(self.modes):
             raise InputError(f"modes must be pure, mixed or both (got {self.modes})")
-        if self.policy not in (None, *POLICIES):
-            raise InputError(f"unknown --policy {self.policy!r}; use logprob, choice or sample")
+        check_policy(self.policy)
         if self.max_concurrency < 1:
             raise InputError(f"--max-concurrency must be at least 1 (got {self.max_concurrency})")
         if self.order_rotations < 1:
@@ -276,8 +275,7 @@ class TieredConfig:
             raise InputError("no models configured: give tiers with --together-model-tiers-json / "
                              "--openai-model-tiers-json, --model SPEC, or a suite file's models")
         for e in entries:
-            if e.policy not in (None, *POLICIES):
-                raise InputError(f"model {e.display!r}: unknown policy {e.policy!r}; use logprob, choice or sample")
+            check_policy(e.policy, f"model {e.display!r}: policy")
             if not self.use_dummy:
                 _preflight(e, self.base_url)
         return entries

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from stratbench.checks import RULES, Floats, Ints, Rule, check_config, check_value, flag_name, list_items
 from stratbench.errors import InputError
+from stratbench.players import check_policy
 from stratbench.runner.jsonl import read_jsonl
 from stratbench.runner.schema import Record
 from stratbench.runner.shard import Shard, as_shard
@@ -20,7 +21,6 @@ T = TypeVar("T")
 SUITE = "tmgbench"  # run.json "suite" of atomic and complex runs
 METHODS = ("DA", "CoT", "FoToM", "SoToM", "reFoToM", "reSoToM")
 SCRIPTED = ("oracle", "empty", "uniform")
-POLICIES = ("logprob", "sample", "choice")
 # the shared runtime flags --timeout, --retries, --wait-for-server (the shared table's rule wins
 # where it has one)
 RUNTIME_RULES: dict[str, Rule] = {"timeout": Floats(0.001, 86_400.0), "retries": Ints(0, 100),
@@ -78,8 +78,7 @@ class TmgbenchConfig:
             raise InputError(f"unknown --form {self.form!r}; use atomic, sequential, parallel or nested")
         if self.form != "atomic" and self.setting != "classic":
             raise InputError(f"--form {self.form} runs on the classic games only")
-        if self.policy not in (None, *POLICIES):
-            raise InputError(f"unknown --policy {self.policy!r}; use logprob, sample or choice")
+        check_policy(self.policy)
         if self.policy in ("logprob", "choice") and self.prompting != "DA":
             raise InputError(f"--policy {self.policy} scores direct answers only: use --prompting DA "
                              "(or --policy sample for reasoning prompts)")

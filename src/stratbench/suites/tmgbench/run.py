@@ -47,6 +47,7 @@ from stratbench.checks import check_config
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, LanguageModel
 from stratbench.models.labels import choice_request
+from stratbench.players import scored_policy
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.jsonl import read_jsonl, write_json_atomic, write_jsonl_atomic
 from stratbench.runner.lifecycle import (
@@ -233,15 +234,13 @@ async def _answer(player: _Player, config: TmgbenchConfig, game: RGGame, repeat:
         if res.rendered is not None:
             rec["rendered_prompt"] = res.rendered
         rec["usage"] = {"tokens_in": res.tokens_in, "cached": res.cached, "n_tokens": res.n_tokens}
-        if not res.ok:
-            rec.update(status="error", error=res.error)
+        pol = scored_policy(res)
+        if isinstance(pol, str):  # the call failed, or its numbers are no probabilities
+            rec.update(status="error", error=pol)
         else:
-            lp = np.asarray(res.logprobs, dtype=float)
-            m = lp.max()
-            w = np.exp(lp - m)
-            rec.update(status="parsed", label_mass=float(np.exp(m) * w.sum()),
-                       logprobs={subset_key(s): float(x) for (s, _), x in zip(cands, lp)},
-                       distribution={subset_key(s): float(x) for (s, _), x in zip(cands, w / w.sum())})
+            rec.update(status="parsed", label_mass=pol.mass,
+                       logprobs={subset_key(s): float(x) for (s, _), x in zip(cands, res.logprobs or ())},
+                       distribution={subset_key(s): float(x) for (s, _), x in zip(cands, pol.probs)})
     else:
         seed = derive_seed(config.seed or 0, int(game.id), variant, repeat)
         if config.chat:

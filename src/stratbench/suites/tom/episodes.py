@@ -39,6 +39,7 @@ import numpy as np
 
 from stratbench.models.base import LanguageModel
 from stratbench.models.labels import choice_request
+from stratbench.players import scored_policy
 from stratbench.seeding import derive_seed
 from stratbench.suites.tom.games import RepeatedGame, get_game
 from stratbench.suites.tom.partners import FiniteStatePartner, make_partner
@@ -47,18 +48,6 @@ from stratbench.suites.tom.regret import mean_ci, regret_per_step, tom_accuracy
 
 PARTNER_STREAM = (7, 7, 7)
 """Extra keys for the partner's rng seed, distinct from the per-round action seeds (seed, t)."""
-
-
-def _policy(logprobs: list[float]) -> np.ndarray:
-    x = np.asarray(logprobs, dtype=float)
-    x = x - x.max()
-    p = np.exp(x)
-    return p / p.sum()
-
-
-def label_mass(logprobs: list[float]) -> float:
-    """The probability on the legal labels (their log-probabilities' exp, summed)."""
-    return float(np.exp(np.asarray(logprobs, dtype=float)).sum())
 
 
 async def _score_one(model: LanguageModel, prompt: str, conts: tuple[str, ...],
@@ -117,13 +106,14 @@ async def arun_lm_episode(
                 r = await _score_one(model, prompt, conts)
             rec["tokens_in"] += r.tokens_in
             rec["latency_s"] += r.latency_s
-            if not r.ok:
-                rec.update(status="error", error=f"tom: {r.error}")
+            tom = scored_policy(r)
+            if isinstance(tom, str):  # the call failed, or its numbers are no probabilities
+                rec.update(status="error", error=f"tom: {tom}")
                 return False
-            rec["tom_policy"] = _policy(r.logprobs).tolist()
+            rec["tom_policy"] = tom.probs
             if chat:
-                rec["tom_label_mass"] = label_mass(r.logprobs)
-            rec["prediction"] = int(np.argmax(r.logprobs))
+                rec["tom_label_mass"] = tom.mass
+            rec["prediction"] = int(np.argmax(r.logprobs))  # type: ignore[arg-type]
             return True
 
         ok = True
@@ -139,15 +129,15 @@ async def arun_lm_episode(
                 r = await _score_one(model, prompt, conts)
             rec["tokens_in"] += r.tokens_in
             rec["latency_s"] += r.latency_s
-            if not r.ok:
-                rec.update(status="error", error=f"action: {r.error}")
+            act = scored_policy(r)
+            if isinstance(act, str):  # the call failed, or its numbers are no probabilities
+                rec.update(status="error", error=f"action: {act}")
                 ok = False
-        if ok:
-            pol = _policy(r.logprobs)
-            a = int(np.random.default_rng(derive_seed(seed, t)).choice(len(pol), p=pol))
-            rec.update(policy=pol.tolist(), my_action=a)
+        if ok and not isinstance(act, str):
+            a = int(np.random.default_rng(derive_seed(seed, t)).choice(len(act.probs), p=act.probs))
+            rec.update(policy=act.probs, my_action=a)
             if chat:
-                rec["label_mass"] = label_mass(r.logprobs)
+                rec["label_mass"] = act.mass
             if predict and tom_variant == "agent_first":
                 ok = await predict_partner(a)  # Figure 2: asked after the agent acted
         tokens += rec["tokens_in"]

@@ -60,8 +60,9 @@ import numpy as np
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, LanguageModel, Message
 from stratbench.models.labels import choice_request
+from stratbench.players import scored_policy
 from stratbench.seeding import derive_seed
-from stratbench.suites.tom.episodes import PARTNER_STREAM, _policy, label_mass
+from stratbench.suites.tom.episodes import PARTNER_STREAM
 from stratbench.suites.tom.games import RepeatedGame, get_game
 from stratbench.suites.tom.gen_prompts import S2A_STEM, GenPrompts, Prompt, memory_lines
 from stratbench.suites.tom.partners import FiniteStatePartner, make_partner
@@ -337,15 +338,16 @@ async def arun_gen_episode(
             if s.keep_prompts or (s.chat and t == 0):
                 call["prompt"] = r.rendered or (flatten(msgs, ANSWER_STEM) if s.chat else req.prompt)
             calls.append(call)
-            if r.ok and r.logprobs is not None:  # (ok says logprobs is set)
-                prediction = int(np.argmax(r.logprobs))
-                call.update(status="parsed", logprobs=list(r.logprobs), tom_policy=_policy(r.logprobs).tolist())
+            pol = scored_policy(r)
+            if not isinstance(pol, str):
+                prediction = int(np.argmax(r.logprobs))  # type: ignore[arg-type]
+                call.update(status="parsed", logprobs=list(r.logprobs or ()), tom_policy=pol.probs)
                 if s.chat:
-                    call["label_mass"] = label_mass(r.logprobs)
+                    call["label_mass"] = pol.mass
                     lead = (*msgs, ("assistant", lm_tom.chat_answer(prediction)))
                 rec["tom_status"] = "parsed"
-            else:
-                call.update(status="error", error=r.error)
+            else:  # the call failed, or its numbers are no probabilities
+                call.update(status="error", error=pol)
                 rec["tom_status"] = stop = "error"
         elif stop is None and (s.prompting == "Social" or (s.predict and s.tom_variant == "partner_first")):
             ans = await ask_tom(t, None, plans, insights, rec, calls)
