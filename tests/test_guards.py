@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import re
 import subprocess
 import sys
@@ -26,10 +27,56 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(list(args), capture_output=True, text=True, cwd=ROOT, timeout=600)
 
 
-def test_import_layers_and_suite_independence():
-    """cli > workflows/report > suites > core, and suites never import each other (pyproject.toml)."""
-    r = _run(str(BIN / "lint-imports"), "--no-cache")
+def suite_packages(src: Path = SRC) -> list[str]:
+    """Every suite package (a folder with __init__.py under stratbench/suites/): the independence
+    contract covers each of them, listed or not, so a new suite needs no line in pyproject.toml."""
+    return sorted(f"stratbench.suites.{p.parent.name}" for p in (src / "suites").glob("*/__init__.py"))
+
+
+def import_contracts(src: Path = SRC) -> str:
+    """pyproject.toml's import-linter contracts with the independence contract's modules replaced
+    by every suite package found on disk (TOML, for ``lint-imports --config``)."""
+    import tomllib
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    lines = ["[tool.importlinter]", f'root_package = "{conf["root_package"]}"']
+    for c in conf["contracts"]:
+        if c["type"] == "independence":
+            c = {**c, "modules": suite_packages(src)}
+        lines += ["", "[[tool.importlinter.contracts]]"]
+        for key, value in c.items():
+            lines.append(f"{key} = {json.dumps(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def test_import_layers_and_suite_independence(tmp_path):
+    """cli > workflows/report > suites > players > core, and no suite imports another — every suite
+    package on disk, whether or not pyproject.toml names it."""
+    assert {"stratbench.suites.nashgap", "stratbench.suites.tom"} <= set(suite_packages())
+    config = tmp_path / "contracts.toml"
+    config.write_text(import_contracts())
+    r = _run(str(BIN / "lint-imports"), "--no-cache", "--config", str(config))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert f"Contracts: {import_contracts().count('[[tool.importlinter.contracts]]')} kept, 0 broken" in r.stdout
+
+
+def test_a_new_suite_importing_another_fails_the_guard(tmp_path):
+    """A copy of the package with one more suite that imports nashgap, unknown to pyproject.toml:
+    the derived contract catches it."""
+    import os
+    import shutil
+
+    copy = tmp_path / "stratbench"
+    shutil.copytree(SRC, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "suites" / "pbeauty").mkdir()
+    (copy / "suites" / "pbeauty" / "__init__.py").write_text("from stratbench.suites.nashgap import games\n")
+    assert "stratbench.suites.pbeauty" in suite_packages(copy)
+    config = tmp_path / "contracts.toml"
+    config.write_text(import_contracts(copy))
+    r = subprocess.run([str(BIN / "lint-imports"), "--no-cache", "--config", str(config)], capture_output=True,
+                       text=True, cwd=tmp_path, timeout=600, env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "stratbench.suites.pbeauty -> stratbench.suites.nashgap" in r.stdout, r.stdout[-3000:]
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

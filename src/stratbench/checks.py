@@ -75,7 +75,10 @@ Rule = Union[Ints, Floats, Flag, Text, Items]
 SEED = Ints(0, SEED_MAX)
 ANY_INT = Ints(-SEED_MAX - 1, SEED_MAX)
 
-#: field name → what it may hold. ``None`` always passes: a config fills its own default.
+#: field name → what it may hold, for the fields every suite shares (seeds, sampling, HTTP, counts,
+#: players, switches). ``None`` always passes: a config fills its own default. A rule that only
+#: one suite's field means (TMGBench's ``k`` games per task, ToM's ``memory``) is declared on that
+#: config, in its ``FIELD_RULES`` class attribute, and applies to that config alone.
 RULES: dict[str, Rule] = {
     # seeds
     "seed": SEED,
@@ -98,14 +101,11 @@ RULES: dict[str, Rule] = {
     "episodes": Ints(1, 100_000),
     "repeats": Ints(1, 10_000),
     "num_tasks": Ints(1, 100_000),
-    "k": Ints(1, 144),
     "restarts": Ints(1, 10_000),
     "bootstrap": Ints(0, 100_000),
-    "k_hat": Ints(2, 6),  # CHBench: the exact Level-K search grows ~4-8x per level (chbench.fit.K_HAT_MAX)
     "variants": Ints(1, 1_000),
     "max_attempts": Ints(1, 100),
     "max_tries": Ints(1, 100),
-    "memory": Ints(1, 9),
     "order_rotations": Ints(1, 1_000),
     "decimals": Ints(0, 10),
     "num_rows": ANY_INT,  # type only: each suite says its own game sizes
@@ -212,7 +212,8 @@ def check_value(flag: str, value: Any, rule: Rule, may_be_empty: bool = False) -
 
 def check_config(config: Any, flags: Mapping[str, str | None] | None = None,
                  only: Iterable[str] | None = None) -> None:
-    """Apply :data:`RULES` to every field of a config dataclass that the table names.
+    """Apply the config's own ``FIELD_RULES`` (a class attribute: name → rule) and, for the other
+    fields, the shared :data:`RULES` to every field of a config dataclass that they name.
 
     ``flags`` renames a field's flag where the command calls it otherwise (``{"mechanisms":
     "--mechanism"}``) or, with None, leaves a field to the config's own checks. ``only`` limits the
@@ -221,10 +222,11 @@ def check_config(config: Any, flags: Mapping[str, str | None] | None = None,
         raise TypeError(f"check_config needs a config dataclass instance, got {type(config).__name__}")
     wanted = None if only is None else set(only)
     flags = flags or {}
+    own: Mapping[str, Rule] = getattr(type(config), "FIELD_RULES", {})
     for name in (f.name for f in fields(config)):
         if wanted is not None and name not in wanted:
             continue
-        rule = RULES.get(name)
+        rule = own.get(name, RULES.get(name))
         if rule is None:
             continue
         flag = flags.get(name, flag_name(name))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given
@@ -118,8 +118,8 @@ def test_needs_a_config_instance():
 
 def test_the_table_covers_the_shared_fields():
     for name in ("seed", "llm_seed", "seeds", "temperature", "max_tokens", "max_concurrency", "num_games",
-                 "num_trials", "rounds", "episodes", "repeats", "num_tasks", "k", "restarts", "bootstrap",
-                 "k_hat", "variants", "max_attempts", "max_tries", "memory", "order_rotations",
+                 "num_trials", "rounds", "episodes", "repeats", "num_tasks", "restarts", "bootstrap",
+                 "variants", "max_attempts", "max_tries", "order_rotations",
                  "num_games_per_bucket", "model", "models", "games", "mechanisms", "opponents", "partners"):
         assert name in RULES, name
     for name, rule in RULES.items():
@@ -171,3 +171,38 @@ def test_items_refuse_duplicates_and_empty_items(items):
         assert not ok
     else:
         assert ok
+
+
+def test_a_suites_own_field_rule_applies_to_its_config_alone():
+    """`k` (TMGBench's games per task, at most 144) and `memory` (ToM's Reflexion plans) are the
+    suites' own: a new config with a field of the same name is not held to them."""
+    from dataclasses import dataclass as dc
+
+    from stratbench.checks import Rule
+    from stratbench.suites.chbench.fit_run import FitConfig
+    from stratbench.suites.tmgbench.complex_run import ComplexConfig
+    from stratbench.suites.tom.model_run import TomRunConfig
+
+    for shared_only in ("k", "memory", "k_hat"):
+        assert shared_only not in RULES
+
+    @dc
+    class Other:
+        k: int = 200
+        memory: int = 50
+
+    check_config(Other())  # no rule of another suite's
+    with pytest.raises(InputError, match=r"^--k must be at most 144 \(got 200\)$"):
+        check_config(ComplexConfig(k=200))
+    with pytest.raises(InputError, match=r"^--memory must be at most 9 \(got 10\)$"):
+        check_config(TomRunConfig(memory=10))
+    with pytest.raises(InputError, match=r"^--k-hat must be at most 6 \(got 7\)$"):
+        check_config(FitConfig(data="x.csv", k_hat=7))
+
+    @dc
+    class Own:
+        k: int = 5
+        FIELD_RULES: ClassVar[dict[str, Rule]] = {"k": Ints(1, 3)}
+
+    with pytest.raises(InputError, match=r"^--k must be at most 3 \(got 5\)$"):
+        check_config(Own())

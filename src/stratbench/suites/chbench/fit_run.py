@@ -19,14 +19,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from stratbench.checks import check_config
+from stratbench.checks import Rule, check_config
 from stratbench.errors import InputError
 from stratbench.runner.jsonl import write_json_atomic
 from stratbench.runner.lifecycle import FolderSpec, Outcome, Progress, RunPlan, RunResult, Stream, execute
 from stratbench.runner.schema import Record
 from stratbench.seeding import derive_seed
+from stratbench.suites.chbench.run import K_HAT_RULE
 
 SUITE = "chbench"
 KIND = "fit"
@@ -36,6 +37,8 @@ CH_MODELS: tuple[Literal["level_k", "poisson"], ...] = ("level_k", "poisson")
 @dataclass
 class FitConfig:
     """`chbench fit`: observed play (CSV) and the fit's settings."""
+
+    FIELD_RULES: ClassVar[dict[str, Rule]] = {"k_hat": K_HAT_RULE}
 
     data: str
     k_hat: int = 4

@@ -19,9 +19,9 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from itertools import combinations_with_replacement
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from stratbench.checks import check_config, check_units
+from stratbench.checks import Ints, Rule, check_config, check_units
 from stratbench.errors import InputError
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.lifecycle import (
@@ -43,6 +43,9 @@ from stratbench.suites.chbench.catalogue import CHGame, select_games
 from stratbench.suites.chbench.prompts import MECHANISMS
 from stratbench.suites.chbench.records import RoundRecord, round_record
 
+#: k̂, the CH levels fitted: the exact Level-K search grows ~4-8x per level (fit.K_HAT_MAX = 6)
+K_HAT_RULE = Ints(2, 6)
+
 SUITE = "chbench"
 KIND = "run"
 ROUNDS_FILE = "rounds.jsonl"
@@ -51,6 +54,8 @@ ROUNDS_FILE = "rounds.jsonl"
 @dataclass
 class ChbenchConfig:
     """Everything a CHBench run depends on (recorded in run.json; `--resume` reloads it)."""
+
+    FIELD_RULES: ClassVar[dict[str, Rule]] = {"k_hat": K_HAT_RULE}
 
     models: list[str] = field(default_factory=lambda: ["embedded"])
     opponents: list[str] = field(default_factory=list)

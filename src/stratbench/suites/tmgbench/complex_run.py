@@ -19,8 +19,9 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
+from stratbench.checks import Ints, Rule
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, LanguageModel
 from stratbench.runner.folders import read_run_json
@@ -72,6 +73,8 @@ class ComplexConfig(TmgbenchConfig):
 
     k: int | None = None  # games per task (default 3; nested: 2)
     num_tasks: int = 50
+
+    FIELD_RULES: ClassVar[dict[str, Rule]] = {"k": Ints(1, 144)}  # a task's games are distinct
 
 
 def as_complex(config: TmgbenchConfig, k: int | None = None, num_tasks: int | None = None) -> ComplexConfig:

@@ -49,9 +49,9 @@ from __future__ import annotations
 import asyncio
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from stratbench.checks import Floats, Ints, check_config, check_units, check_value
+from stratbench.checks import Floats, Ints, Rule, check_config, check_units, check_value
 from stratbench.errors import InputError
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.jsonl import write_bytes_atomic, write_json_atomic
@@ -81,6 +81,8 @@ if TYPE_CHECKING:
 @dataclass
 class TomRunConfig:
     """Everything `tom run` needs; stored as run.json's ``config``."""
+
+    FIELD_RULES: ClassVar[dict[str, Rule]] = {"memory": Ints(1, 9)}  # Reflexion's plans (the paper: 1-3)
 
     model: str = "embedded"
     game: str = "rps"
