@@ -119,6 +119,15 @@ def test_suite_file_shards_merge_into_the_unsharded_suite(tmp_path, cli):
         assert filecmp.cmp(whole / x["folder"] / "summary.json", merged / y["folder"] / "summary.json",
                            shallow=False)
     assert compared >= len(a)
+    # the totals: every run's counts summed, the same in the whole suite and the merge
+    want = json.loads((whole / "suite_metadata.json").read_text())["totals"]
+    assert want == json.loads((merged / "suite_metadata.json").read_text())["totals"]
+    runs = [json.loads((whole / x["folder"] / "run.json").read_text())["totals"] for x in a]
+    assert want["runs"] == len(a) == 6 and want["records"] == sum(t["records"] for t in runs) > 0
+    assert want["errors"] == 0 and want["model_calls"] == 0
+    r = cli("merge", *map(str, shards), "--output-dir", str(tmp_path / "m3"))
+    assert r.returncode == 0, r.stderr
+    assert f"suite of 6 runs merged from 2 shards — {want['records']} records, 0 errors, 0 model calls" in r.stdout
     r = cli("merge", str(shards[0]), "--output-dir", str(tmp_path / "m2"))
     assert r.returncode == 2 and "missing" in r.stderr and not (tmp_path / "m2").exists()
 

@@ -106,10 +106,26 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
         write_json_atomic(out / "suite_metadata.json", meta)  # resumable from its first moment
         announce_folder(out)
         runs, n_errors = run_jobs(out, meta, jobs, on_run)
-        meta.update(runs=runs, end_time=now_iso(), status="finished")
+        meta.update(runs=runs, end_time=now_iso(), status="finished", totals=suite_totals(out, runs))
         write_json_atomic(out / "suite_metadata.json", meta)
         write_runs_csv(out, runs)
     return SuiteRunResult(out, runs, n_errors)
+
+
+def suite_totals(out: Path, runs: list[dict[str, Any]]) -> dict[str, int | float]:
+    """The suite's totals: its number of runs and, summed over its runs, every count in their
+    run.json ``totals`` (records, errors, model calls, cache hits, tokens, ...) — what `merge` and
+    a reader of suite_metadata.json report without opening every run."""
+    from stratbench.runner.folders import read_run_json
+
+    totals: dict[str, int | float] = {"runs": len(runs)}
+    for r in runs:
+        if not r.get("folder"):
+            continue
+        for k, v in (read_run_json(out / r["folder"]).get("totals") or {}).items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                totals[k] = totals.get(k, 0) + v
+    return totals
 
 
 @contextlib.contextmanager
@@ -181,7 +197,7 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
         meta = dict(metas[0])
         meta.update(shard=None, runs=merged_runs, merged_from=[str(f) for f in folders],
                     start_time=min(m["start_time"] for m in metas), end_time=max(m.get("end_time") or "" for m in metas),
-                    merged_at=now_iso())
+                    merged_at=now_iso(), totals=suite_totals(out, merged_runs))
         write_json_atomic(out / "suite_metadata.json", meta)
         write_runs_csv(out, meta["runs"])
     except BaseException:
