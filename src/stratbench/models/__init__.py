@@ -176,6 +176,42 @@ BACKENDS: Registry[Backend] = Registry("model backend", {
 }, entry_point_group="stratbench.models")
 
 
+@dataclass(frozen=True)
+class BackendTraits:
+    """What a backend is, known from its spec before it is opened (plans and defaults are made
+    before any model loads). ``local``: the model runs here — the full next-token distribution
+    (closed scoring) and exact chat scoring with the model's own template; otherwise an HTTP
+    endpoint. ``chat_model``: an instruction-tuned model unless the user says otherwise (the
+    scorecard reads it through its chat template)."""
+
+    local: bool = False
+    chat_model: bool = False
+
+
+#: the built-in backends' traits; a backend added through the entry-point group declares its own
+#: as attributes of its factory (``factory.local = True``, ``factory.chat_model = True``)
+TRAITS: dict[str, BackendTraits] = {
+    DEFAULT_MODEL: BackendTraits(local=True),
+    EMBEDDED_INSTRUCT: BackendTraits(local=True, chat_model=True),
+    "gguf": BackendTraits(local=True),
+    "hf": BackendTraits(local=True),
+    "openai": BackendTraits(chat_model=True),
+    "together": BackendTraits(chat_model=True),
+    "openai-compatible": BackendTraits(),
+}
+
+
+def backend_traits(spec: str) -> BackendTraits:
+    """The traits of the backend `spec` names (one InputError line for an unknown backend). The
+    scorecard and the suites ask this instead of matching spec prefixes."""
+    kind, _ = split_spec(spec)
+    if kind in TRAITS:
+        return TRAITS[kind]
+    factory = BACKENDS.get(kind)
+    return BackendTraits(local=bool(getattr(factory, "local", False)),
+                         chat_model=bool(getattr(factory, "chat_model", False)))
+
+
 def load_model(spec: str, options: ModelOptions | None = None) -> LanguageModel:
     """The backend for ``spec``, loaded (no response cache)."""
     kind, name = split_spec(spec)
@@ -201,5 +237,5 @@ def open_model(spec: str, model_options: ModelOptions | None = None, *, no_cache
     return model
 
 
-__all__ = ["API_PROVIDERS", "BACKENDS", "DEFAULT_MODEL", "EMBEDDED_INSTRUCT", "EMBEDDED_SPECS", "LOCAL_PREFIXES", "LanguageModel", "ModelOptions",
+__all__ = ["API_PROVIDERS", "BACKENDS", "DEFAULT_MODEL", "TRAITS", "BackendTraits", "backend_traits", "EMBEDDED_INSTRUCT", "EMBEDDED_SPECS", "LOCAL_PREFIXES", "LanguageModel", "ModelOptions",
            "check_chat_template", "check_gguf_file", "is_http_spec", "load_model", "open_model", "split_spec"]

@@ -22,9 +22,6 @@ from stratbench.suites.base import Job, SuiteModel
 
 __all__ = ["ScorecardModel", "ScorecardPart", "ScorecardRun", "cell", "status_counts"]
 
-LOCAL_BACKENDS = ("embedded", "embedded-instruct", "gguf", "hf")
-
-
 @dataclass(frozen=True)
 class ScorecardModel:
     """A model on the scorecard. ``chat``: an instruction-tuned model, prompted through its chat
@@ -38,9 +35,10 @@ class ScorecardModel:
 
     @property
     def local(self) -> bool:
-        from stratbench.models import split_spec
+        """The backend runs here (its traits say so): exact choice scoring of chat prompts."""
+        from stratbench.models import backend_traits
 
-        return split_spec(self.spec)[0] in LOCAL_BACKENDS
+        return backend_traits(self.spec).local
 
     @property
     def policy(self) -> str:

@@ -82,12 +82,12 @@ def parts() -> list[ScorecardPart]:
 
 
 def chat_by_default(spec: str) -> bool:
-    """Whether a spec names an instruction-tuned model when the user does not say: the embedded
-    instruct model and the hosted chat APIs (every other model is read as a raw model)."""
-    from stratbench.models import EMBEDDED_INSTRUCT, split_spec
+    """Whether a spec names an instruction-tuned model when the user does not say: its backend's
+    traits (the embedded instruct model and the hosted chat APIs; every other model is read as a
+    raw model)."""
+    from stratbench.models import backend_traits
 
-    kind, _ = split_spec(spec)
-    return kind in (EMBEDDED_INSTRUCT, "openai", "together")
+    return backend_traits(spec).chat_model
 
 
 def _models(models: Sequence[str | ScorecardModel], chat: bool | None, base_url: str | None) -> list[ScorecardModel]:
