@@ -12,13 +12,25 @@ scores N prompts × 4 single-token labels plus N prompts × 3 multi-token contin
 Prints the median wall time of each, the speed-up, the largest |difference| in log-probabilities,
 and the size of the logits tensor each materialises per forward.
 
+A third row is a TMGBench DA-like multi-token workload: `--games` real TMGBench completion prompts
+(the suite's own `build_completion_prompt` on random 2×2 payoff matrices, a few hundred tokens
+each with this tokenizer) × the suite's 16 answer lines (`completion_candidates`, many tokens
+each), comparing the tokens evaluated and the seconds of
+
+* plain: a forward of each whole `prompt + answer[:-1]` row, left-padded, batched 8 at a time,
+  logits kept only at the answer's positions (how `hf:` scored before the prompt was shared);
+* shared: `HFModel.score` (the prompt evaluated once per game, the answers on its KV cache),
+  batch_size=1 and batch_size=8.
+
 Run: .venv/bin/python benchmarks/bench_hf.py [--requests N] [--repeats R] [--device cpu|cuda]
+     [--games G] [--workload all|basic|da]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import statistics
 import tempfile
 import time
@@ -29,6 +41,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 
 from stratbench.models.base import ScoreRequest
 from stratbench.models.hf import HFModel
+from stratbench.suites.tmgbench.prompts import build_completion_prompt, completion_candidates
 
 TEXT = [
     "You are playing a game against another player. Choose action A, B, C or D.",
@@ -40,11 +53,22 @@ LABELS = (" A", " B", " C", " D")
 MULTI = (" cooperate", " defect and then 42", " the lazy dog")
 
 
+def da_prompts(games: int, seed: int = 0) -> list[str]:
+    """TMGBench DA completion prompts on random 2x2 payoff matrices (payoffs 1-4 as in the paper)."""
+    rng = random.Random(seed)
+    return [build_completion_prompt([[rng.randint(1, 4) for _ in range(2)] for _ in range(2)],
+                                    [[rng.randint(1, 4) for _ in range(2)] for _ in range(2)])
+            for _ in range(games)]
+
+
+DA_ANSWERS = tuple(text for _, text in completion_candidates())
+
+
 def build(folder: str, vocab: int, hidden: int, layers: int) -> None:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(TEXT * 5, trainers.BpeTrainer(
+    tok.train_from_iterator(TEXT * 5 + da_prompts(4, seed=99), trainers.BpeTrainer(
         vocab_size=500, special_tokens=["<pad>", "<s>", "</s>"],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
     ))
@@ -80,6 +104,51 @@ def naive_scores(model, tok, reqs: list[ScoreRequest]) -> list[list[float]]:
     return out
 
 
+def plain_rows(model: HFModel, reqs: list[ScoreRequest], batch_size: int) -> tuple[list[list[float]], int]:
+    """Each whole `prompt + continuation[:-1]` as its own left-padded row, `batch_size` rows per
+    forward, logits kept only at the continuation's positions: scores and tokens evaluated."""
+    rows = []
+    for qi, r in enumerate(reqs):
+        ctx, conts, _ = model._score_tokens(r)
+        rows += [(qi, ci, ctx, c) for ci, c in enumerate(conts)]
+    rows.sort(key=lambda t: -(len(t[2]) + len(t[3])))
+    out = [[0.0] * len(r.continuations) for r in reqs]
+    evaluated = 0
+    with torch.inference_mode():
+        for b in range(0, len(rows), batch_size):
+            part = rows[b:b + batch_size]
+            keep = max(len(c) for *_, c in part)
+            _, logits = model._forward(*model._batch_tensors([ctx + c[:-1] for _, _, ctx, c in part]),
+                                       keep=keep, use_cache=False)
+            for i, (qi, ci, ctx, c) in enumerate(part):
+                lp = torch.log_softmax(logits[i, keep - len(c):], dim=-1)
+                out[qi][ci] = float(lp.gather(1, torch.tensor(c, device=lp.device)[:, None]).double().sum())
+                evaluated += len(ctx) + len(c) - 1
+    return out, evaluated
+
+
+def da_row(m1: HFModel, m8: HFModel, games: int, repeats: int) -> None:
+    tok = m1._tok
+    reqs = [ScoreRequest(p, DA_ANSWERS) for p in da_prompts(games)]
+    n_prompt = [len(tok(r.prompt)["input_ids"]) for r in reqs]
+    n_ans = [len(c) for c in m1._score_tokens(reqs[0])[1]]
+    plain_rows(m8, reqs[:1], 8)  # warm-up
+    tp, (ref, tokens_plain) = median_time(lambda: plain_rows(m8, reqs, 8), repeats)
+    t1, r1 = median_time(lambda: asyncio.run(m1.score(reqs)), repeats)
+    t8, r8 = median_time(lambda: asyncio.run(m8.score(reqs)), repeats)
+    tokens_shared = sum(r.tokens_in for r in r8)
+    diff = max(abs(x - y) for r, w in zip(r8, ref) for x, y in zip(r.logprobs, w))
+    diff1 = max(abs(x - y) for r, w in zip(r8, r1) for x, y in zip(r.logprobs, w.logprobs))
+    print(f"\nTMGBench DA-like: {games} games x {len(DA_ANSWERS)} answer lines, prompt "
+          f"{min(n_prompt)}-{max(n_prompt)} tokens, answers {min(n_ans)}-{max(n_ans)} tokens")
+    print(f"  plain rows, batch 8     {tp * 1000:8.1f} ms   tokens evaluated {tokens_plain:7d} "
+          f"({tokens_plain / games:.0f} per game)")
+    print(f"  shared prompt, batch 1  {t1 * 1000:8.1f} ms   x{tp / t1:5.1f}")
+    print(f"  shared prompt, batch 8  {t8 * 1000:8.1f} ms   x{tp / t8:5.1f}   tokens evaluated {tokens_shared:7d} "
+          f"({tokens_shared / games:.0f} per game, x{tokens_plain / tokens_shared:.1f} fewer)")
+    print(f"  max |logprob diff| shared vs plain {diff:.2e}, batch 8 vs batch 1 {diff1:.2e}")
+
+
 def median_time(fn, repeats: int):
     times, out = [], None
     for _ in range(repeats):
@@ -97,6 +166,8 @@ def main() -> None:
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--device", default=None)
+    ap.add_argument("--games", type=int, default=12)
+    ap.add_argument("--workload", choices=("all", "basic", "da"), default="all")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         build(folder, a.vocab, a.hidden, a.layers)
@@ -109,7 +180,8 @@ def main() -> None:
               f"prompt tokens {min(len(tok(p)['input_ids']) for p in prompts)}-"
               f"{max(len(tok(p)['input_ids']) for p in prompts)}, torch {torch.__version__}, "
               f"transformers {transformers.__version__}, threads {torch.get_num_threads()}")
-        for name, conts in (("single-token labels", LABELS), ("multi-token continuations", MULTI)):
+        workloads = (("single-token labels", LABELS), ("multi-token continuations", MULTI))
+        for name, conts in workloads if a.workload != "da" else ():
             reqs = [ScoreRequest(p, conts) for p in prompts]
             naive_scores(model, tok, reqs[:1])  # warm-up
             tn, ref = median_time(lambda: naive_scores(model, tok, reqs), a.repeats)
@@ -126,6 +198,8 @@ def main() -> None:
             print(f"  max |logprob diff| vs naive {diff:.2e}, batch 8 vs batch 1 {diff1:.2e}")
             print(f"  logits per row: naive {longest * a.vocab * 4 / 2**20:.1f} MiB, "
                   f"HFModel {keep * a.vocab * 4 / 2**20:.2f} MiB")
+        if a.workload != "basic":
+            da_row(m1, m8, a.games, a.repeats)
 
 
 if __name__ == "__main__":
