@@ -35,9 +35,9 @@ test: $(STAMP) chromium
 
 # Local scoring paths against llama.cpp's raw evaluation of the same tokens, and the solver; writes
 # benchmarks/results/local.md (the README's benchmark table); then the API backend's throughput,
-# the CHBench fits and the ToM tabular baseline (benchmarks/results/*.txt: the README's other
+# the CHBench fits, the ToM tabular baseline and the hf: backend (shared prompt vs a plain forward) (benchmarks/results/*.txt: the README's other
 # timings). Offline, under 10 minutes.
-BENCH_OTHERS = api chbench_fit tom_tabular
+BENCH_OTHERS = api chbench_fit tom_tabular hf
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_local.py
 	@for b in $(BENCH_OTHERS); do \
