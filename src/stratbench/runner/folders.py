@@ -72,9 +72,11 @@ def run_metadata(suite: str, config: dict[str, Any], kind: str) -> dict[str, Any
     """A new run.json: `suite` names the benchmark, `kind` which of its run types wrote the folder
     (tmgbench atomic/complex, tom run/baseline, chbench run/fit), so readers never guess."""
     from stratbench.redact import redact_json
+    from stratbench.runner.schema import FORMAT_VERSION
 
     return {  # credentials in a URL (--base-url http://user:PASSWORD@host) are never written
         "suite": suite,
+        "format_version": FORMAT_VERSION,
         "kind": kind,
         "config": redact_json(config),
         "versions": package_versions(),
@@ -109,7 +111,22 @@ def read_run_json(folder: str | Path, prefix: str = "") -> dict[str, Any]:
         raise InputError(f"{prefix}{f}/run.json: not a stratbench run.json (it needs a \"suite\" name and a "
                          "\"config\" table)")
     check_schema([meta], RunMeta, f"{prefix}{f}/run.json", numbered=False)
-    return meta
+    return migrate_run_json(meta, f"{prefix}{f}/run.json")
+
+
+def migrate_run_json(meta: dict[str, Any], where: str) -> dict[str, Any]:
+    """`meta` read as this release's format: version 1 (no ``format_version``) has the keys of
+    version 2, so it only gains the stamp (in memory; a resume writes it); a newer version is
+    refused in one line — its keys may mean what this release does not know."""
+    from stratbench.runner.schema import FORMAT_VERSION
+
+    version = meta.get("format_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise InputError(f"{where}: format_version must be a positive integer (got {version!r})")
+    if version > FORMAT_VERSION:
+        raise InputError(f"{where}: written in result format {version} by a newer stratbench; this one reads "
+                         f"formats up to {FORMAT_VERSION} (upgrade stratbench)")
+    return {**meta, "format_version": FORMAT_VERSION} if version < FORMAT_VERSION else meta
 
 
 @dataclass(frozen=True)

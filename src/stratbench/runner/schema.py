@@ -13,6 +13,13 @@ from typing import Any, Literal, NotRequired, Required, TypedDict
 
 RunStatus = Literal["running", "finished"]
 
+FORMAT_VERSION = 2
+"""The version of the result-folder format (run.json and the records beside it) this release
+writes. 1: folders written before run.json carried ``format_version`` (read as 1 when absent; the
+same keys, so they resume, merge and report unchanged). A folder of a newer format is refused
+with one line instead of being misread. Bump it, with a step in `runner.folders.migrate_run_json`,
+whenever a key changes meaning or a reader could misread an older folder."""
+
 Status = Literal["ok", "parsed", "parse_failed", "error"]
 """A record's status, in every suite: `ok` (a scripted player), `parsed` (a model answer was
 understood), `parse_failed` (it was not: nothing is guessed), `error` (no answer; the reason is kept)."""
@@ -57,6 +64,7 @@ class RunMeta(TypedDict, total=False):
     report the folder."""
 
     suite: Required[str]
+    format_version: int  # FORMAT_VERSION of the release that created the folder (absent: 1)
     kind: str  # absent in folders written before it existed: inferred from the config
     config: Required[dict[str, Any]]  # the full resolved config: enough to repeat or resume the run
     versions: dict[str, str | None]  # stratbench, python and key packages
@@ -80,4 +88,4 @@ Record = dict[str, Any]
 """A JSONL record. Each suite documents its record keys as a TypedDict in its `records` module;
 records stay plain dicts at run time (they are written as they are produced)."""
 
-__all__ = ["SCORED_STATUSES", "GitInfo", "NotRequired", "Record", "RunMeta", "RunStatus", "RunTotals", "ShardRun", "Status"]
+__all__ = ["FORMAT_VERSION", "SCORED_STATUSES", "GitInfo", "NotRequired", "Record", "RunMeta", "RunStatus", "RunTotals", "ShardRun", "Status"]
