@@ -1,3 +1,3 @@
-from stratbench.cli.main import main
+from stratbench.cli.entry import run
 
-main()
+run()

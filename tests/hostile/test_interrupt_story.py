@@ -210,3 +210,18 @@ def test_sigterm_is_ctrl_c_only_while_a_command_runs():
     t.start()
     t.join()
     assert seen == [before]
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
+def test_an_interrupt_while_the_command_line_is_still_loading_is_one_line(how, tmp_path):
+    """Ctrl-C or a kill in the first moments (imports, before a folder exists): exit 130 and one
+    line, never a traceback — at every moment tried."""
+    for delay in (0.05, 0.15, 0.3, 0.5):
+        proc = subprocess.Popen([sys.executable, "-m", "stratbench", "nashgap", "--model", "random", "--num-games",
+                                 "3000", "--seed", "1", "--quiet", "--output-dir", "o"], cwd=tmp_path,
+                                env=env(tmp_path / "cache"), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(delay)
+        proc.send_signal(getattr(signal, how))
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130 and "Traceback" not in err, (delay, err)
+        assert err.strip().splitlines()[-1].startswith("interrupted"), (delay, err)

@@ -254,8 +254,8 @@ class ResponseCache:
             for k, v in db.execute(q, args):
                 try:
                     out[k] = json.loads(v)
-                except (ValueError, TypeError):
-                    out[k] = None  # not JSON: an invalid entry, recomputed
+                except (ValueError, TypeError, RecursionError):
+                    out[k] = None  # not JSON (or nested past the parser's depth): invalid, recomputed
         return out
 
     def put_many(self, items: dict[str, dict[str, Any]]) -> bool:

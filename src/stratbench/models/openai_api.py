@@ -465,7 +465,9 @@ class ChatTemplate:
             else:
                 raise InputError(f"--chat-template {p}: no tokenizer_config.json or chat_template.jinja there")
         if not p.is_file():
-            raise InputError(f"--chat-template {p}: no such file")
+            if p.is_symlink() and not p.exists():
+                raise InputError(f"--chat-template {p}: a symbolic link to nothing (or a loop of links)")
+            raise InputError(f"--chat-template {p}: " + ("not a regular file" if p.exists() else "no such file"))
         try:
             with p.open("rb") as f:
                 magic = f.read(4)
@@ -498,6 +500,8 @@ class ChatTemplate:
         if config.is_file():
             try:
                 conf = json.loads(config.read_text(encoding="utf-8"))
+            except RecursionError:
+                raise InputError(f"--chat-template {config}: not a tokenizer_config.json (nested too deeply)") from None
             except (OSError, ValueError) as e:
                 raise InputError(f"--chat-template {config}: not a JSON file ({e})") from None
             return cls._jinja(text, conf if isinstance(conf, dict) else {}, p.name)
@@ -510,6 +514,8 @@ class ChatTemplate:
     def _from_tokenizer_config(cls, p: Path, text: str) -> "ChatTemplate":
         try:
             conf = json.loads(text)
+        except RecursionError:
+            raise InputError(f"--chat-template {p}: not a tokenizer_config.json (nested too deeply)") from None
         except ValueError as e:
             raise InputError(f"--chat-template {p}: not a JSON file ({e})") from None
         if not isinstance(conf, dict):

@@ -137,7 +137,14 @@ class RunFolder:
 
 def output_dir_ready(output_dir: str | Path, flag: str = "--output-dir") -> Path:
     """`output_dir`, created if needed; one InputError line when it cannot hold result folders
-    (a file, under a file, read-only, a name too long, ...)."""
+    (a file, under a file, read-only, a name too long, not UTF-8, empty ...)."""
+    if not str(output_dir).strip():
+        raise InputError(f"{flag}: empty; give a folder (\".\" for this one)")
+    try:
+        str(output_dir).encode("utf-8")
+    except UnicodeEncodeError:  # result files record paths as UTF-8 text: refused before a folder exists
+        raise InputError(f"{flag} {ascii(str(output_dir))[1:-1]}: the name is not valid UTF-8; use another "
+                         "name") from None
     out = Path(output_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -137,6 +137,8 @@ def parse_model_tiers(raw: str | dict[str, Any] | None, default: dict[str, list[
     if isinstance(raw, str):
         try:
             parsed = json.loads(raw)
+        except RecursionError:
+            raise InputError(f"{flag}: not a tier map (nested too deeply)") from None
         except ValueError as e:
             raise InputError(f"{flag}: not valid JSON ({e})") from None
     else:
