@@ -154,6 +154,8 @@ CORPUS: dict[str, object] = {
     # -- chat templates of HTTP models: --chat-template (and a GGUF model: --model gguf:) ----------
     "template_empty.jinja": b"",
     "template_no_messages.jinja": b"You are a helpful assistant.\n",
+    "template_first_two_turns.jinja": b"{{ messages[0]['content'] }}|{% if messages|length > 1 %}"
+                                      b"{{ messages[1]['content'] }}{% endif %}|END",
     "template_endless_loop.jinja": b"{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}"
                                    b"{% for m in messages %}{{ m['content'] }}{% endfor %}",
     "template_huge_range.jinja": b"{% for i in range(10**9) %}{% endfor %}{{ messages[0]['content'] }}",
@@ -277,6 +279,7 @@ FILE_CASES: list[tuple[str, list[str], str]] = [
     ("stories_same_story_twice", _VERIFY, "both story 0 of game 111"),
     ("template_empty.jinja", _TEMPLATE, "empty template"),
     ("template_no_messages.jinja", _TEMPLATE, "does not contain the user's message"),
+    ("template_first_two_turns.jinja", _TEMPLATE, "drops one of them"),
     ("template_endless_loop.jinja", _TEMPLATE, "ran past its time limit"),
     ("template_huge_range.jinja", _TOM_TEMPLATE, "range(...) is given 1,000,000,000"),
     ("template_doubling.jinja", _TEMPLATE, "builds a value of"),

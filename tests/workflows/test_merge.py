@@ -274,3 +274,23 @@ def test_shards_over_http_equal_the_unsharded_run(tmp_path):
         merged = merge_runs([s.folder for s in shards], tmp_path / "tm")
         _assert_same_run(full.folder, merged, ["answers.jsonl"], ["summary.json"])
         assert len(read_jsonl(merged / "answers.jsonl")) == 8
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+def test_a_shard_record_edited_to_a_non_finite_number_is_refused(tmp_path, cli, value):
+    """stratbench writes an undefined number as null: a NaN read back is a hand edit, and merged it
+    would turn the run's headline mean into null. One line naming the file and line; nothing written."""
+    for s in ("1/2", "2/2"):
+        r = cli("nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--seed", "5", "--shard", s,
+                "--quiet", "--output-dir", str(tmp_path / "A"))
+        assert r.returncode == 0, r.stderr
+    shard = sorted((tmp_path / "A").iterdir())[1]
+    lines = (shard / "trials.jsonl").read_text().splitlines()
+    rec = json.loads(lines[0])
+    assert isinstance(rec["exploitability"], float)
+    lines[0] = json.dumps({**rec, "exploitability": "__X__"}).replace('"__X__"', value)
+    (shard / "trials.jsonl").write_text("\n".join(lines) + "\n")
+    r = cli("merge", *map(str, sorted((tmp_path / "A").iterdir())), "--output-dir", str(tmp_path / "out"))
+    assert r.returncode == 2
+    assert r.stderr.strip().startswith(f"error: {shard}/trials.jsonl: line 1: exploitability: ")
+    assert "is not a finite number" in r.stderr and not (tmp_path / "out").exists()

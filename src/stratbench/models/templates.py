@@ -38,6 +38,8 @@ MAX_POWER_DIGITS = 10_000  # `a ** b` with a result of more digits is refused
 # the conversations of the check before a run: their contents must all appear in the rendering
 PROBE_USER = "stratbench-probe-user-content-4711"
 PROBE_SYSTEM = "stratbench-probe-system-content-0815"
+PROBE_ASSISTANT = "stratbench-probe-assistant-content-2718"
+PROBE_LAST = "stratbench-probe-last-user-content-3141"
 
 
 class TemplateLimitError(ValueError):
@@ -200,8 +202,9 @@ def bounded_formatter(template: str, eos_token: str, bos_token: str, **kwargs: A
 
 def probe(render: Callable[[Sequence[Message]], str]) -> str | None:
     """Why `render` (a conversation → its text) is no usable chat template, or None: a
-    conversation of one user message must render to a non-empty text holding that message; a
-    system message, where the template takes one, must appear too."""
+    conversation of one user message must render to a non-empty text holding that message, one of
+    several turns (user, assistant, user) must keep every turn, and a system message, where the
+    template takes one, must appear too."""
     try:
         text = render((("user", PROBE_USER),))
     except Exception as e:  # noqa: BLE001 - the template's own error, or a limit
@@ -210,6 +213,13 @@ def probe(render: Callable[[Sequence[Message]], str]) -> str | None:
         return "it renders a conversation as empty text"
     if PROBE_USER not in text:
         return "its rendering of a conversation does not contain the user's message"
+    turns = (("user", PROBE_USER), ("assistant", PROBE_ASSISTANT), ("user", PROBE_LAST))
+    try:  # the suites' repeated games send whole conversations: every turn must reach the prompt
+        text = render(turns)
+    except Exception as e:  # noqa: BLE001 - the template's own error, or a limit
+        return f"it fails on a conversation of several turns ({_reason(e)})"
+    if any(content not in text for _, content in turns):
+        return "its rendering of a conversation of several turns drops one of them"
     try:
         text = render((("system", PROBE_SYSTEM), ("user", PROBE_USER)))
     except TemplateLimitError as e:

@@ -84,6 +84,20 @@ def _check_value(tp: Any, value: Any, loc: list[str]) -> None:
         raise _Bad([*loc, *(str(x) for x in err.get("loc", ()))], str(err.get("msg", "invalid"))) from None
 
 
+def _finite(value: Any, loc: list[str]) -> None:
+    """No NaN or infinity anywhere in a record: stratbench writes an undefined number as null, so
+    one read back is a hand-edited file, and a mean over it would silently become null."""
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise _Bad(loc, f"{value} is not a finite number")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _finite(v, [*loc, str(k)])
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _finite(v, [*loc, str(i)])
+
+
 def check_schema(records: Sequence[Record], schema: type | None, path: str | Path, numbered: bool = True) -> None:
     """InputError at the first record whose fields do not match `schema` (a TypedDict): file,
     line, field, problem. Every field a record holds is checked against its declared type; which
@@ -93,6 +107,7 @@ def check_schema(records: Sequence[Record], schema: type | None, path: str | Pat
         return
     for line, rec in enumerate(records, 1):
         try:
+            _finite(rec, [])
             _check_value(schema, rec, [])
         except _Bad as e:
             at = f"line {line}: " if numbered else ""
