@@ -298,3 +298,22 @@ def test_report_command(tmp_path: Path, xss_run: Path, cli):
     assert (out / "index.html").read_text().count(html_escaped(PAYLOAD)) == 2
     bad = cli("report", str(tmp_path / "nope"))
     assert bad.returncode == 2 and "nope" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_report_never_writes_over_a_folder_that_is_not_a_report(results_dir: Path, tmp_path: Path):
+    """`-o DIR`: a new folder, an empty one, or an earlier report of ours — never a folder holding
+    other files (its index.html would be replaced, `-o /` would write into the root)."""
+    from stratbench.errors import InputError
+    from stratbench.report.build import build_report
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("my own page")
+    with pytest.raises(InputError, match=r"holds other files \(index.html, ...\), not a stratbench report"):
+        build_report(results_dir, site)
+    assert (site / "index.html").read_text() == "my own page" and len(list(site.iterdir())) == 1
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    build_report(results_dir, empty)
+    build_report(results_dir, empty)  # our own report: replaced
+    assert "my own page" not in (empty / "index.html").read_text()

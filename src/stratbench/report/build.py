@@ -91,8 +91,19 @@ def _default_output(root: Path) -> Path:
 
 
 def _check_output(out: Path) -> None:
+    """A report goes into a new folder, an empty one, or one holding an earlier report of ours —
+    never over the files of a folder that is something else (`-o /`, `-o ~/site` with its own
+    index.html)."""
     if out.exists() and not out.is_dir():
         raise InputError(f"--output {out}: exists and is not a folder")
+    if out.is_dir() and not _is_ours(out):
+        try:
+            other = next((p.name for p in out.iterdir() if not p.name.startswith(STAGING_PREFIX)), None)
+        except OSError as e:
+            raise InputError(f"--output {out}: {os_problem(e)}") from None
+        if other is not None:
+            raise InputError(f"--output {out}: an existing folder that holds other files ({other}, ...), not a "
+                             "stratbench report; give a new or empty folder")
 
 
 def _is_ours(out: Path) -> bool:
