@@ -212,7 +212,14 @@ def rebuild_config(cls: type[C], saved: dict[str, Any], *, given: Any = None, **
             f = names.get(k)
             if f is not None and hasattr(given, k) and getattr(given, k) != f.default:
                 values[k] = getattr(given, k)
-    return cls(**{**values, **overrides})
+    config = cls(**{**values, **overrides})
+    from stratbench.checks import check_config
+
+    try:  # a hand-edited run.json ("seed": "x") is refused here, before the folder is touched
+        check_config(config)
+    except InputError as e:
+        raise InputError(f"run.json's saved config is not valid: {e}; the folder is left as it is") from None
+    return config
 
 
 def check_meta(meta: RunMeta, folder: Path, suite: str, kinds: Iterable[str], flag: str = "--resume") -> None:
@@ -403,7 +410,12 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
                 raise InputError(f"--resume {folder}: not a result folder")
             stack.enter_context(folder_lock(folder))
             meta = read_run_json(folder, "--resume ")  # type: ignore[assignment]
-            plan.resume_from(meta, folder)
+            try:
+                plan.resume_from(meta, folder)
+            except InputError as e:
+                if str(e).startswith("run.json's saved config"):  # (rebuild_config knows no folder)
+                    raise InputError(f"--resume {folder}/{e}") from None
+                raise
             plan.open()
             check_writable(folder)
             if meta.get("status") == "finished":
