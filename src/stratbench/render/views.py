@@ -39,6 +39,8 @@ def read_json(path: Path) -> tuple[Any, str | None]:
         return json.loads(path.read_text(encoding="utf-8")), None
     except FileNotFoundError:
         return None, f"{path.name}: missing"
+    except RecursionError:
+        return None, f"{path.name}: unreadable (nested too deeply)"
     except (OSError, UnicodeDecodeError, ValueError) as e:
         return None, f"{path.name}: unreadable ({type(e).__name__}: {str(e)[:120]})"
 
@@ -46,7 +48,7 @@ def read_json(path: Path) -> tuple[Any, str | None]:
 def _parse_line(line: bytes) -> dict[str, Any] | None:
     try:
         obj = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
 
