@@ -20,8 +20,10 @@ __all__ = ["family", "run_jobs", "slug"]
 
 
 def slug(text: str) -> str:
-    """A label as a folder name."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60] or "model"
+    """A label as a folder name: one path component, never "." or ".." (a label ".." would put
+    the run beside its suite's folders instead of under them)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60]
+    return name if name.strip(".") else "model"
 
 
 def family(name: str) -> str:
