@@ -294,3 +294,14 @@ def test_a_shard_record_edited_to_a_non_finite_number_is_refused(tmp_path, cli, 
     assert r.returncode == 2
     assert r.stderr.strip().startswith(f"error: {shard}/trials.jsonl: line 1: exploitability: ")
     assert "is not a finite number" in r.stderr and not (tmp_path / "out").exists()
+
+
+def test_merge_names_an_input_that_is_no_result_folder_first(tmp_path, cli):
+    """`merge SHARD /tmp --output-dir x`: /tmp is not a result folder — said of /tmp, not that the
+    output lies inside "the shard folder /tmp"."""
+    other = tmp_path / "plain"
+    (other / "sub").mkdir(parents=True)
+    r = cli("merge", str(other), "--output-dir", str(other / "sub" / "out"))
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"error: {other}: not a result folder (no run.json or suite_metadata.json)"
+    assert not (other / "sub" / "out").exists()

@@ -32,6 +32,10 @@ def merge_runs(folders: Sequence[str | Path], output_dir: str | Path = "results"
     paths = [Path(f) for f in folders]
     if not paths:
         raise InputError("merge needs the shard folders of one run")
+    for p in paths:  # "not a result folder" before anything else is said of it
+        if p.is_dir() and not is_staging(p.name) and not (p / "run.json").is_file() \
+                and not (p / "suite_metadata.json").is_file():
+            raise InputError(f"{p}: not a result folder (no run.json or suite_metadata.json)")
     check_output_outside(paths, output_dir)  # before anything is read: never write into an input
     for p in paths:
         if is_staging(p.name):
