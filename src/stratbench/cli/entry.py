@@ -12,15 +12,11 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from types import FrameType
+
+from stratbench.cli.signals import sigterm_as_interrupt
 
 INTERRUPTED_EARLY = "interrupted before anything was written; nothing to resume"
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
-
-
-def sigterm_as_interrupt(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM while the command line loads: a Ctrl-C."""
-    raise KeyboardInterrupt
 
 
 def run() -> None:

@@ -113,7 +113,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     """While a command runs, SIGTERM (a `kill`, a scheduler's stop) is a Ctrl-C: the same line,
     the same exit code (130), the same folders left resumable. A SIGTERM ignored by the caller
     stays ignored; off the main thread signals are left alone."""
-    from stratbench.cli.entry import sigterm_as_interrupt
+    from stratbench.cli.signals import sigterm_as_interrupt
 
     previous = None
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, sigterm_as_interrupt):  # (the script's, while loading)
