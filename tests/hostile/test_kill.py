@@ -114,6 +114,7 @@ def test_interrupted_run_resumes_to_the_uninterrupted_records(name, how, server,
 
 def test_a_second_writer_is_refused_while_a_run_writes_its_folder(server, tmp_path):
     args = commands(server.base_url)["nashgap"]
+    server.hold_after("", 4)  # 4 answers, then the run waits: it is certainly still writing, however loaded the machine
     proc = start([*args, "--output-dir", "cut"], tmp_path, tmp_path / "cache")
     try:
         wait_for_records(tmp_path / "cut", 2)
@@ -126,6 +127,7 @@ def test_a_second_writer_is_refused_while_a_run_writes_its_folder(server, tmp_pa
     finally:
         proc.kill()
         proc.communicate()
+        server.release()
 
 
 SUITE_FILE = """
