@@ -180,7 +180,14 @@ def test_a_run_command_without_resume_says_so(tmp_path):
     suite.mkdir()
     (suite / "suite_metadata.json").write_text("{}")
     hint = _resume_hint(command, ["suite", "run", "s.toml"], [suite, suite / "nashgap" / "m" / "run_1"])
-    assert hint.endswith(f"continue with: stratbench suite run --resume {suite}")
+    # the suite file again: a URL with credentials in it is saved redacted, the file gives it back
+    assert hint.endswith(f"continue with: stratbench suite run s.toml --resume {suite}")
+    # a --base-url with credentials is named again, redacted, with what to do about it
+    hint = _resume_hint(command, ["tmgbench", "run", "--base-url", "http://u:SECRET@h/v1", "--model", "x"], [folder])
+    assert "SECRET" not in hint and "put the password where *** is" in hint
+    assert hint.endswith(f"continue with: stratbench tmgbench run --resume {folder} --base-url 'http://u:***@h/v1'")
+    hint = _resume_hint(command, ["nashgap", "--base-url", "http://h/v1"], [folder])  # nothing to give again
+    assert hint.endswith(f"continue with: stratbench nashgap --resume {folder}")
 
 
 def test_sigterm_is_ctrl_c_only_while_a_command_runs():
@@ -236,3 +243,67 @@ def test_an_interrupt_while_the_command_line_is_still_loading_is_one_line(how, t
         assert proc.returncode in (130, -signal.SIGINT) and "Traceback" not in err, (delay, err)
         assert err.strip().splitlines()[-1].startswith("interrupted"), (delay, err)
     assert ours >= 2
+
+
+def with_password(args: list[str], url: str) -> list[str]:
+    """The printed command with the password put back where it shows ***."""
+    from stratbench.redact import redact_url
+
+    return [url if a == redact_url(url) else a for a in args]
+
+
+@pytest.mark.parametrize("how", ["SIGINT"])
+def test_a_scorecard_with_credentials_in_its_url_resumes_as_printed(how, server, whole, tmp_path):
+    """The URL's password is never written, so the printed command asks for it again with
+    --base-url; given back, it finishes the scorecard, and still nothing holds the password."""
+    url = server.base_url.replace("http://", "http://user:SECRET@")
+    code, err = interrupt(scorecard_args(url, "cut"), tmp_path, tmp_path / "cache",
+                          "cut/scorecard_*/tmgbench/*/*/answers.jsonl", how, hold=(server, "[Scenario]", 2))
+    assert code == 130 and "Traceback" not in err and "SECRET" not in err, err
+    (folder,) = (tmp_path / "cut").iterdir()
+    args = printed_command(err)
+    assert args[-2:] == ["--base-url", url.replace("SECRET", "***")], err
+    # without the password: one line saying how to give it, nothing changed
+    before = (folder / "suite_metadata.json").read_bytes()
+    bare = run(args[:-2], tmp_path, tmp_path / "cache")
+    assert bare.returncode == 2 and "--base-url URL" in bare.stderr and "Traceback" not in bare.stderr, bare.stderr
+    assert (folder / "suite_metadata.json").read_bytes() == before
+    # another server's URL is not a URL given again
+    other = run([*args[:-2], "--base-url", url.replace("/v1", "/v2")], tmp_path, tmp_path / "cache")
+    assert other.returncode == 2 and "SECRET" not in other.stderr, other.stderr
+    done = run(with_password(args, url), tmp_path, tmp_path / "cache")
+    assert done.returncode == 0, done.stderr
+    assert scorecard_cells(folder) == scorecard_cells(whole)
+    assert not [p for p in folder.rglob("*") if p.is_file() and b"SECRET" in p.read_bytes()]
+
+
+SUITE_FILE = """
+seeds = [1, 2]
+models = [{{spec = "openai-compatible:fake", base_url = "{url}", label = "served"}}]
+[nashgap]
+num_games = 4
+policy = "sample"
+max_tokens = 8
+"""
+
+
+def test_a_suite_file_with_credentials_in_a_url_resumes_as_printed(server, tmp_path):
+    """The printed command names the suite file again: the file is where the password is."""
+    url = server.base_url.replace("http://", "http://user:SECRET@")
+    (tmp_path / "s.toml").write_text(SUITE_FILE.format(url=url))
+    code, err = interrupt(["suite", "run", "s.toml", "--no-report", "--output-dir", "cut"], tmp_path,
+                          tmp_path / "cache", "cut/suite_*/nashgap/*/*/trials*.jsonl", "SIGINT",
+                          hold=(server, "Action", 3))
+    assert code == 130 and "Traceback" not in err, err
+    (folder,) = (tmp_path / "cut").iterdir()
+    args = printed_command(err)
+    assert args == ["suite", "run", "s.toml", "--resume", str(folder.relative_to(tmp_path))], err
+    before = (folder / "suite_metadata.json").read_bytes()
+    bare = run(["suite", "run", "--resume", args[-1], "--no-report"], tmp_path, tmp_path / "cache")
+    assert bare.returncode == 2 and "the suite file again" in bare.stderr, bare.stderr
+    assert (folder / "suite_metadata.json").read_bytes() == before
+    done = run([*args, "--no-report"], tmp_path, tmp_path / "cache")
+    assert done.returncode == 0, done.stderr
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    assert meta["status"] == "finished" and [r["status"] for r in meta["runs"]] == ["finished", "finished"]
+    assert not [p for p in folder.rglob("*") if p.is_file() and b"SECRET" in p.read_bytes()]

@@ -93,8 +93,34 @@ def _resume_hint(command: Any, args: list[str], folders: list[Path]) -> str:
     if "--resume" not in options:
         return (f"interrupted: the unfinished folder {folder} cannot be resumed (stratbench {' '.join(words)} "
                 "has no --resume); run the command again")
-    return (f"interrupted: finished records are saved in {folder}; continue with: "
-            f"stratbench {' '.join(words)} --resume {shlex.quote(str(folder))}")
+    given, url = _given_again(cmd, words, args[len(words):])
+    again = f" --base-url {shlex.quote(url)}" if url else ""
+    note = "credentials are never saved: put the password where *** is; " if url else ""
+    return (f"interrupted: finished records are saved in {folder}; {note}continue with: "
+            f"stratbench {' '.join(words + given)} --resume {shlex.quote(str(folder))}{again}")
+
+
+def _given_again(cmd: Any, words: list[str], rest: list[str]) -> tuple[list[str], str | None]:
+    """What a resume needs again from the interrupted command line: its positional arguments (a
+    suite file: a URL with credentials in it is saved redacted) and a --base-url with credentials
+    (shown redacted; the user puts the password back)."""
+    from stratbench.redact import redact_url
+
+    try:
+        ctx = cmd.make_context(" ".join(words), list(rest), resilient_parsing=True)
+    except Exception:  # noqa: BLE001 - a hint never fails the exit it explains
+        return [], None
+    positional = []
+    for p in getattr(cmd, "params", []):
+        if getattr(p, "param_type_name", "") == "argument":
+            value = ctx.params.get(p.name)
+            for v in (value if isinstance(value, (list, tuple)) else [value]):
+                if isinstance(v, str):
+                    positional.append(shlex.quote(v))
+    url = ctx.params.get("base_url")
+    if not isinstance(url, str) or redact_url(url) == url:
+        url = None
+    return positional, (redact_url(url) if url else None)
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:

@@ -40,11 +40,11 @@ def scorecard(
             err_console.print(f"[dim]{entry['suite']:>8}  {entry['player']:<24} {entry.get('setting') or '':<22} "
                               f"{entry['seconds']:7.1f} s  {entry['folder']}[/dim]", highlight=False)
 
-    if resume and (model or chat is not None or base_url or budget is not None or seed is not None):
+    if resume and (model or chat is not None or budget is not None or seed is not None):
         from stratbench.errors import InputError
 
-        raise InputError("--resume finishes the scorecard saved in the folder; drop --model, --budget, --seed, "
-                         "--chat and --base-url")
+        raise InputError("--resume finishes the scorecard saved in the folder; drop --model, --budget, --seed "
+                         "and --chat (--base-url only gives a URL with credentials again)")
     res = run_scorecard(model or ([] if resume else ["embedded"]), budget=budget or "quick",
                         seed=0 if seed is None else seed,
                         output_dir=output_dir,

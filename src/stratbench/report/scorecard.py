@@ -101,7 +101,8 @@ def scorecard_plot(card: Scorecard) -> bytes:
                 lo.append(v - ci[0] if isinstance(ci, list) and len(ci) == 2 else 0.0)
                 hi.append(ci[1] - v if isinstance(ci, list) and len(ci) == 2 else 0.0)
             pos = x - 0.4 + width * (i + 0.5)
-            ax.bar(pos, vals, width * 0.9, yerr=[lo, hi], capsize=3, color=_COLORS[i % len(_COLORS)],
+            # a score at its CI's end may differ from it in the last bit: error bars are never negative
+            ax.bar(pos, vals, width * 0.9, yerr=np.clip([lo, hi], 0.0, None), capsize=3, color=_COLORS[i % len(_COLORS)],
                    label=short(m, 30))
         for j, s in enumerate(suites):
             for r in refs:

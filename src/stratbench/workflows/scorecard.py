@@ -24,8 +24,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ from stratbench.suites.base import Job
 from stratbench.suites.scorecards import ScorecardModel, ScorecardPart, ScorecardRun
 from stratbench.workflows.jobs import family, run_jobs
 from stratbench.workflows.suite_file import refused_leaves_nothing
-from stratbench.workflows.suite_plan import check_job_models
+from stratbench.workflows.suite_plan import check_job_models, check_no_redacted_urls, pending_jobs
 
 __all__ = ["ScorecardResult", "chat_by_default", "compare_scorecards", "is_scorecard_folder", "pair_models", "parts",
            "plan_scorecard", "read_scorecard", "run_scorecard"]
@@ -147,6 +148,21 @@ def _from_config(cfg: dict[str, Any], where: str) -> tuple[list[ScorecardModel],
         raise InputError(f"{where}: not a scorecard folder (its plan cannot be read)") from None
 
 
+def _give_url_again(models: Sequence[ScorecardModel], base_url: str, folder: Path) -> list[ScorecardModel]:
+    """--base-url given to a resumed scorecard: the URL of its models saved with their credentials
+    redacted (***), given again with them. It cannot point a saved model at another server."""
+    from stratbench.redact import is_redacted_url, redact_url
+
+    out = [replace(m, base_url=base_url) if m.base_url is not None and is_redacted_url(m.base_url)
+           and m.base_url == redact_url(base_url) else m for m in models]
+    if out == list(models):
+        saved = sorted({m.base_url for m in models if m.base_url is not None and is_redacted_url(m.base_url)})
+        raise InputError(f"--base-url {redact_url(base_url)}: with --resume it gives again a URL whose credentials "
+                         f"were not saved; the scorecard in {folder} has "
+                         + (f"{', '.join(saved)}" if saved else "none (resume it without --base-url)"))
+    return out
+
+
 def _read_meta(folder: Path, flag: str) -> dict[str, Any]:
     try:
         meta = json.loads((folder / META).read_text())
@@ -179,10 +195,16 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
         out = Path(resume_dir)
         meta = _read_meta(out, "--resume ")
         ms, budget, seed = _from_config(meta["config"], f"--resume {out}")
+        if base_url is not None:
+            ms = _give_url_again(ms, base_url, out)
         plan = plan_scorecard(ms, budget, seed)
         if [j.key for j, _, _ in plan] != meta.get("plan"):
             raise InputError(f"--resume {out}: the saved plan no longer gives the same runs with this version "
                              "of stratbench; run the scorecard again")
+        # what is left to run checked as a new scorecard's models are, before the folder changes
+        pending = pending_jobs((j for j, _, _ in plan), meta)
+        check_no_redacted_urls(pending, out, f"stratbench scorecard --resume {shlex.quote(str(out))} --base-url URL")
+        check_job_models(pending)
     else:
         ms = _models(models, chat, base_url)
         plan = plan_scorecard(ms, budget, seed)

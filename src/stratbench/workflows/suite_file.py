@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import shlex
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -44,13 +45,21 @@ from pathlib import Path
 from typing import Any, Callable
 
 from stratbench.errors import InputError
+from stratbench.redact import redact_json
 from stratbench.render.csv_cells import csv_row
 from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
 from stratbench.runner.jsonl import write_csv_atomic, write_json_atomic
 from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.lock import folder_lock
 from stratbench.workflows.jobs import run_jobs
-from stratbench.workflows.suite_plan import check_job_models, plan_suite_data, plan_suite_file, read_suite_file
+from stratbench.workflows.suite_plan import (
+    check_job_models,
+    check_no_redacted_urls,
+    pending_jobs,
+    plan_suite_data,
+    plan_suite_file,
+    read_suite_file,
+)
 
 
 @dataclass
@@ -80,14 +89,24 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
         except (OSError, ValueError, KeyError):
             raise InputError(f"--resume {out}: not a suite-file folder") from None
         data = meta["config"]
-        if path is not None and read_suite_file(path) != data:
-            raise InputError(f"{path}: differs from the plan saved in {out}/suite_metadata.json; drop the file "
-                             "argument to finish the saved plan, or run the new file as a new suite")
+        if path is not None:
+            # the file given again: the saved plan is the file's with credentials in URLs redacted,
+            # so the file is how a URL with credentials is given again
+            given = read_suite_file(path)
+            if redact_json(given) != data:
+                raise InputError(f"{path}: differs from the plan saved in {out}/suite_metadata.json; drop the file "
+                                 "argument to finish the saved plan, or run the new file as a new suite")
+            data = given
         jobs = plan_suite_data(data, Path(meta.get("file") or out))
         if [j.key for j in jobs] != meta.get("plan"):
             raise InputError(f"--resume {out}: the saved plan no longer gives the same runs with this version "
                              "of stratbench; run the suite again")
         sh = shard_from_json(meta.get("shard"))
+        # what is left to run checked as a new suite's models are, before the folder changes
+        pending = pending_jobs(sh.select(jobs), meta)
+        check_no_redacted_urls(pending, out, f"stratbench suite run {shlex.quote(str(meta.get('file') or 'FILE'))} "
+                                             f"--resume {shlex.quote(str(out))} (the suite file again)")
+        check_job_models(pending)
     else:
         if path is None:
             raise InputError("give a suite file")

@@ -182,3 +182,36 @@ def check_job_models(jobs: Iterable[Job]) -> None:
                 model.check_chat(scoring=flags["choice"])
         finally:
             asyncio.run(model.aclose())
+
+
+def pending_jobs(jobs: Iterable[Job], meta: dict[str, Any]) -> list[Job]:
+    """The jobs of a collection that are not finished yet (what a resume still runs)."""
+    done = {r.get("key") for r in meta.get("runs", []) if isinstance(r, dict) and r.get("status") == "finished"}
+    return [j for j in jobs if j.key not in done]
+
+
+def check_no_redacted_urls(jobs: Iterable[Job], folder: Path, give_again: str) -> None:
+    """A resumed collection whose unfinished runs would connect with a URL read back from its
+    folder — where credentials are saved as ``***`` — is refused in one line that says how to give
+    the URL again (``give_again``: the command that does), before anything changes."""
+    from stratbench.models import is_http_spec
+    from stratbench.redact import is_redacted_url
+
+    for job in jobs:
+        url = getattr(job.config, "base_url", None)
+        if not isinstance(url, str) or not is_redacted_url(url):
+            continue
+        http = [s for s in _job_specs(job.config) if _is_model(s) and is_http_spec(s)]
+        if http:
+            raise InputError(f"--resume {folder}: {http[0]}: its base URL {url} was saved with the credentials "
+                             f"redacted (***); give it again: {give_again}")
+
+
+def _is_model(spec: str) -> bool:
+    from stratbench.models import split_spec
+
+    try:
+        split_spec(spec)
+    except InputError:
+        return False
+    return True

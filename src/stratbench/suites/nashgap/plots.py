@@ -59,6 +59,9 @@ def position_bias_plot(
         ax = fig.add_subplot()
         p = np.asarray(player, dtype=float)
         err = np.array([[v - (c[0] if c else v), (c[1] if c else v) - v] for v, c in zip(p, player_ci)]).T
+        # a mean equal to its CI's end differs from it in the last bit (bootstrap means are summed in
+        # another order): an error bar is never negative
+        err = np.clip(err, 0.0, None)
         ax.bar(x - 0.2, p, 0.4, yerr=err, capsize=3, label="player", color="#7570b3")
         ax.bar(x + 0.2, np.asarray(nash, dtype=float), 0.4, label="Nash equilibrium", color="#bbbbbb")
         ax.axhline(1 / m, color="#d95f02", ls="--", lw=1, label=f"uniform 1/{m}")
