@@ -99,6 +99,13 @@ CORPUS: dict[str, object] = {
     "suite_truncated.toml": b'seeds = [1\nmodels = ["random"]\n',
     "suite_binary.yaml": bytes(range(128, 256)),
     "suite_not_toml.json": b'{"seeds": [1]}',
+    # a suite's own checks of a section, said as the file's key, not as a flag nobody gave
+    "suite_negative_count.toml": (SUITE_HEAD + "[nashgap]\nnum_games = -1\n").encode(),
+    "suite_negative_seed.toml": b'seeds = [-1]\nmodels = ["random"]\n[nashgap]\nnum_games = 1\n',
+    "suite_unknown_mechanism.toml": (SUITE_HEAD + '[chbench]\nmechanisms = ["nope"]\n').encode(),
+    # a file the section names is read before any folder exists (output_dir: none may be made)
+    "suite_missing_games_file.toml": (SUITE_HEAD + 'output_dir = "made/here"\n[nashgap]\n'
+                                      'games_file = "/nonexistent/stratbench-games.json"\n').encode(),
     # -- tiered suite files: suite tiered --config -------------------------------------------------
     "tiered_float_count.toml": b"num_games_per_bucket = 2.5\nuse_dummy = true\n",
     "tiered_duplicate_seeds.toml": b"seeds = [42, 42]\nuse_dummy = true\n",
@@ -235,6 +242,10 @@ FILE_CASES: list[tuple[str, list[str], str]] = [
     ("suite_truncated.toml", _SUITE, "invalid TOML"),
     ("suite_binary.yaml", _SUITE, "not UTF-8"),
     ("suite_not_toml.json", _SUITE, "use a .toml, .yaml or .yml file"),
+    ("suite_negative_count.toml", _SUITE, "suite_negative_count.toml: [nashgap] num_games must be at least 1"),
+    ("suite_negative_seed.toml", _SUITE, "suite_negative_seed.toml: seeds: a seed must be at least 0"),
+    ("suite_unknown_mechanism.toml", _SUITE, "[chbench] unknown mechanisms 'nope'"),
+    ("suite_missing_games_file.toml", _SUITE, "[nashgap] games_file /nonexistent/stratbench-games.json: file not found"),
     ("tiered_float_count.toml", _TIERED, "num_games_per_bucket: expected an integer, got 2.5"),
     ("tiered_duplicate_seeds.toml", _TIERED, "seeds: 42 is listed twice"),
     ("tiered_billion_laughs.yaml", _TIERED, "anchors (&name) are not allowed"),

@@ -159,6 +159,27 @@ def output_dir_ready(output_dir: str | Path, flag: str = "--output-dir") -> Path
     return out
 
 
+def missing_dirs(path: str | Path) -> list[Path]:
+    """The folders of ``path`` (itself and its parents) that do not exist yet, deepest first: what
+    creating it makes, and what a refused command removes again (`remove_empty_dirs`)."""
+    out = []
+    p = Path(path)
+    while not p.exists() and not p.is_symlink() and p != p.parent:
+        out.append(p)
+        p = p.parent
+    return out
+
+
+def remove_empty_dirs(dirs: list[Path]) -> None:
+    """Remove each of ``dirs`` (deepest first) that is an empty folder; stop at the first that is
+    not (someone put something there)."""
+    for d in dirs:
+        try:
+            d.rmdir()
+        except OSError:
+            return
+
+
 def create_run_folder(output_dir: str | Path, prefix: str, overwrite_name: None = None,
                       tag: str | None = None) -> RunFolder:
     """A new, empty folder `<output_dir>/<prefix>_<timestamp>[_<tag>][_k]`, claimed with an atomic

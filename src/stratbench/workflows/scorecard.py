@@ -33,7 +33,7 @@ from typing import Any
 from stratbench.checks import RULES, SEED, check_value
 from stratbench.errors import InputError
 from stratbench.render.csv_cells import csv_row
-from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
+from stratbench.runner.folders import create_run_folder, missing_dirs, now_iso, run_metadata
 from stratbench.runner.jsonl import write_csv_atomic, write_json_atomic
 from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.lock import folder_lock
@@ -191,6 +191,7 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
             if v is not None}
     for k, v in http.items():
         check_value("--" + k.replace("_", "-"), v, RULES[k])
+    made: list[Path] = []
     if resume_dir is not None:
         out = Path(resume_dir)
         meta = _read_meta(out, "--resume ")
@@ -211,6 +212,7 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
         # every model opened (GGUF file there, base URL and API key given, chat template where
         # needed) before the folder exists: a refusal leaves nothing behind
         check_job_models(j for j, _, _ in plan)
+        made = missing_dirs(output_dir)
         out = create_run_folder(output_dir, "scorecard").path
         meta = run_metadata(KIND, _config(ms, budget, seed), kind=KIND)
         meta.update(runs=[], plan=[j.key for j, _, _ in plan], no_cache=no_cache)
@@ -224,7 +226,7 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
                 setattr(job.config, k, v)
     roles = {j.key: (player, role) for j, player, role in plan}
     jobs = [j for j, _, _ in plan]
-    with refused_leaves_nothing(out, meta, new=resume_dir is None), folder_lock(out):
+    with refused_leaves_nothing(out, meta, new=resume_dir is None, made=made), folder_lock(out):
         write_json_atomic(out / META, meta)  # resumable from its first moment
         announce_folder(out)
         runs, n_errors = run_jobs(out, meta, jobs, on_run, timed=True,

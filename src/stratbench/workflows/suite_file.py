@@ -47,7 +47,7 @@ from typing import Any, Callable
 from stratbench.errors import InputError
 from stratbench.redact import redact_json
 from stratbench.render.csv_cells import csv_row
-from stratbench.runner.folders import create_run_folder, now_iso, run_metadata
+from stratbench.runner.folders import create_run_folder, missing_dirs, now_iso, remove_empty_dirs, run_metadata
 from stratbench.runner.jsonl import write_csv_atomic, write_json_atomic
 from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.lock import folder_lock
@@ -79,6 +79,7 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
     """
     from stratbench.runner.shard import parse_shard, shard_from_json
 
+    made: list[Path] = []
     if resume_dir:
         # a resumed suite finishes the plan saved in its folder: the file may have been edited since
         out = Path(resume_dir)
@@ -117,11 +118,12 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
         # every model opened before the folder exists: a refusal leaves nothing behind
         check_job_models(sh.select(jobs))
         base = output_dir or data.get("output_dir") or "results"
+        made = missing_dirs(base)
         out = create_run_folder(base, "suite").path
         meta = run_metadata("suite-file", data, kind="suite")
         meta.update(file=str(path), name=data.get("name"), runs=[], plan=[j.key for j in jobs], shard=sh.to_json())
     jobs = sh.select(jobs)
-    with refused_leaves_nothing(out, meta, new=not resume_dir), folder_lock(out):
+    with refused_leaves_nothing(out, meta, new=not resume_dir, made=made), folder_lock(out):
         write_json_atomic(out / "suite_metadata.json", meta)  # resumable from its first moment
         announce_folder(out)
         runs, n_errors = run_jobs(out, meta, jobs, on_run)
@@ -148,16 +150,19 @@ def suite_totals(out: Path, runs: list[dict[str, Any]]) -> dict[str, int | float
 
 
 @contextlib.contextmanager
-def refused_leaves_nothing(out: Path, meta: dict[str, Any], new: bool) -> Iterator[None]:
+def refused_leaves_nothing(out: Path, meta: dict[str, Any], new: bool,
+                           made: list[Path] | None = None) -> Iterator[None]:
     """A collection folder (suite file, scorecard) made by this command is removed again when the
     command is refused (one error line) before any of its runs has a folder of its own: a refusal
-    leaves nothing behind. Once a run has started, the folder holds work and stays, resumable; an
-    interrupted collection (Ctrl-C) always stays."""
+    leaves nothing behind — nor the output folders (``made``, deepest first) the command created to
+    hold it. Once a run has started, the folder holds work and stays, resumable; an interrupted
+    collection (Ctrl-C) always stays."""
     try:
         yield
     except (InputError, OSError):
         if new and not any(r.get("folder") or r.get("status") == "finished" for r in meta.get("runs", [])):
             shutil.rmtree(out, ignore_errors=True)
+            remove_empty_dirs(made or [])
         raise
 
 

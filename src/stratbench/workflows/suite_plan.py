@@ -9,12 +9,14 @@ sees it."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stratbench.checks import SEED, check_value
 from stratbench.errors import InputError
 from stratbench.files import NonEmptyText, Text, check_field_types, read_mapping, validate
 from stratbench.suites import SUITES
@@ -85,6 +87,24 @@ def _check_section_types(path: Path, suite: str, params: dict[str, Any], models:
         check_field_types(cls, params, f"{path}: [{suite}]")
 
 
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
+
+
+def _in_section(message: str, p: Path, suite: str, params: dict[str, Any]) -> str:
+    """A suite's refusal of a section's settings, said as the file's: the file and section named
+    first, and a command-line flag the suite's checks name (``--num-games``) said as the key of the
+    section that set it (``num_games``) — the user wrote no flag."""
+    if message.startswith(f"{p}:"):
+        return message
+    keys = set(params) | {"seed", "model"}
+    def key(m: re.Match[str]) -> str:
+        name = m.group(1).replace("-", "_")
+        return next((k for k in (name, name + "s") if k in keys), m.group(0))  # --mechanism: mechanisms
+
+    message = _FLAG.sub(key, message)
+    return f"{p}: [{suite}] {message}"
+
+
 def read_suite_file(path: str | Path) -> dict[str, Any]:
     """A suite file's data (TOML or YAML), read through the safe readers."""
     p = Path(path)
@@ -122,6 +142,8 @@ def plan_suite_data(data: dict[str, Any], p: Path) -> list[Job]:
     dup = sorted({s for s in seeds if seeds.count(s) > 1})
     if dup:
         raise InputError(f"{p}: seeds: {dup[0]} is listed twice")
+    for s in seeds:
+        check_value(f"{p}: seeds: a seed", s, SEED)
     models = _models(p, top.models)
     jobs: list[Job] = []
     for suite in sections:
@@ -133,6 +155,8 @@ def plan_suite_data(data: dict[str, Any], p: Path) -> list[Job]:
             jobs += SUITES.get(suite).jobs(str(p), dict(params), models, seeds)
         except TypeError as e:
             raise InputError(f"{p}: [{suite}] {e}") from None
+        except InputError as e:
+            raise InputError(_in_section(str(e), p, suite, params)) from None
     for j in jobs:
         j.key = f"{SUITES.get(j.suite).family}|{j.label}|{j.seed}|{j.setting}"
     return jobs

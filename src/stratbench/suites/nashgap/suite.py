@@ -68,6 +68,14 @@ class NashgapSuite(SuiteBase):
                                            model=m.spec, seed=s)
                 cfg.validate()
                 jobs.append(Job(self.name, m.label, s, cfg))
+        if jobs and jobs[0].config.games_file is not None:  # read before any folder exists
+            from stratbench.errors import InputError
+            from stratbench.suites.nashgap.run import build_games
+
+            try:
+                build_games(jobs[0].config)
+            except InputError as e:
+                raise InputError(f"games_file {e}") from None
         return jobs
 
     def headline(self, folder: Path) -> list[HeadlineRow]:
