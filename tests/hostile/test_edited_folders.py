@@ -32,3 +32,73 @@ def test_a_saved_config_edited_to_nonsense_is_refused_before_the_folder_changes(
         assert r.stderr.strip() == (f"error: --resume {folder}/run.json's saved config is not valid: {why}; "
                                     "the folder is left as it is")
     assert {p.name: p.read_bytes() for p in Path(folder).iterdir()} == before
+
+
+# -- collections: a finished run is trusted only while it is the planned run, all there ----------
+
+@pytest.fixture(scope="module")
+def fake_server():
+    from fake_openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer() as s:
+        yield s
+
+
+def _scorecard(tmp_path, cli, url):
+    r = cli("scorecard", "--model", "openai-compatible:fake", "--base-url", url, "--budget", "smoke", "--seed", "2",
+            "--no-report", "--quiet", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    return folder
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _cells(folder: Path) -> object:
+    import run_records
+
+    card = run_records.strip(json.loads((folder / "scorecard.json").read_text()), run_records.VOLATILE)
+    return [{k: v for k, v in c.items() if k != "runs"} for c in card["cells"]]  # type: ignore[index]
+
+
+def test_a_scorecard_whose_saved_budget_was_edited_is_refused(tmp_path, cli, fake_server):
+    """The table would claim a paper-budget measurement over the smoke runs' numbers."""
+    folder = _scorecard(tmp_path, cli, fake_server.base_url)
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    meta["config"]["budget"] = "quick"
+    (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    before = _snapshot(folder)
+    r = cli("scorecard", "--resume", str(folder), "--no-report")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "edited" in r.stderr or "same runs" in r.stderr, r.stderr
+    assert _snapshot(folder) == before
+
+
+def test_a_finished_run_of_a_collection_edited_to_another_config_is_refused(tmp_path, cli, fake_server):
+    folder = _scorecard(tmp_path, cli, fake_server.base_url)
+    (run,) = [p.parent for p in folder.rglob("run.json") if "2x2_lowVar_pure" in str(p) and "fake" in str(p)]
+    meta = json.loads((run / "run.json").read_text())
+    meta["config"]["num_games"] = meta["config"]["num_games"] + 1
+    (run / "run.json").write_text(json.dumps(meta))
+    before = _snapshot(folder)
+    r = cli("scorecard", "--resume", str(folder), "--no-report")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "num_games" in r.stderr and "was edited" in r.stderr, r.stderr
+    assert _snapshot(folder) == before
+
+
+def test_a_finished_run_whose_records_were_cut_is_finished_again(tmp_path, cli, fake_server):
+    """Records lost from a finished run are run again on resume (with a note), never scored as if
+    the run were whole: the scorecard ends as it was."""
+    folder = _scorecard(tmp_path, cli, fake_server.base_url)
+    want = _cells(folder)
+    (rounds,) = folder.glob("chbench/openai-compatible-fake/*/rounds.jsonl")
+    lines = rounds.read_text().splitlines()
+    rounds.write_text("\n".join(lines[:5]) + "\n")
+    r = cli("scorecard", "--resume", str(folder), "--no-report", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert f"5 of its {len(lines)} records are left" in r.stderr, r.stderr
+    assert len(rounds.read_text().splitlines()) == len(lines)
+    assert _cells(folder) == want

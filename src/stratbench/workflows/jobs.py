@@ -5,18 +5,22 @@ by skipping finished runs and finishing the interrupted one in place."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
+from stratbench.errors import InputError
 from stratbench.runner.jsonl import write_json_atomic
 from stratbench.runner.lifecycle import on_run_folder
 from stratbench.suites import SUITES
 from stratbench.suites.base import Job
 
-__all__ = ["family", "run_jobs", "slug"]
+__all__ = ["family", "finished_runs", "run_jobs", "slug"]
 
 
 def slug(text: str) -> str:
@@ -33,17 +37,21 @@ def family(name: str) -> str:
 
 def run_jobs(out: Path, meta: dict[str, Any], jobs: list[Job],
              on_run: Callable[[dict[str, Any]], None] | None = None,
-             extra: Callable[[Job], dict[str, Any]] | None = None, timed: bool = False) -> tuple[list[dict[str, Any]], int]:
+             extra: Callable[[Job], dict[str, Any]] | None = None, timed: bool = False,
+             finished: set[str] | None = None) -> tuple[list[dict[str, Any]], int]:
     """Run (or finish) every job into ``out`` (the caller holds its lock); returns the run entries in
     job order and the number of errored records of the runs done now. ``meta`` is the collection's
     suite_metadata.json (its "runs" say what is done); ``extra`` adds keys to a job's entry;
-    ``timed`` keeps each run's wall time (``seconds``, summed over sessions)."""
+    ``timed`` keeps each run's wall time (``seconds``, summed over sessions); ``finished``: the
+    keys of the runs that need nothing more (`finished_runs`, checked before the folder changes)."""
     done = {r["key"]: r for r in meta.get("runs", [])}
+    if finished is None:
+        finished = finished_runs(out, meta, jobs)
     runs: list[dict[str, Any]] = []
     n_errors = 0
     for job in jobs:
         prev = done.get(job.key)
-        if prev and prev.get("status") == "finished":
+        if prev and job.key in finished:
             runs.append(prev)
             continue
         entry: dict[str, Any] = {"key": job.key, "suite": family(job.suite), "model": job.label or "(all models)",
@@ -80,6 +88,54 @@ def run_jobs(out: Path, meta: dict[str, Any], jobs: list[Job],
         if on_run:
             on_run(entry)
     return runs, n_errors
+
+
+def finished_runs(out: Path, meta: dict[str, Any], jobs: list[Job]) -> set[str]:
+    """The keys of the jobs a collection lists as finished that still are (`_still_finished`):
+    what a resume skips. Called before anything in the folder changes, so an edited folder is
+    refused as it is."""
+    done = {r.get("key"): r for r in meta.get("runs", []) if isinstance(r, dict)}
+    return {j.key for j in jobs if (prev := done.get(j.key)) and prev.get("status") == "finished"
+            and _still_finished(out, prev, j)}
+
+
+def _config_json(config: Any) -> dict[str, Any]:
+    return json.loads(json.dumps(dataclasses.asdict(config), default=str))
+
+
+def _still_finished(out: Path, entry: dict[str, Any], job: Job) -> bool:
+    """Whether a run the collection lists as finished still is the planned run, finished: its
+    run.json says so, its config is the plan's (one line when either file was edited: a
+    scorecard whose budget says "paper" over smoke-sized runs is refused), and its records are all
+    there (a records file cut after the run finished: the run is finished again in place, its
+    missing units run again, with a note)."""
+    from stratbench.redact import redact_json
+    from stratbench.runner.folders import read_run_json
+    from stratbench.runner.lifecycle import RUNTIME_KEYS
+
+    folder = out / str(entry.get("folder") or "")
+    if not entry.get("folder") or not (folder / "run.json").is_file():
+        return False
+    meta = read_run_json(folder, "--resume ")
+    if meta.get("status") != "finished":
+        return False
+    saved = meta["config"]
+    for k, v in _config_json(job.config).items():  # (None: left to the run to resolve, e.g. llm_seed)
+        if (k in saved and v is not None and k not in RUNTIME_KEYS and k not in ("output_dir", "shard")
+                and redact_json(v) != saved[k]):
+            raise InputError(f"--resume {out}: the run {entry['folder']} has {k} = {json.dumps(saved[k])} where the "
+                             f"collection's plan has {json.dumps(redact_json(v))}: suite_metadata.json or the run's "
+                             "run.json was edited; the folder is left as it is")
+    want = (meta.get("totals") or {}).get("records")
+    have = 0
+    for f in sorted(folder.glob("*.jsonl")):
+        with f.open("rb") as fh:
+            have += sum(1 for line in fh if line.strip())
+    if isinstance(want, int) and have < want:
+        print(f"note: {folder}: {have} of its {want} records are left (a records file was changed after the run "
+              "finished); its missing units are run again", file=sys.stderr)
+        return False
+    return True
 
 
 def _run_job(job: Job, out: Path, resume_folder: str | None) -> tuple[Path, int]:

@@ -51,7 +51,7 @@ from stratbench.scoring import (
 from stratbench.suites import SUITES
 from stratbench.suites.base import Job
 from stratbench.suites.scorecards import ScorecardModel, ScorecardPart, ScorecardRun
-from stratbench.workflows.jobs import family, run_jobs
+from stratbench.workflows.jobs import family, finished_runs, run_jobs
 from stratbench.workflows.suite_file import refused_leaves_nothing
 from stratbench.workflows.suite_plan import check_job_models, check_no_redacted_urls, pending_jobs
 
@@ -226,10 +226,11 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
                 setattr(job.config, k, v)
     roles = {j.key: (player, role) for j, player, role in plan}
     jobs = [j for j, _, _ in plan]
+    finished = finished_runs(out, meta, jobs) if resume_dir else set()
     with refused_leaves_nothing(out, meta, new=resume_dir is None, made=made), folder_lock(out):
         write_json_atomic(out / META, meta)  # resumable from its first moment
         announce_folder(out)
-        runs, n_errors = run_jobs(out, meta, jobs, on_run, timed=True,
+        runs, n_errors = run_jobs(out, meta, jobs, on_run, finished=finished, timed=True,
                                   extra=lambda j: {"player": roles[j.key][0], "role": roles[j.key][1],
                                                    "registry": j.suite})
         card, costs = score_folder(out, ms, budget, seed, plan, runs)

@@ -51,7 +51,7 @@ from stratbench.runner.folders import create_run_folder, missing_dirs, now_iso, 
 from stratbench.runner.jsonl import write_csv_atomic, write_json_atomic
 from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.lock import folder_lock
-from stratbench.workflows.jobs import run_jobs
+from stratbench.workflows.jobs import finished_runs, run_jobs
 from stratbench.workflows.suite_plan import (
     check_job_models,
     check_no_redacted_urls,
@@ -123,10 +123,11 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
         meta = run_metadata("suite-file", data, kind="suite")
         meta.update(file=str(path), name=data.get("name"), runs=[], plan=[j.key for j in jobs], shard=sh.to_json())
     jobs = sh.select(jobs)
+    finished = finished_runs(out, meta, jobs) if resume_dir else set()
     with refused_leaves_nothing(out, meta, new=not resume_dir, made=made), folder_lock(out):
         write_json_atomic(out / "suite_metadata.json", meta)  # resumable from its first moment
         announce_folder(out)
-        runs, n_errors = run_jobs(out, meta, jobs, on_run)
+        runs, n_errors = run_jobs(out, meta, jobs, on_run, finished=finished)
         meta.update(runs=runs, end_time=now_iso(), status="finished", totals=suite_totals(out, runs))
         write_json_atomic(out / "suite_metadata.json", meta)
         write_runs_csv(out, runs)
