@@ -11,14 +11,26 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from stratbench.report.build import ReportResult
 from stratbench.workflows.scorecard import ScorecardResult, run_scorecard
 
-__all__ = ["scorecard"]
+__all__ = ["report", "scorecard"]
+
+
+def report(path: str | Path, output: str | Path | None = None, max_records: int = 10,
+           figures: str = "auto") -> ReportResult:
+    """`stratbench report`: the HTML report of the runs under ``path``; a scorecard's table is
+    shown only while its scorecard.json agrees with its runs' records (checked by the workflows)."""
+    from stratbench.report.build import build_report
+    from stratbench.workflows.scorecard import check_scorecard
+
+    return build_report(path, output, max_records, figures, check_scorecard=check_scorecard)
 
 
 def _report_index(folder: Path) -> Path:
     from stratbench.report.build import build_report
 
+    # the scorecard's own report, its scorecard.json computed from the records a moment ago
     return build_report(folder).index
 
 

@@ -102,3 +102,18 @@ def test_a_finished_run_whose_records_were_cut_is_finished_again(tmp_path, cli, 
     assert f"5 of its {len(lines)} records are left" in r.stderr, r.stderr
     assert len(rounds.read_text().splitlines()) == len(lines)
     assert _cells(folder) == want
+
+
+def test_the_report_never_shows_an_edited_scorecard_cell(tmp_path, cli, fake_server):
+    """compare refuses a scorecard.json that disagrees with its records; the report shows a
+    warning in the table's place instead of the edited score."""
+    folder = _scorecard(tmp_path, cli, fake_server.base_url)
+    card = json.loads((folder / "scorecard.json").read_text())
+    (cell,) = [c for c in card["cells"] if c["player"] == "openai-compatible:fake" and c["suite"] == "tmgbench"]
+    cell.update(status="ok", value=50.0, normalized=50.0)
+    (folder / "scorecard.json").write_text(json.dumps(card))
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "disagrees with its records" in page and "the scorecard is not shown" in page
+    assert "scorecard-" not in page.split("disagrees with its records")[1].split("</section>")[0]

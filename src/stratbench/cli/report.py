@@ -15,7 +15,7 @@ def report(
     quiet: bool = typer.Option(False, help="Print only the path of the HTML file."),
 ) -> int:
     """Write a self-contained HTML report (index.html, figures embedded) for the runs under DIR."""
-    from stratbench.report.build import build_report
+    from stratbench.api import report as build_report
 
     res = build_report(directory, output, max_records, figures)
     if quiet:

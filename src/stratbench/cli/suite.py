@@ -206,7 +206,7 @@ def run_file(
 
     res = run_suite_file(file, output_dir=output_dir, resume_dir=resume, on_run=show, shard=shard)
     if report:
-        from stratbench.report.build import build_report
+        from stratbench.api import report as build_report
 
         build_report(res.folder)
     if quiet:

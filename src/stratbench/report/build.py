@@ -17,6 +17,7 @@ import contextlib
 import datetime as _dt
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -256,7 +257,7 @@ def _overview(views: list[RunView]) -> Html:
 
 
 def build_report(path: str | Path, output: str | Path | None = None, max_records: int = 10,
-                 figures: str = "auto") -> ReportResult:
+                 figures: str = "auto", check_scorecard: Callable[[Path], None] | None = None) -> ReportResult:
     """Write ``<output>/index.html`` (default ``<path>/report/``) for the runs under ``path``.
 
     Works on one result folder, a folder of runs (e.g. ``results/``) or a suite folder; partial or
@@ -264,7 +265,10 @@ def build_report(path: str | Path, output: str | Path | None = None, max_records
     per-run figures the report draws itself only when there are at most
     :data:`AUTO_RUN_FIGURES` runs — a tiered suite has dozens, and each figure costs ~0.3 s; the
     suites' own PNGs and the leaderboard charts are always shown). Raises InputError for a
-    missing folder or a bad option.
+    missing folder or a bad option. ``check_scorecard`` (the workflows' check that a finished
+    scorecard.json agrees with its runs' records, passed by :func:`stratbench.api.report`: the
+    report does not know how cells are computed) raises InputError for a scorecard whose table
+    is then not shown, a warning line in its place.
     """
     if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 0:
         raise InputError(f"--max-records must be a non-negative integer, got {max_records!r}")
@@ -281,7 +285,7 @@ def build_report(path: str | Path, output: str | Path | None = None, max_records
     tmp, made = _stage_output(out)
     try:
         with folder_lock(tmp):  # a live report's staging folder is never taken for a stale one
-            written = _write_report(root, tmp, runs, suites, max_records, figures)
+            written = _write_report(root, tmp, runs, suites, max_records, figures, check_scorecard)
             _publish(tmp, out)
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -296,7 +300,7 @@ def build_report(path: str | Path, output: str | Path | None = None, max_records
 
 
 def _write_report(root: Path, out: Path, runs: list[RunDir], suites: list[SuiteDir], max_records: int,
-                  figures: str) -> list[Path]:
+                  figures: str, check_scorecard: Callable[[Path], None] | None = None) -> list[Path]:
     """Render the page and its PNGs into ``out``; the PNGs written."""
     run_figs = figures == "all" or (figures == "auto" and len(runs) <= AUTO_RUN_FIGURES)
     ctx = Ctx(out, max_records, run_figures=run_figs, summary_figures=figures != "none")
@@ -307,7 +311,7 @@ def _write_report(root: Path, out: Path, runs: list[RunDir], suites: list[SuiteD
         by_suite.setdefault(v.run.suite, []).append(v)
     leaderboards = _leaderboards(ctx, views)
 
-    scorecards = scorecard_sections(ctx, root, find_scorecards(root))
+    scorecards = scorecard_sections(ctx, root, find_scorecards(root), check_scorecard)
     nav_items = []
     if scorecards:
         nav_items.append(el("li", el("a", "Scorecard", href="#scorecard")))

@@ -6,7 +6,7 @@ so the page, the CLI's table and scorecard.csv cannot disagree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,13 +125,16 @@ def scorecard_plot(card: Scorecard) -> bytes:
         return png(fig)
 
 
-def scorecard_section(ctx: Ctx, folder: Path, rel: str) -> Html:
+def scorecard_section(ctx: Ctx, folder: Path, rel: str, check: Callable[[Path], None] | None = None) -> Html:
     """The scorecard of one folder: its table, figure and formulas (a warning line when its
-    scorecard.json is unreadable)."""
+    scorecard.json is unreadable, or — ``check`` — disagrees with its runs' records: an edited
+    score is never shown)."""
     try:
         card = read_scorecard(folder)
+        if check is not None:
+            check(folder)
     except InputError as e:
-        return el("p", str(e), class_="warn")
+        return el("p", f"{e} — the scorecard is not shown", class_="warn")
     stem = "scorecard-" + "".join(ch if ch.isalnum() else "-" for ch in rel)[:60]
     fig = ctx.figure(stem, lambda: scorecard_plot(card), "scorecard: normalised scores per suite",
                      "Normalised score per suite with 95% CI; dashed lines: chance (0) and optimal (100).",
@@ -143,9 +146,10 @@ def scorecard_section(ctx: Ctx, folder: Path, rel: str) -> Html:
     ]), class_="run")
 
 
-def scorecard_sections(ctx: Ctx, root: Path, folders: Sequence[Path]) -> list[Html]:
+def scorecard_sections(ctx: Ctx, root: Path, folders: Sequence[Path],
+                       check: Callable[[Path], None] | None = None) -> list[Html]:
     out = []
     for f in folders[:MAX_SCORECARDS]:
         rel = f.relative_to(root).as_posix() if f != root else f.name
-        out.append(scorecard_section(ctx, f, rel))
+        out.append(scorecard_section(ctx, f, rel, check))
     return out

@@ -55,7 +55,7 @@ from stratbench.workflows.jobs import family, finished_runs, run_jobs
 from stratbench.workflows.suite_file import refused_leaves_nothing
 from stratbench.workflows.suite_plan import check_job_models, check_no_redacted_urls, pending_jobs
 
-__all__ = ["ScorecardResult", "chat_by_default", "compare_scorecards", "is_scorecard_folder", "pair_models", "parts",
+__all__ = ["ScorecardResult", "chat_by_default", "check_scorecard", "compare_scorecards", "is_scorecard_folder", "pair_models", "parts",
            "plan_scorecard", "read_scorecard", "run_scorecard"]
 
 META = "suite_metadata.json"
@@ -397,6 +397,15 @@ def _finished_scorecard(folder: Path, flag: str) -> tuple[Scorecard, list[Scorec
         raise InputError(f"{flag}{folder}: its runs' records cannot be read ({type(e).__name__}: {e})") from None
     check_against_records(saved, computed, f"{flag}{folder}")
     return computed, ms, _scorecard_runs(folder, plan, runs)
+
+
+def check_scorecard(folder: Path) -> None:
+    """InputError when a finished scorecard's scorecard.json disagrees with its runs' records (an
+    edited file); an unfinished scorecard (no scorecard.json yet) passes. What the report calls
+    before it shows a scorecard's table."""
+    meta = _read_meta(folder, "")
+    if meta.get("status") == "finished":
+        _finished_scorecard(folder, "")
 
 
 def pair_models(a: Sequence[str], b: Sequence[str]) -> list[tuple[str, str]]:
