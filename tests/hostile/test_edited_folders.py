@@ -117,3 +117,19 @@ def test_the_report_never_shows_an_edited_scorecard_cell(tmp_path, cli, fake_ser
     page = (tmp_path / "rep" / "index.html").read_text()
     assert "disagrees with its records" in page and "the scorecard is not shown" in page
     assert "scorecard-" not in page.split("disagrees with its records")[1].split("</section>")[0]
+
+
+def test_negative_totals_in_a_saved_run_are_refused(tmp_path, cli):
+    """A resume adds its counts to the saved ones: negative ones would be summed into a lie."""
+    r = cli("nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet",
+            "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    meta = json.loads((folder / "run.json").read_text())
+    meta.update(status="running", totals={"records": -5, "errors": -1, "model_calls": -3})
+    (folder / "run.json").write_text(json.dumps(meta))
+    before = {p.name: p.read_bytes() for p in Path(folder).iterdir()}
+    r = cli("nashgap", "--resume", str(folder))
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"error: --resume {folder}/run.json: totals.records: Input should be greater than or equal to 0"
+    assert {p.name: p.read_bytes() for p in Path(folder).iterdir()} == before

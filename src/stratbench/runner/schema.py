@@ -9,7 +9,9 @@ key holds and why it is there.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, Required, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
+
+from pydantic import Field
 
 RunStatus = Literal["running", "finished"]
 
@@ -33,18 +35,22 @@ class GitInfo(TypedDict):
     dirty: bool | None  # uncommitted changes to tracked files
 
 
+Count = Annotated[int, Field(ge=0)]  # a count read back below 0 is a hand-edited file
+Amount = Annotated[float, Field(ge=0)]
+
+
 class RunTotals(TypedDict, total=False):
     """Counts over the whole run (summed over shards by `stratbench merge`)."""
 
-    records: int  # records written to the run's JSONL files
-    errors: int  # records (or units) whose model call failed: the exit code is 1 when > 0
-    model_calls: int  # calls that reached a backend (cache hits excluded)
-    model_cache_hits: int  # answers replayed from the response cache (free)
-    model_cache_failures: int  # only when > 0: requests the cache failed to serve or store (answers kept)
-    model_errors: int  # backend calls that failed after their retries
-    model_tokens_in: int  # prompt tokens evaluated by the backend
-    model_tokens_out: int  # tokens generated
-    model_cost_usd: float  # with --price-table only
+    records: Count  # records written to the run's JSONL files
+    errors: Count  # records (or units) whose model call failed: the exit code is 1 when > 0
+    model_calls: Count  # calls that reached a backend (cache hits excluded)
+    model_cache_hits: Count  # answers replayed from the response cache (free)
+    model_cache_failures: Count  # only when > 0: requests the cache failed to serve or store (answers kept)
+    model_errors: Count  # backend calls that failed after their retries
+    model_tokens_in: Count  # prompt tokens evaluated by the backend
+    model_tokens_out: Count  # tokens generated
+    model_cost_usd: Amount  # with --price-table only
 
 
 class ShardRun(TypedDict):

@@ -49,8 +49,9 @@ def _check_value(tp: Any, value: Any, loc: list[str]) -> None:
 
     from pydantic import ValidationError
 
-    while typing.get_origin(tp) in (typing.Required, typing.NotRequired, typing.Annotated):
-        tp = typing.get_args(tp)[0]
+    while typing.get_origin(tp) in (typing.Required, typing.NotRequired) or (
+            typing.get_origin(tp) is typing.Annotated and typing.is_typeddict(typing.get_args(tp)[0])):
+        tp = typing.get_args(tp)[0]  # (other Annotated types keep their constraints for pydantic)
     if typing.is_typeddict(tp):
         if not isinstance(value, dict):
             raise _Bad(loc, f"expected an object, got {type(value).__name__}")
