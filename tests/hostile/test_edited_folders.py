@@ -133,3 +133,21 @@ def test_negative_totals_in_a_saved_run_are_refused(tmp_path, cli):
     assert r.returncode == 2
     assert r.stderr.strip() == f"error: --resume {folder}/run.json: totals.records: Input should be greater than or equal to 0"
     assert {p.name: p.read_bytes() for p in Path(folder).iterdir()} == before
+
+
+def test_a_saved_config_edited_to_another_player_is_refused(tmp_path, cli, fake_server):
+    """Finishing the run would mix the second player's records with the first's."""
+    r = cli("nashgap", "--model", "openai-compatible:fake", "--base-url", fake_server.base_url, "--num-games", "3",
+            "--seed", "5", "--quiet", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    meta = json.loads((folder / "run.json").read_text())
+    trials = (folder / "trials.jsonl").read_text().splitlines()
+    (folder / "trials.jsonl").write_text("\n".join(trials[:2]) + "\n")
+    meta.update(status="running", config={**meta["config"], "model": "random"})
+    (folder / "run.json").write_text(json.dumps(meta))
+    before = {p.name: p.read_bytes() for p in Path(folder).iterdir()}
+    r = cli("nashgap", "--resume", str(folder))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "run.json was edited" in r.stderr and "'random'" in r.stderr, r.stderr
+    assert {p.name: p.read_bytes() for p in Path(folder).iterdir()} == before

@@ -440,6 +440,8 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
             for stream in streams:
                 read_stream(folder / stream.file, stream)
             remove_stale_tmp(folder)  # left by a write that was killed or refused (disk full)
+        if resume_dir is not None:
+            _check_same_player(plan, meta, folder)
         plan.update_meta(meta, new=resume_dir is None)
         if finished_meta is None:  # (a finished run says "running" again only once a record changes)
             try:
@@ -501,6 +503,18 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
             raise
     folder = _finish_folder(folder)
     return RunResult(folder, outcome.summaries, outcome.n_errors, meta["totals"])
+
+
+def _check_same_player(plan: RunPlan, meta: RunMeta, folder: Path) -> None:
+    """A resumed run's player is the one its records were made by: run.json's config edited to
+    another model would otherwise finish the run with a second player's records mixed in."""
+    probe: dict[str, Any] = {}
+    plan.update_meta(probe, new=True)  # type: ignore[arg-type]  # what a new run with this config says
+    saved, now = meta.get("agent"), probe.get("agent")
+    if isinstance(saved, dict) and isinstance(now, dict) and saved.get("name") != now.get("name"):
+        raise InputError(f"--resume {folder}: run.json's config plays {now.get('name')!r} but the run's records "
+                         f"were made by {saved.get('name')!r} (its \"agent\"): run.json was edited; the folder is "
+                         "left as it is")
 
 
 def merge_streams(plan: RunPlan, folders: Sequence[Path], out: Path) -> Outcome:
