@@ -151,3 +151,24 @@ def test_a_saved_config_edited_to_another_player_is_refused(tmp_path, cli, fake_
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert "run.json was edited" in r.stderr and "'random'" in r.stderr, r.stderr
     assert {p.name: p.read_bytes() for p in Path(folder).iterdir()} == before
+
+
+def test_a_scored_trial_edited_to_hold_no_number_is_named_by_compare_and_resume(tmp_path, cli):
+    runs = []
+    for player in ("random", "nash"):
+        r = cli("nashgap", "--model", player, "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet",
+                "--output-dir", str(tmp_path / player))
+        assert r.returncode == 0, r.stderr
+        runs.append(next((tmp_path / player).iterdir()))
+    trials = runs[1] / "trials.jsonl"
+    rec, *rest = trials.read_text().splitlines()
+    edited = json.loads(rec)
+    edited["exploitability"] = None
+    trials.write_text("\n".join([json.dumps(edited), *rest]) + "\n")
+    r = cli("compare", str(runs[0]), str(runs[1]))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "exploitability = None, not a number (edited by hand)" in r.stderr and len(r.stderr.splitlines()) == 1
+    before = {p.name: p.read_bytes() for p in runs[1].iterdir()}
+    r = cli("nashgap", "--resume", str(runs[1]))
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {trials}: line 1: a scored trial"), r.stderr
+    assert {p.name: p.read_bytes() for p in runs[1].iterdir()} == before

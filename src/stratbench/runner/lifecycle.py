@@ -92,6 +92,9 @@ class Stream(Generic[U]):
     # record (a TypedDict): records read back on resume or merge are checked against both
     record_key: Callable[[Record], Hashable] | None = None
     record_schema: type | None = None
+    # what the schema's types cannot say (a scored trial holds its numbers): why a record read back
+    # cannot be one the suite wrote, or None
+    record_problem: Callable[[Record], str | None] | None = None
 
 
 @dataclass
@@ -261,6 +264,9 @@ def read_stream(path: Path, stream: Stream[Any], repair: bool = False) -> list[R
         if unit not in known:
             raise InputError(f"{path}: line {line}: a record for {unit!r}, which this run does not have "
                              "(a record of another run, or edited by hand)")
+        why = stream.record_problem(rec) if stream.record_problem is not None else None
+        if why is not None:
+            raise InputError(f"{path}: line {line}: {why} (edited by hand)")
     return dedupe(records, stream.record_key, path)
 
 

@@ -133,3 +133,19 @@ def make_record(
         "seed": seed,
         "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(),
     })
+
+
+METRIC_KEYS = ("llm_value", "best_response_value", "nash_gap", "exploitability", "nash_gap_normalized",
+               "exploitability_normalized")
+
+
+def record_problem(rec: dict[str, Any]) -> str | None:
+    """Why a trial record read back cannot be one stratbench wrote: a scored trial (status ok or
+    parsed) holds every metric as a number (a null one would drop out of, or void, every mean)."""
+    if rec.get("status") not in SCORED_STATUSES:
+        return None
+    for k in METRIC_KEYS:
+        v = rec.get(k)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return f"a scored trial (status {rec.get('status')!r}) with {k} = {v!r}, not a number"
+    return None

@@ -54,7 +54,7 @@ from stratbench.suites.nashgap.metrics import summarise
 from stratbench.suites.nashgap.model_player import make_agent
 from stratbench.suites.nashgap.players import Agent, Decision, DecisionRequest
 from stratbench.suites.nashgap.prompts import nashgap_prompt
-from stratbench.suites.nashgap.records import TrialRecord, make_record
+from stratbench.suites.nashgap.records import TrialRecord, make_record, record_problem
 
 SUITE = "nashgap"
 MODE_INDEX = {"pure": 0, "mixed": 1}
@@ -279,6 +279,7 @@ class NashgapPlan(RunPlan):
             unit_name="trials",
             record_key=lambda r: (r["game_id"], r["trial_id"]),
             record_schema=TrialRecord,
+            record_problem=record_problem,
         )
 
     def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:

@@ -90,8 +90,15 @@ class NashgapSuite(SuiteBase):
         """mode → game (by its payoff matrix) → per-game mean of each metric (scored trials)."""
         games = {g["game_id"]: json.dumps(g["payoff_matrix"]) for g in json.loads((folder / "games.json").read_text())}
         out: CompareUnits = {}
+        from stratbench.errors import InputError
+        from stratbench.suites.nashgap.records import record_problem
+
         for f in sorted(folder.glob("trials*.jsonl")):
             recs = [r for r in read_jsonl(f) if r["status"] in ("ok", "parsed")]
+            for r in recs:
+                why = record_problem(r)
+                if why is not None:
+                    raise InputError(f"{f}: game {r.get('game_id')} trial {r.get('trial_id')}: {why} (edited by hand)")
             if not recs:
                 continue
             by: dict[Any, list[dict[str, Any]]] = {}
