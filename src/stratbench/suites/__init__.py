@@ -34,7 +34,7 @@ from stratbench.registry import Registry
 from stratbench.suites.base import Suite, SuiteBase
 
 #: registry name → "module:object"; imported on first use
-SUITES: Registry[SuiteBase] = Registry("suite", {
+SUITES: Registry[SuiteBase[Any]] = Registry("suite", {
     "nashgap": "stratbench.suites.nashgap.suite:NASHGAP",
     "tiered": "stratbench.suites.nashgap.suite:TIERED",
     "tmgbench": "stratbench.suites.tmgbench.suite:ATOMIC",
@@ -47,16 +47,16 @@ SUITES: Registry[SuiteBase] = Registry("suite", {
 }, entry_point_group="stratbench.suites")
 
 
-def get_suite(name: str) -> SuiteBase:
+def get_suite(name: str) -> SuiteBase[Any]:
     """The registered suite ``name`` (InputError with close names when unknown)."""
     return SUITES.get(name)
 
 
-def all_suites() -> list[SuiteBase]:
+def all_suites() -> list[SuiteBase[Any]]:
     return [SUITES.get(n) for n in SUITES.names()]
 
 
-def suite_for_run(meta: Mapping[str, Any], where: str = "") -> SuiteBase:
+def suite_for_run(meta: Mapping[str, Any], where: str = "") -> SuiteBase[Any]:
     """The suite that wrote a run.json (by its "suite" and "kind")."""
     for s in all_suites():
         if s.owns(meta):
@@ -65,7 +65,7 @@ def suite_for_run(meta: Mapping[str, Any], where: str = "") -> SuiteBase:
     raise InputError(f"{where + ': ' if where else ''}no registered suite reads {what} runs")
 
 
-def suite_of_files(names: set[str]) -> SuiteBase | None:
+def suite_of_files(names: set[str]) -> SuiteBase[Any] | None:
     """The suite a folder without run.json most likely belongs to (by its file names)."""
     for s in all_suites():
         if s.detect(names):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, TypedDict, runtime_checkable
+from typing import Any, ClassVar, Generic, Protocol, TypedDict, TypeVar, runtime_checkable
 
 from stratbench.errors import InputError
 from stratbench.render.views import Ctx, Leaderboard, RunDir, SuiteView
@@ -24,6 +24,8 @@ __all__ = [
     "CompareUnits", "HeadlineRow", "Job", "Leaderboard", "Suite", "SuiteBase", "SuiteModel",
     "build_section_config", "model_overrides",
 ]
+
+C = TypeVar("C")  # a suite's config class
 
 CompareUnits = dict[str, dict[Hashable, dict[str, float]]]
 """part (a mode, a setting) → unit (a game, an episode) → metric → value, for `stratbench compare`:
@@ -52,13 +54,14 @@ class SuiteModel:
 
 
 @dataclass
-class Job:
-    """One run a suite file asks for."""
+class Job(Generic[C]):
+    """One run a suite file (or the scorecard) asks for: ``config`` is an instance of the config
+    class of the suite named ``suite`` (``Job[NashgapConfig]``), validated."""
 
     suite: str  # registry name
     label: str  # model label ("" for a run that holds every model, e.g. CHBench)
     seed: int
-    config: Any  # the suite's config, validated
+    config: C  # the suite's config, validated
     setting: str = ""  # what distinguishes runs of one model and seed (e.g. "rps/tit_for_tat")
     key: str = ""
     folder: str | None = None
@@ -99,7 +102,7 @@ def model_overrides(m: SuiteModel) -> dict[str, Any]:
 
 @runtime_checkable
 class Suite(Protocol):
-    """A benchmark, as the workflows and the report see it."""
+    """A benchmark, as the workflows and the report see it (:class:`SuiteBase` implements it)."""
 
     name: str  # registry name, suite-file section and CLI group
     family: str  # run.json "suite"
@@ -120,9 +123,11 @@ class Suite(Protocol):
         ...
 
 
-class SuiteBase:
+class SuiteBase(Generic[C]):
     """Defaults for the optional hooks. Subclasses set the class attributes and override what
-    they support; an unsupported hook raises InputError naming the suite."""
+    they support; an unsupported hook raises InputError naming the suite. Generic in the suite's
+    config class ``C`` (``class NashgapSuite(SuiteBase[NashgapConfig])``): `run` takes one and
+    `jobs` plans `Job[C]`s, so a config of another suite is a type error, not a run's surprise."""
 
     name: ClassVar[str] = ""
     family: ClassVar[str] = ""
@@ -163,7 +168,7 @@ class SuiteBase:
         return any(n in names for n in self.marker_files)
 
     # -- running ----------------------------------------------------------------------------------
-    def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
+    def run(self, config: C, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
         raise InputError(f"{self.name}: running is not supported")
 
     def merge(self, folders: list[Path], out: Path) -> Any:
@@ -175,7 +180,7 @@ class SuiteBase:
 
     # -- suite files ------------------------------------------------------------------------------
     def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
-             seeds: Sequence[int]) -> list[Job]:
+             seeds: Sequence[int]) -> list[Job[C]]:
         """The runs a suite file's section asks for, each config validated (nothing written)."""
         raise InputError(f"{where}: [{self.name}] cannot be run from a suite file")
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stratbench.render.html import el, table
 from stratbench.runner.jsonl import read_jsonl
 from stratbench.runner.lifecycle import Progress, RunResult
 from stratbench.suites.base import (
+    C,
     CompareUnits,
     HeadlineRow,
     Job,
@@ -20,8 +21,14 @@ from stratbench.suites.base import (
     read_summary,
 )
 
+if TYPE_CHECKING:
+    from stratbench.suites.chbench.fit_run import FitConfig
+    from stratbench.suites.chbench.run import ChbenchConfig
 
-class ChbenchSuite(SuiteBase):
+
+class _ChbenchEntry(SuiteBase[C]):
+    """What both CHBench entries share: identity, headline, comparison and the report view."""
+
     in_suite_files = True
     name = "chbench"
     family = "chbench"
@@ -35,27 +42,10 @@ class ChbenchSuite(SuiteBase):
     def legacy_owns(self, config: Mapping[str, Any]) -> bool:
         return "mechanisms" in config
 
-    def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
-        from stratbench.suites.chbench.run import run_chbench
-
-        return run_chbench(config, progress, resume_dir)
-
     def merge(self, folders: list[Path], out: Path) -> Any:
         from stratbench.suites.chbench.run import merge_chbench
 
         return merge_chbench(folders, out)
-
-    def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
-             seeds: Sequence[int]) -> list[Job]:
-        from stratbench.suites.chbench.run import ChbenchConfig
-
-        # one run holds every model: base_url, policy and chat come from the [chbench] section
-        jobs = []
-        for s in seeds:
-            cfg = build_section_config(ChbenchConfig, where, self.name, params, models=[m.spec for m in models], seed=s)
-            cfg.validate()
-            jobs.append(Job(self.name, "", s, cfg))
-        return jobs
 
     def headline(self, folder: Path) -> list[HeadlineRow]:
         rows: list[HeadlineRow] = []
@@ -163,7 +153,29 @@ def _fitted_players(summary: Mapping[str, Any]) -> list[tuple[str, Mapping[str, 
     return out
 
 
-class ChbenchFitSuite(ChbenchSuite):
+class ChbenchSuite(_ChbenchEntry["ChbenchConfig"]):
+    """`chbench run`: repeated play between models."""
+
+    def run(self, config: ChbenchConfig, progress: Progress | None = None,
+            resume_dir: str | Path | None = None) -> RunResult:
+        from stratbench.suites.chbench.run import run_chbench
+
+        return run_chbench(config, progress, resume_dir)
+
+    def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
+             seeds: Sequence[int]) -> list[Job[ChbenchConfig]]:
+        from stratbench.suites.chbench.run import ChbenchConfig
+
+        # one run holds every model: base_url, policy and chat come from the [chbench] section
+        jobs = []
+        for s in seeds:
+            cfg = build_section_config(ChbenchConfig, where, self.name, params, models=[m.spec for m in models], seed=s)
+            cfg.validate()
+            jobs.append(Job(self.name, "", s, cfg))
+        return jobs
+
+
+class ChbenchFitSuite(_ChbenchEntry["FitConfig"]):
     in_suite_files = False
     name = "chbench-fit"
     kinds = ("fit",)
@@ -174,7 +186,7 @@ class ChbenchFitSuite(ChbenchSuite):
     def legacy_owns(self, config: Mapping[str, Any]) -> bool:
         return "data" in config and "mechanisms" not in config
 
-    def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
+    def run(self, config: FitConfig, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
         from stratbench.suites.chbench.fit_run import run_fit
 
         return run_fit(config, progress, resume_dir)

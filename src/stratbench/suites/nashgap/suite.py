@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,8 +26,13 @@ from stratbench.suites.nashgap.report import HEADLINE_KEYS, LEADERBOARD
 #: per-game metrics `stratbench compare` pairs over games
 COMPARE_METRICS = ("exploitability", "exploitability_normalized", "nash_gap", "llm_value")
 
+if TYPE_CHECKING:
+    from stratbench.suites.nashgap.config import NashgapConfig
+    from stratbench.suites.nashgap.tiered import TieredConfig
 
-class NashgapSuite(SuiteBase):
+
+
+class NashgapSuite(SuiteBase["NashgapConfig"]):
     in_suite_files = True
     name = "nashgap"
     family = "nashgap"
@@ -42,7 +47,7 @@ class NashgapSuite(SuiteBase):
     def detect(self, names: set[str]) -> bool:
         return "games.json" in names and any(n.startswith("trials") for n in names)
 
-    def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
+    def run(self, config: NashgapConfig, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
         from stratbench.suites.nashgap.run import run_nashgap
 
         return run_nashgap(config, progress=progress, resume_dir=resume_dir)
@@ -53,7 +58,7 @@ class NashgapSuite(SuiteBase):
         return merge_shards(folders, out)
 
     def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
-             seeds: Sequence[int]) -> list[Job]:
+             seeds: Sequence[int]) -> list[Job["NashgapConfig"]]:
         from stratbench.models import split_spec
         from stratbench.suites.nashgap.config import NashgapConfig
         from stratbench.suites.nashgap.players import SCRIPTED_AGENTS
@@ -114,7 +119,7 @@ class NashgapSuite(SuiteBase):
         return nashgap_view(ctx, run, anchor, self.name)
 
 
-class TieredSuite(SuiteBase):
+class TieredSuite(SuiteBase["TieredConfig"]):
     """The original project's tiered research suite: a collection of Nash-gap runs (providers ×
     model tiers × buckets × seeds) with its own tables, in a folder described by
     suite_metadata.json."""
@@ -125,7 +130,7 @@ class TieredSuite(SuiteBase):
     description = "providers × model tiers × difficulty buckets × seeds of Nash-gap runs"
     cli = None  # mounted by the `suite` command group
 
-    def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
+    def run(self, config: TieredConfig, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
         from stratbench.suites.nashgap.tiered import run_tiered_suite
 
         res = run_tiered_suite(config, progress=progress, resume_dir=resume_dir)

@@ -8,12 +8,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from stratbench.errors import InputError
 from stratbench.runner.jsonl import read_jsonl
 from stratbench.runner.lifecycle import Progress, RunResult
 from stratbench.suites.base import (
+    C,
     CompareUnits,
     HeadlineRow,
     Job,
@@ -33,13 +34,18 @@ LEADERBOARD = Leaderboard((("regret_per_step", "regret/step"), ("tom_accuracy", 
                           lower_is_better=True)
 METRICS = ("regret_per_step", "tom_accuracy", "tom_regret_per_step")
 
+if TYPE_CHECKING:
+    from stratbench.suites.tom.baseline_run import BaselineConfig
+    from stratbench.suites.tom.model_run import TomRunConfig
+
+
 
 # Spellings of the Nash-gap suite's scripted players (suites do not import each other): a suite
 # file naming one of them for a tom section is refused with a pointer to `tom baseline`.
 NASHGAP_SCRIPTED = ("random", "dummy", "nash", "maximin-pure", "first-action")
 
 
-class _TomBase(SuiteBase):
+class _TomBase(SuiteBase[C]):
     """What both ToM entries share: their family, headline keys, comparison and report view."""
 
     family = "tom"
@@ -112,7 +118,7 @@ class _TomBase(SuiteBase):
         return "tom · " + " · ".join(str(p) for p in parts if p is not None)
 
 
-class TomSuite(_TomBase):
+class TomSuite(_TomBase["TomRunConfig"]):
     in_suite_files = True
     name = "tom"
     kinds = ("run",)
@@ -123,7 +129,7 @@ class TomSuite(_TomBase):
     def legacy_owns(self, config: Mapping[str, Any]) -> bool:
         return "prompting" in config
 
-    def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
+    def run(self, config: TomRunConfig, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
         from stratbench.suites.tom.model_run import run_tom_model
 
         return run_tom_model(config, progress, resume_dir)
@@ -134,7 +140,7 @@ class TomSuite(_TomBase):
         return merge_tom_runs(folders, out)
 
     def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
-             seeds: Sequence[int]) -> list[Job]:
+             seeds: Sequence[int]) -> list[Job["TomRunConfig"]]:
         from stratbench.models import split_spec
         from stratbench.suites.tom.model_run import TomRunConfig
 
@@ -177,7 +183,7 @@ class TomSuite(_TomBase):
                              f"{s.get('game')}/{s.get('partner')}/{s.get('prompting')}")
 
 
-class TomBaselineSuite(_TomBase):
+class TomBaselineSuite(_TomBase["BaselineConfig"]):
     name = "tom-baseline"
     kinds = ("baseline",)
     description = "the tabular R-max baseline of the functional-ToM paper"
@@ -186,7 +192,7 @@ class TomBaselineSuite(_TomBase):
     def legacy_owns(self, config: Mapping[str, Any]) -> bool:
         return config.get("agent") == "tabular-rmax"
 
-    def run(self, config: Any, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
+    def run(self, config: BaselineConfig, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
         from stratbench.suites.tom.baseline_run import run_tom_baseline
 
         return run_tom_baseline(config, progress, resume_dir)
