@@ -176,6 +176,9 @@ class HFModel(LocalModel):
         params = inspect.signature(model.forward).parameters
         self._keep_kw = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
         self._takes_position_ids = "position_ids" in params
+        # the KV cache's keyword: `cache` from transformers 5.24 on (`past_key_values` is deprecated
+        # there, removed in 5.40), `past_key_values` before
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
 
         cfg = model.config
         self.max_len: int | None = None
@@ -270,6 +273,19 @@ class HFModel(LocalModel):
             logits = logits[:, -keep:, :]
         return out, logits.float()
 
+    def _with_cache(self, cache: Any) -> dict[str, Any]:
+        """The forward keyword that passes a KV cache, in this transformers' spelling."""
+        return {self._cache_kw: cache}
+
+    @staticmethod
+    def _cache_of(out: Any) -> Any:
+        """The KV cache a forward returned (`cache` from transformers 5.24 on, `past_key_values`
+        before)."""
+        fields = getattr(out, "keys", None)
+        if callable(fields) and "cache" in out.keys():
+            return out["cache"]
+        return out.past_key_values
+
     def _n_logits(self) -> int:
         """The size of a logits row (the token id that stands for "the answer ends here")."""
         head = self._model.get_output_embeddings() if hasattr(self._model, "get_output_embeddings") else None
@@ -317,7 +333,7 @@ class HFModel(LocalModel):
         rows = [(g, ci, c) for g, it in enumerate(group) for ci, c in enumerate(it.conts) if len(c) > 1]
         share = bool(rows) and self._share_prefix is not False
         out, logits = self._forward(pids, pmask, ppos, keep=1, use_cache=share)
-        cache = out.past_key_values if share else None
+        cache = self._cache_of(out) if share else None
         del out
         if share and not self._shareable(cache):
             self._share_prefix, cache = False, None  # this model's cache cannot be shared: plain rows
@@ -339,8 +355,8 @@ class HFModel(LocalModel):
                 ids, cmask, cpos = self._batch_tensors([c[:-1] for _, _, c in part], left=False)
                 mask = torch.cat([pmask[idx], cmask], dim=1)
                 pos = ppos[idx, -1:] + 1 + cpos  # the prompt's last position is real (left padding)
-                out, logits = self._forward(ids, mask, pos, keep=width, past_key_values=rows_cache,
-                                            use_cache=True)
+                out, logits = self._forward(ids, mask, pos, keep=width, use_cache=True,
+                                            **self._with_cache(rows_cache))
                 del out, rows_cache
                 at = [slice(0, len(c) - 1) for _, _, c in part]
             else:
@@ -463,9 +479,9 @@ class HFModel(LocalModel):
         while any(f is None for f in finish):
             extra: dict[str, Any] = {"use_cache": True}
             if cache is not None:
-                extra["past_key_values"] = cache
+                extra.update(self._with_cache(cache))
             out, logits = self._forward(step_ids, mask, pos, keep=1, **extra)
-            cache = out.past_key_values
+            cache = self._cache_of(out)
             last = logits[:, -1, :]
             greedy = last.argmax(dim=-1).tolist()  # one device sync per step, not one per row
             probs = torch.softmax(last / temps, dim=-1).cpu() if sampling else None

@@ -416,7 +416,8 @@ def _evaluated(model, reqs):
 
     def hook(module, args, kwargs, output):
         ids, mask = kwargs["input_ids"], kwargs["attention_mask"]
-        seen.append((tuple(ids.shape), int(mask[:, -ids.shape[1]:].sum()), kwargs.get("past_key_values")))
+        past = kwargs.get("cache", kwargs.get("past_key_values"))  # (transformers >= 5.24: `cache`)
+        seen.append((tuple(ids.shape), int(mask[:, -ids.shape[1]:].sum()), past))
 
     h = model._model.register_forward_hook(hook, with_kwargs=True)
     try:
