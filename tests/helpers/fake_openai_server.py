@@ -43,6 +43,13 @@ Every request is recorded (`server.requests`: path, method, JSON body, headers, 
 
 Options that imitate particular servers (all off by default):
 
+* `reasoning_content`: chat replies carry this text as ``message.reasoning_content`` and its
+  tokens as ``usage.completion_tokens_details.reasoning_tokens`` (DeepSeek's reasoner, vLLM's
+  reasoning parsers); a `canned_text` with ``<think>…</think>`` imitates an open reasoning model
+  without one, and a small max_tokens cuts it inside its thinking;
+* `reasoning_rules`: for models named like OpenAI's reasoning models (o1…, gpt-5…) a chat request
+  with ``max_tokens`` or a temperature other than 1 is a 400, as OpenAI answers;
+
 * `special_tokens`: texts tokenised as one token each that an echo shows as "" with text offsets
   counted in the text without them, and `echo_skips`: special tokens left out of an echo
   altogether — as llama-cpp-python's server does (it detokenises without special tokens and
@@ -68,6 +75,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import socket
 import threading
 import time
@@ -487,7 +495,8 @@ class FakeOpenAIServer:
                  require_api_key: str | None = None, max_logprobs: int = 20,
                  garbage_text: str = "lorem ipsum ??? no action here",
                  special_tokens: Sequence[str] = (), echo_skips: Sequence[str] = (),
-                 strict_fields: bool = False, report_prompt: bool = False, port: int = 0) -> None:
+                 strict_fields: bool = False, report_prompt: bool = False, port: int = 0,
+                 reasoning_content: str | None = None, reasoning_rules: bool = False) -> None:
         self.latency_ms = latency_ms
         self.canned_text = canned_text
         self.echo_supported = echo_supported
@@ -502,6 +511,8 @@ class FakeOpenAIServer:
         self.echo_skips = tuple(echo_skips)
         self.strict_fields = strict_fields
         self.report_prompt = report_prompt
+        self.reasoning_content = reasoning_content
+        self.reasoning_rules = reasoning_rules
         self._port = port
         self._fault_rng = random.Random(fault_seed)
         self._script: collections.deque[str] = collections.deque()
@@ -740,6 +751,14 @@ class FakeOpenAIServer:
                 "usage": self._usage(len(prompt_toks), len(gen_toks))}
 
     def _chat(self, body: Any, garbage: bool) -> dict:
+        if self.reasoning_rules and re.match(r"^(o\d|gpt-5)", str(body.get("model", ""))):
+            if "max_tokens" in body:
+                raise FakeServerError(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                                      "Use 'max_completion_tokens' instead.", "unsupported_parameter")
+            if body.get("temperature", 1) != 1:
+                raise FakeServerError(400, "Unsupported value: 'temperature' does not support "
+                                      f"{body['temperature']} with this model. Only the default (1) value is "
+                                      "supported.", "unsupported_value")
         max_tokens, temperature, seed, stop = self._common(body)
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
@@ -772,6 +791,11 @@ class FakeOpenAIServer:
                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                             "finish_reason": finish, "logprobs": logprobs}],
                "usage": self._usage(prompt_tokens, len(gen_toks))}
+        if self.reasoning_content is not None:  # DeepSeek's reasoner: the thinking beside the answer
+            n = len(tokenize(self.reasoning_content, self.multi_char_tokens))
+            out["choices"][0]["message"]["reasoning_content"] = self.reasoning_content
+            out["usage"]["completion_tokens"] += n
+            out["usage"]["completion_tokens_details"] = {"reasoning_tokens": n}
         if self.report_prompt:
             out["prompt"] = context
         return out

@@ -158,7 +158,7 @@ def test_interrupted_suite_file_resumes_in_place_from_its_saved_plan(how, server
     _, err = proc.communicate(timeout=60)
     (suite,) = (tmp_path / "cut").iterdir()
     if how == "SIGINT":
-        assert proc.returncode == 130 and f"stratbench suite run --resume {suite.relative_to(tmp_path)}" in err, err
+        assert proc.returncode == 130 and f"stratbench suite run s.toml --resume {suite.relative_to(tmp_path)}" in err, err
     # the file is edited after the interruption: the resumed suite finishes the plan it saved
     (tmp_path / "s.toml").write_text(SUITE_FILE.format(url=server.base_url).replace("num_games = 6", "num_games = 9"))
     edited = run(["suite", "run", "s.toml", "--resume", str(suite)], tmp_path, tmp_path / "c2")

@@ -234,7 +234,9 @@ def open_model(spec: str, model_options: ModelOptions | None = None, *, no_cache
             # the backend says why it cannot take conversations (e.g. an HTTP model whose
             # --chat-template is a GGUF without a template): the cache answers the same
             setattr(model, "check_chat", inner.check_chat)  # noqa: B010
-    return model
+    from stratbench.models.reasoning import ReasoningReplies
+
+    return ReasoningReplies(model)  # parsers read the answer, never a reasoning model's thinking
 
 
 __all__ = ["API_PROVIDERS", "BACKENDS", "DEFAULT_MODEL", "TRAITS", "BackendTraits", "backend_traits", "EMBEDDED_INSTRUCT", "EMBEDDED_SPECS", "LOCAL_PREFIXES", "LanguageModel", "ModelOptions",

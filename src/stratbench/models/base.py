@@ -92,6 +92,10 @@ class GenerateResult:
     finish_reason: str | None = None  # "stop", or "length" when the token budget cut the reply
     error: str | None = None
     rendered: str | None = None  # chat: the prompt as the model saw it, after its chat template
+    # a reasoning model's thinking, apart from the answer in `text` (the server's
+    # reasoning_content, or the reply's <think> block: see stratbench.models.reasoning)
+    reasoning: str | None = None
+    tokens_reasoning: int | None = None  # reasoning tokens, where the server reports them (billed)
 
     @property
     def ok(self) -> bool:

@@ -323,7 +323,7 @@ def request_key(kind: str, model: dict[str, Any], request: Any) -> str:
 
 
 _SCORE_FIELDS = ("logprobs", "n_tokens", "rendered")
-_GEN_FIELDS = ("text", "tokens_in", "tokens_out", "finish_reason", "rendered")
+_GEN_FIELDS = ("text", "tokens_in", "tokens_out", "finish_reason", "rendered", "reasoning", "tokens_reasoning")
 
 
 def _is_count(x: Any) -> bool:
@@ -353,6 +353,10 @@ def _invalid_generate(v: dict[str, Any], request: GenerateRequest) -> str | None
             return f"{k} {v[k]!r}"
     if v.get("finish_reason") is not None and not isinstance(v["finish_reason"], str):
         return f"finish_reason {v['finish_reason']!r}"
+    if v.get("reasoning") is not None and not isinstance(v["reasoning"], str):
+        return f"reasoning {v['reasoning']!r}"
+    if v.get("tokens_reasoning") is not None and not _is_count(v["tokens_reasoning"]):
+        return f"tokens_reasoning {v['tokens_reasoning']!r}"
     return None
 
 

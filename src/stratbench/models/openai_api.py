@@ -1045,7 +1045,12 @@ class OpenAICompatibleModel(LanguageModel):
 
     async def _generate_one(self, req: GenerateRequest) -> GenerateResult:
         chat = self.endpoint == "chat" or req.chat or bool(req.messages)
-        body: dict[str, Any] = {"model": self.model, "max_tokens": req.max_tokens, "temperature": req.temperature}
+        if chat and _is_reasoning_family(self.model):
+            # the o-series and gpt-5 refuse max_tokens (max_completion_tokens: the reasoning's tokens
+            # and the answer's) and any temperature but their own: sampled as the model samples
+            body: dict[str, Any] = {"model": self.model, "max_completion_tokens": req.max_tokens}
+        else:
+            body = {"model": self.model, "max_tokens": req.max_tokens, "temperature": req.temperature}
         if chat:
             if req.messages:  # the whole conversation
                 messages = [{"role": role, "content": content} for role, content in req.messages]
@@ -1076,13 +1081,21 @@ class OpenAICompatibleModel(LanguageModel):
             return GenerateResult(text=None, error=out.error)
         data = out.data
         rendered = _server_prompt(data) if chat else None
+        reasoning = None
         try:
             choice = _first_choice(data)
             if chat:
                 message = choice.get("message")
                 if not isinstance(message, dict):
                     raise _Malformed("malformed response: choice has no message")
+                # DeepSeek's and vLLM's reasoning parsers: the thinking beside the answer
+                for key in ("reasoning_content", "reasoning"):
+                    if isinstance(message.get(key), str) and message[key]:
+                        reasoning = message[key]
+                        break
                 text = message.get("content")
+                if text is None and reasoning is not None:
+                    text = ""  # all reasoning, no answer (cut by the token limit): a parse failure
                 if text is None:
                     refusal = message.get("refusal")
                     raise _Malformed(f"response has no text content{f' (refusal: {refusal})' if refusal else ''}")
@@ -1097,7 +1110,23 @@ class OpenAICompatibleModel(LanguageModel):
         finish = choice.get("finish_reason")
         return GenerateResult(text=text, tokens_in=_usage_int(data, "prompt_tokens"),
                               tokens_out=_usage_int(data, "completion_tokens"),
-                              finish_reason=finish if isinstance(finish, str) else None, rendered=rendered)
+                              finish_reason=finish if isinstance(finish, str) else None, rendered=rendered,
+                              reasoning=reasoning, tokens_reasoning=_reasoning_tokens(data))
+
+
+def _is_reasoning_family(model: str) -> bool:
+    """OpenAI's reasoning models (o1, o1-mini, o3, o4-mini, gpt-5 …), which take
+    ``max_completion_tokens`` and no sampling parameters of their own choosing."""
+    name = model.lower().rsplit("/", 1)[-1]
+    return re.match(r"^(o\d+(-|$)|gpt-5)", name) is not None
+
+
+def _reasoning_tokens(data: Any) -> int | None:
+    """``usage.completion_tokens_details.reasoning_tokens`` (OpenAI, DeepSeek), when reported."""
+    usage = data.get("usage") if isinstance(data, dict) else None
+    details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
+    value = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 # -- response parsing (pure functions) ------------------------------------------------------

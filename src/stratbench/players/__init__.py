@@ -14,5 +14,6 @@ from stratbench.players.policy import (
     exact_policy,
     scored_policy,
 )
+from stratbench.players.replies import no_answer
 
-__all__ = ["EXACT_POLICIES", "POLICIES", "ExactPolicy", "Policy", "check_policy", "exact_policy", "scored_policy"]
+__all__ = ["EXACT_POLICIES", "POLICIES", "ExactPolicy", "Policy", "check_policy", "exact_policy", "no_answer", "scored_policy"]

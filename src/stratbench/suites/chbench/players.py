@@ -254,6 +254,8 @@ class ModelPlayer:
         tokens_out += g.tokens_out
         shown = g.rendered or prompt
         extra["finish_reason"] = g.finish_reason
+        if g.reasoning is not None:  # a reasoning model's thinking: never parsed
+            extra["reasoning"] = g.reasoning
         if not g.ok:
             return Move(None, "error", prompt=shown, error=g.error, extra=extra, tokens_in=tokens_in,
                         tokens_out=tokens_out, latency_s=time.perf_counter() - t0)

@@ -64,6 +64,7 @@ class RoundRecord(TypedDict):
     row_consultation: NotRequired[list[ConsultationTurn]]  # the advisor session held before this move
     row_parse: NotRequired[ParseKind | None]  # policy sample: how the answer was read (None: not read)
     row_finish_reason: NotRequired[str | None]  # policy sample: the answer's finish reason (None: no answer)
+    row_reasoning: NotRequired[str]  # policy sample: a reasoning model's thinking (never parsed)
     col_action: int | None
     col_status: MoveStatus
     col_policy: list[float] | None
@@ -77,6 +78,7 @@ class RoundRecord(TypedDict):
     col_consultation: NotRequired[list[ConsultationTurn]]
     col_parse: NotRequired[ParseKind | None]
     col_finish_reason: NotRequired[str | None]
+    col_reasoning: NotRequired[str]
     row_payoff: float | None  # the row seat's payoff, None unless both seats acted
     col_payoff: float | None  # the column seat's payoff
     status: RoundStatus  # complete (both acted), else the worse seat status (error before parse_failed)

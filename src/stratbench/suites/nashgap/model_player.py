@@ -28,7 +28,7 @@ from stratbench.models import ModelOptions, open_model
 from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
 from stratbench.models.labels import choice_request
 from stratbench.parsing import parse_action
-from stratbench.players import Policy, check_policy, exact_policy
+from stratbench.players import Policy, check_policy, exact_policy, no_answer
 from stratbench.suites.nashgap.answers import parse_distribution, parse_kind
 from stratbench.suites.nashgap.players import SCRIPTED_AGENTS, Agent, Decision, DecisionRequest
 
@@ -103,11 +103,15 @@ class ModelAgent(Agent):
                 seed=request.seed, sample_index=request.trial_id, chat=self.chat, system=self.system,
             )
         ])
-        usage = {"tokens_in": res.tokens_in, "tokens_out": res.tokens_out, "cached": res.cached}
-        common: dict[str, Any] = {"latency_s": res.latency_s, "usage": usage,
+        usage: dict[str, Any] = {"tokens_in": res.tokens_in, "tokens_out": res.tokens_out, "cached": res.cached}
+        if res.tokens_reasoning is not None:
+            usage["tokens_reasoning"] = res.tokens_reasoning
+        common: dict[str, Any] = {"latency_s": res.latency_s, "usage": usage, "reasoning": res.reasoning,
                                   "finish_reason": res.finish_reason, "rendered": res.rendered}
         if not res.ok:
             return Decision("error", error=res.error, **common)
+        if (cut := no_answer(res)) is not None:
+            return Decision("parse_failed", raw_response=res.text, error=cut, **common)
         if request.mode == "pure":
             p = parse_action(res.text, request.labels)
             if not p.ok:

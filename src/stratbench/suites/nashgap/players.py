@@ -61,6 +61,7 @@ class Decision:
     parse: str | None = None
     finish_reason: str | None = None  # generated answers: "stop", or "length" (cut by the budget)
     rendered: str | None = None  # chat: the text the model saw, after its chat template
+    reasoning: str | None = None  # generated answers: a reasoning model's thinking, apart from raw_response
 
     @property
     def scored(self) -> bool:

@@ -39,7 +39,8 @@ class TrialRecord(TypedDict):
     error: str | None  # why the decision failed (parse_failed / error)
     renormalized: bool  # a stated strategy did not sum to 1 and was rescaled
     raw_sum: float | None  # its sum before rescaling
-    raw_response: str | None  # the model's text, verbatim
+    raw_response: str | None  # the model's answer, verbatim (a reasoning model's thinking: `reasoning`)
+    reasoning: NotRequired[str]  # a reasoning model's thinking (reasoning_content, <think>…</think>)
     # a parsed generated answer: "strict" (its last line is the requested "Action: X" or JSON
     # object summing to 1, and the reply was not cut at the token limit) or "flexible" (extracted
     # from free text); None when no answer was parsed from text (scripted, exact policies, failures)
@@ -132,6 +133,7 @@ def make_record(
         "usage": decision.usage,
         "seed": seed,
         "prompt_sha256": hashlib.sha256(prompt.encode()).hexdigest(),
+        **({"reasoning": decision.reasoning} if decision.reasoning is not None else {}),
     })
 
 

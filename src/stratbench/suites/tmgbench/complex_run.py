@@ -107,6 +107,7 @@ async def _run_task(model: LanguageModel | None, spec: str, config: TmgbenchConf
     else:
         replies: list[str] = []
         finish: list[str | None] = []
+        thoughts: list[str | None] = []  # reasoning models' thinking, one per reply
         steps = task.k if task.form == "sequential" else 1
         for step in range(steps):
             msgs = complex_messages(task, config.prompting, replies)
@@ -129,9 +130,12 @@ async def _run_task(model: LanguageModel | None, spec: str, config: TmgbenchConf
                 rec["latency_s"] = time.perf_counter() - t0
                 return cast(TaskRecord, rec)
             replies.append(res.text or "")
+            thoughts.append(res.reasoning)
         detail = parse_complex_answer_detail(replies if task.form == "sequential" else replies[0], task)
         rec["raw_responses"] = replies
         rec["finish_reasons"] = finish
+        if any(t is not None for t in thoughts):
+            rec["reasonings"] = thoughts
         if any(not p.ok for p in detail):
             rec.update(status="parse_failed", **score_complex(task, None))
         else:

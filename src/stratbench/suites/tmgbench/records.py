@@ -26,6 +26,7 @@ class Usage(TypedDict, total=False):
     tokens_in: int | None  # prompt tokens the backend evaluated
     tokens_out: int | None  # generated tokens (sampled answers only)
     cached: bool  # the answer came from the response cache
+    tokens_reasoning: int  # reasoning models: the reasoning tokens, where the server reports them
     n_tokens: list[int] | None  # log-prob scoring: tokens per candidate continuation
 
 
@@ -50,7 +51,8 @@ class AnswerRecord(TypedDict):
     answer: NotRequired[list[int]]  # sample policy, parsed: the cells answered (choice numbers)
     parse: NotRequired[Literal["strict", "flexible"]]  # sample policy, parsed: in the requested format or not
     parse_note: NotRequired[str]  # flexible answers: how the answer departs from the requested format
-    raw_response: NotRequired[str | None]  # sample policy: the model's text, as generated
+    raw_response: NotRequired[str | None]  # sample policy: the model's answer, as generated
+    reasoning: NotRequired[str]  # sample policy: a reasoning model's thinking (never parsed)
     finish_reason: NotRequired[str | None]  # sample policy: "stop", or "length" when the budget cut the reply
     # hash of the prompt text (raw: the completion prompt; --chat and choice: the user message);
     # None for scripted players
@@ -138,6 +140,7 @@ class TaskRecord(TypedDict):
     myopic_answer: NotRequired[list[int] | None]  # nested: the pre-game's own NE set
     gave_myopic: NotRequired[bool]  # nested: the answer ignored the core game
     raw_responses: NotRequired[list[str]]  # model players: the replies, one per turn
+    reasonings: NotRequired[list[str | None]]  # reasoning models: each reply's thinking (never parsed)
     finish_reasons: NotRequired[list[str | None]]  # model players: each reply's finish reason
     parse: NotRequired[Literal["strict", "flexible"]]  # parsed: every answer in the requested format, none cut
     parse_note: NotRequired[str]  # flexible: how an answer departs from the requested format

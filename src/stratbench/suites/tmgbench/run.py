@@ -47,7 +47,7 @@ from stratbench.checks import check_config
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, LanguageModel
 from stratbench.models.labels import choice_request
-from stratbench.players import scored_policy
+from stratbench.players import no_answer, scored_policy
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.jsonl import read_jsonl, write_json_atomic, write_jsonl_atomic
 from stratbench.runner.lifecycle import (
@@ -256,7 +256,11 @@ async def _answer(player: _Player, config: TmgbenchConfig, game: RGGame, repeat:
         if res.rendered is not None:
             rec["rendered_prompt"] = res.rendered
         rec["usage"] = {"tokens_in": res.tokens_in, "tokens_out": res.tokens_out, "cached": res.cached}
+        if res.tokens_reasoning is not None:
+            rec["usage"]["tokens_reasoning"] = res.tokens_reasoning
         rec["raw_response"] = res.text
+        if res.reasoning is not None:  # a reasoning model's thinking: never parsed
+            rec["reasoning"] = res.reasoning
         rec["finish_reason"] = res.finish_reason
         if not res.ok:
             rec.update(status="error", error=res.error)
@@ -271,7 +275,7 @@ async def _answer(player: _Player, config: TmgbenchConfig, game: RGGame, repeat:
                     cut = ["cut at the token limit"] if res.finish_reason == "length" else []
                     rec["parse_note"] = "; ".join([*([p.note] if p.note else []), *cut])
             else:
-                rec.update(status="parse_failed", error=p.error)
+                rec.update(status="parse_failed", error=no_answer(res) or p.error)
     rec["latency_s"] = time.perf_counter() - t0
     return cast(AnswerRecord, rec)
 

@@ -175,6 +175,10 @@ class _Caller:
                 "tokens_out": r.tokens_out, "latency_s": r.latency_s, "cached": r.cached,
                 "finish_reason": r.finish_reason,
             }
+            if r.reasoning is not None:  # a reasoning model's thinking: never parsed
+                call["reasoning"] = r.reasoning
+            if r.tokens_reasoning is not None:
+                call["tokens_reasoning"] = r.tokens_reasoning
             if attempt == 0 and (s.keep_prompts or (s.chat and t == 0)):
                 # chat: as the model saw it, with its template (the first round's always, so the
                 # template can be checked without storing every growing history)

@@ -29,6 +29,8 @@ class CallRecord(TypedDict):
     kind: Literal["action", "tom", "reflection", "s2a_context", "s2a_tom_context"]  # what the call asked
     attempt: int  # 0-based re-query index (also the request's sample index)
     text: NotRequired[str | None]  # the answer, verbatim (None on a model error)
+    reasoning: NotRequired[str]  # a reasoning model's thinking, apart from the answer (never parsed)
+    tokens_reasoning: NotRequired[int]  # its tokens, where the server reports them
     tokens_in: int  # prompt tokens evaluated
     tokens_out: int  # tokens generated
     latency_s: float

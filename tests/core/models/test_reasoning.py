@@ -1,0 +1,97 @@
+"""Reasoning models: the thinking apart from the answer, everywhere a model generates.
+
+* `split_reasoning` (property tests): a closed <think> block is reasoning, the rest the answer; a
+  reply cut inside its thinking has no answer; a reply without tags is all answer.
+* The OpenAI-compatible backend against the fake server: DeepSeek's ``reasoning_content`` and
+  reasoning token counts kept; the o-series' request rules (``max_completion_tokens``, no
+  temperature) — the fake server answers 400 as OpenAI does otherwise.
+* The CLI end to end: an answer after its <think> block is parsed from the answer with the
+  thinking in the record's ``reasoning``; a reply cut inside its <think> block is a parse failure,
+  never an action read out of the reasoning (its text names "Action: 0").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from fake_openai_server import FakeOpenAIServer
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stratbench.models import ModelOptions, open_model
+from stratbench.models.base import GenerateRequest
+from stratbench.parsing.reasoning import split_reasoning
+
+TEXT = st.text(alphabet=st.characters(blacklist_characters="<>"), max_size=40)
+
+
+@given(TEXT, TEXT)
+def test_a_closed_think_block_is_reasoning_and_the_rest_the_answer(reasoning, answer):
+    s = split_reasoning(f"<think>{reasoning}</think>{answer}")
+    assert (s.answer, s.reasoning) == (answer.lstrip(), reasoning.strip())
+    # the template opened the block in the prompt: only its end is in the reply
+    s = split_reasoning(f"{reasoning}</think>{answer}")
+    assert (s.answer, s.reasoning) == (answer.lstrip(), reasoning.strip())
+
+
+@given(TEXT)
+def test_a_reply_cut_inside_its_thinking_has_no_answer(reasoning):
+    s = split_reasoning(f"<think>{reasoning}")
+    assert s.answer is None and s.reasoning == reasoning.strip()
+
+
+@given(TEXT)
+def test_a_reply_without_tags_is_all_answer(text):
+    assert split_reasoning(text) == split_reasoning(text).__class__(text, None)
+
+
+def _generate(server: FakeOpenAIServer, spec: str, **kw: object):
+    async def go():
+        model = open_model(spec, ModelOptions(base_url=server.base_url), no_cache=True)
+        try:
+            return (await model.generate([GenerateRequest("Q", chat=True, **kw)]))[0]  # type: ignore[arg-type]
+        finally:
+            await model.aclose()
+    return asyncio.run(go())
+
+
+def test_reasoning_content_and_its_tokens_are_kept_apart_from_the_answer():
+    with FakeOpenAIServer(canned_text="Action: 1", reasoning_content="Action: 0 loses to 2.") as s:
+        r = _generate(s, "openai-compatible:deepseek-reasoner", max_tokens=20)
+    assert r.ok and r.text == "Action: 1" and r.reasoning == "Action: 0 loses to 2."
+    assert r.tokens_reasoning == len("Action: 0 loses to 2.")
+
+
+def test_o_series_requests_follow_its_rules(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    with FakeOpenAIServer(canned_text="Action: 1", reasoning_rules=True) as s:
+        r = _generate(s, "openai:o1-mini", max_tokens=20, temperature=0.0)
+        assert r.ok, r.error
+        body = s.requests[-1].body
+        # and a model outside the family still gets max_tokens and its temperature
+        other = _generate(s, "openai:gpt-4o-mini", max_tokens=20, temperature=0.0)
+        assert other.ok and "max_tokens" in s.requests[-1].body and s.requests[-1].body["temperature"] == 0.0
+    assert body["max_completion_tokens"] == 20 and "max_tokens" not in body and "temperature" not in body
+
+
+THINK = "<think>If I choose Action: 0 the opponent answers 1, so I</think>\n\nAction: 2"
+
+
+@pytest.mark.parametrize("max_tokens,status", [(200, "parsed"), (30, "parse_failed")])
+def test_nashgap_reads_the_answer_never_the_reasoning(tmp_path, cli, max_tokens, status):
+    with FakeOpenAIServer(canned_text=THINK) as s:
+        r = cli("nashgap", "--model", "openai-compatible:r1", "--base-url", s.base_url, "--chat", "--policy",
+                "sample", "--num-games", "2", "--num-trials", "1", "--max-tokens", str(max_tokens), "--quiet",
+                "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (trials,) = (tmp_path / "o").glob("*/trials*.jsonl")
+    for rec in map(json.loads, trials.read_text().splitlines()):
+        assert rec["status"] == status
+        assert rec["reasoning"].startswith("If I") and "<think>" not in (rec["raw_response"] or "")
+        if status == "parsed":
+            assert rec["raw_response"] == "Action: 2" and rec["policy"] is not None
+        else:  # cut inside its thinking: no action, although the thinking names one
+            assert rec["raw_response"] == "" and rec["llm_decision"] is None and rec["finish_reason"] == "length"
+            assert rec["error"].startswith("the reply ended inside its reasoning")
