@@ -172,3 +172,64 @@ def test_a_scored_trial_edited_to_hold_no_number_is_named_by_compare_and_resume(
     r = cli("nashgap", "--resume", str(runs[1]))
     assert r.returncode == 2 and r.stderr.startswith(f"error: {trials}: line 1: a scored trial"), r.stderr
     assert {p.name: p.read_bytes() for p in runs[1].iterdir()} == before
+
+
+def test_a_minus_infinity_log_prob_written_as_null_is_read_back(tmp_path, cli):
+    """A label the backend gives no probability (outside a chat endpoint's top log-probs, or a
+    cached −∞) is written as null: a resume reads its own folder back."""
+    from stratbench.runner.validation import check_schema
+    from stratbench.suites.nashgap.records import TrialRecord
+
+    check_schema([{"logprobs": [None, -0.5, -1.2]}], TrialRecord, "trials.jsonl")
+    r = cli("nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet",
+            "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    lines = (folder / "trials.jsonl").read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["logprobs"] = [None, -0.1, -2.4]
+    (folder / "trials.jsonl").write_text("\n".join([json.dumps(rec), *lines[1:3]]) + "\n")
+    meta = json.loads((folder / "run.json").read_text())
+    (folder / "run.json").write_text(json.dumps({**meta, "status": "running"}))
+    r = cli("nashgap", "--resume", str(folder), "--quiet")
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.fixture(scope="module")
+def finished_scorecard(tmp_path_factory, fake_server):
+    import os
+    import subprocess
+    import sys
+
+    def run_cli(*args: str):
+        return subprocess.run([sys.executable, "-m", "stratbench", *args], capture_output=True, text=True,
+                              timeout=300, env=dict(os.environ, CI="1"))
+
+    root = tmp_path_factory.mktemp("card")
+    return _scorecard(root, run_cli, fake_server.base_url)
+
+
+@pytest.mark.parametrize("edit,fragment", [
+    (lambda m: m["runs"][0].update(folder="nashgap/nothing/here"), "is missing"),
+    (lambda m: m["runs"][0].update(folder="../elsewhere"), "no folder inside the collection"),
+    (lambda m: m["runs"][0].update(key="zzz|a|1|b"), "no run of the saved plan"),
+    (lambda m: m["runs"].append(dict(m["runs"][0])), "listed twice"),
+    (lambda m: m.update(runs="abc"), "is not a list of run entries"),
+    (lambda m: m.update(format_version=99), "written in result format 99 by a newer stratbench"),
+])
+def test_an_edited_list_of_runs_is_refused_and_nothing_changes(tmp_path, cli, finished_scorecard, edit, fragment):
+    """A refused resume leaves the folder as it was: an edited entry no longer drops the entries
+    after it from the list (whose runs a later resume would then do again beside them)."""
+    import shutil
+
+    folder = tmp_path / "card"
+    shutil.copytree(finished_scorecard, folder)
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    meta["status"] = "running"
+    edit(meta)
+    (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    before = _snapshot(folder)
+    r = cli("scorecard", "--resume", str(folder), "--no-report")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and fragment in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert _snapshot(folder) == before

@@ -452,7 +452,8 @@ class CachedModel(LanguageModel):
             except BaseException as e:
                 for i in missing:
                     fut = self._inflight.pop(keys[i], None)
-                    if fut is not None:
+                    # (a waiter cancelled by Ctrl-C cancels the future it awaited: leave that one be)
+                    if fut is not None and not fut.done():
                         fut.set_exception(e)
                         fut.exception()  # mark retrieved: nobody may be waiting
                 raise
@@ -460,7 +461,7 @@ class CachedModel(LanguageModel):
             for i, r in zip(missing, fresh):
                 results[i] = r
                 fut = self._inflight.pop(keys[i], None)
-                if fut is not None:
+                if fut is not None and not fut.done():
                     fut.set_result(r)
                 entry = {f: getattr(r, f) for f in fields}
                 # only what would be served again is stored (a NaN a local backend let through

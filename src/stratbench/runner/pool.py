@@ -33,4 +33,14 @@ async def run_pool(
             await asyncio.sleep(0)
 
     n = max(1, min(concurrency, queue.qsize()))
-    await asyncio.gather(*(loop() for _ in range(n)))
+    tasks = [asyncio.ensure_future(loop()) for _ in range(n)]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        # stopped (Ctrl-C, a failed write): every worker has ended before the caller closes what
+        # on_result writes to — none hands in a result afterwards ("write after close")
+        while not queue.empty():  # no worker starts another unit
+            queue.get_nowait()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

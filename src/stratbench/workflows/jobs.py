@@ -49,8 +49,10 @@ def run_jobs(out: Path, meta: dict[str, Any], jobs: list[Job],
         finished = finished_runs(out, meta, jobs)
     runs: list[dict[str, Any]] = []
     n_errors = 0
-    for job in jobs:
+    for i, job in enumerate(jobs):
         prev = done.get(job.key)
+        # the entries of the runs after this one stay listed as they were, whatever stops this one
+        rest = [done[j.key] for j in jobs[i + 1:] if j.key in done]
         if prev and job.key in finished:
             runs.append(prev)
             continue
@@ -61,7 +63,7 @@ def run_jobs(out: Path, meta: dict[str, Any], jobs: list[Job],
             entry.update(extra(job))
         if timed:
             entry["seconds"] = float(prev.get("seconds", 0.0)) if prev else 0.0
-        meta["runs"] = runs + [entry]
+        meta["runs"] = runs + [entry] + rest
         write_json_atomic(out / "suite_metadata.json", meta)
 
         def started(folder: Path, entry: dict[str, Any] = entry) -> None:
@@ -83,7 +85,7 @@ def run_jobs(out: Path, meta: dict[str, Any], jobs: list[Job],
                      headline=SUITES.get(job.suite).headline(folder))
         n_errors += n_err
         runs.append(entry)
-        meta["runs"] = runs
+        meta["runs"] = runs + rest
         write_json_atomic(out / "suite_metadata.json", meta)
         if on_run:
             on_run(entry)
@@ -94,9 +96,37 @@ def finished_runs(out: Path, meta: dict[str, Any], jobs: list[Job]) -> set[str]:
     """The keys of the jobs a collection lists as finished that still are (`_still_finished`):
     what a resume skips. Called before anything in the folder changes, so an edited folder is
     refused as it is."""
+    check_runs(out, meta, jobs)
     done = {r.get("key"): r for r in meta.get("runs", []) if isinstance(r, dict)}
     return {j.key for j in jobs if (prev := done.get(j.key)) and prev.get("status") == "finished"
             and _still_finished(out, prev, j)}
+
+
+def check_runs(out: Path, meta: dict[str, Any], jobs: list[Job]) -> None:
+    """suite_metadata.json's list of runs as stratbench writes it — a list of entries, each for a
+    run of the plan, listed once, its folder (when it has one) a folder inside the collection —
+    or one line before anything changes: a hand-edited entry would otherwise send a finished
+    run's work to be done again beside it, or a resume into a folder outside the collection."""
+    runs = meta.get("runs", [])
+    where = f"--resume {out}: suite_metadata.json"
+    if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+        raise InputError(f"{where}: \"runs\" is not a list of run entries (edited by hand); the folder is left as it is")
+    planned = {j.key for j in jobs} | set(meta.get("plan") or [])
+    seen: set[str] = set()
+    for k, r in enumerate(runs):
+        key, folder = r.get("key"), r.get("folder")
+        if not isinstance(key, str) or key not in planned or key in seen:
+            raise InputError(f"{where}: runs[{k}] names {json.dumps(key)}, "
+                             + ("listed twice" if key in seen else "no run of the saved plan")
+                             + " (edited by hand); the folder is left as it is")
+        seen.add(key)
+        if folder is not None and (not isinstance(folder, str) or not folder or Path(folder).is_absolute()
+                                   or ".." in Path(folder).parts or "\0" in folder):
+            raise InputError(f"{where}: runs[{k}]: folder {json.dumps(folder)} is no folder inside the collection "
+                             "(edited by hand); the folder is left as it is")
+        if folder is not None and not (out / folder).is_dir():
+            raise InputError(f"{where}: runs[{k}]: its folder {folder} is missing (moved or deleted); put it back, "
+                             "or run the collection again")
 
 
 def _config_json(config: Any) -> dict[str, Any]:

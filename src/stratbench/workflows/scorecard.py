@@ -33,7 +33,7 @@ from typing import Any
 from stratbench.checks import RULES, SEED, check_value
 from stratbench.errors import InputError
 from stratbench.render.csv_cells import csv_row
-from stratbench.runner.folders import create_run_folder, missing_dirs, now_iso, run_metadata
+from stratbench.runner.folders import create_run_folder, migrate_run_json, missing_dirs, now_iso, run_metadata
 from stratbench.runner.jsonl import write_csv_atomic, write_json_atomic
 from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.lock import folder_lock
@@ -168,9 +168,9 @@ def _read_meta(folder: Path, flag: str) -> dict[str, Any]:
         meta = json.loads((folder / META).read_text())
         if meta.get("suite") != KIND or not isinstance(meta.get("config"), dict):
             raise KeyError
-    except (OSError, ValueError, KeyError, AttributeError):
+    except (OSError, ValueError, KeyError, AttributeError, RecursionError):
         raise InputError(f"{flag}{folder}: not a scorecard folder") from None
-    return meta
+    return migrate_run_json(meta, f"{flag}{folder}/{META}")
 
 
 def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "quick", seed: int = 0,

@@ -47,7 +47,14 @@ from typing import Any, Callable
 from stratbench.errors import InputError
 from stratbench.redact import redact_json
 from stratbench.render.csv_cells import csv_row
-from stratbench.runner.folders import create_run_folder, missing_dirs, now_iso, remove_empty_dirs, run_metadata
+from stratbench.runner.folders import (
+    create_run_folder,
+    migrate_run_json,
+    missing_dirs,
+    now_iso,
+    remove_empty_dirs,
+    run_metadata,
+)
 from stratbench.runner.jsonl import write_csv_atomic, write_json_atomic
 from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.lock import folder_lock
@@ -87,8 +94,9 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
             meta = json.loads((out / "suite_metadata.json").read_text())
             if meta.get("suite") != "suite-file" or not isinstance(meta.get("config"), dict):
                 raise KeyError
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, RecursionError):
             raise InputError(f"--resume {out}: not a suite-file folder") from None
+        meta = migrate_run_json(meta, f"--resume {out}/suite_metadata.json")  # (a newer format refused)
         data = meta["config"]
         if path is not None:
             # the file given again: the saved plan is the file's with credentials in URLs redacted,

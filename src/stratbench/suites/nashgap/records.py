@@ -34,7 +34,7 @@ class TrialRecord(TypedDict):
     exploitability_normalized: float | None
     first_listed_prob: float | None  # probability on the row shown first (position bias)
     label_mass: float | None  # log-prob policies: probability put on legal labels at all
-    logprobs: list[float] | None  # log-prob policies: each label's log-probability
+    logprobs: list[float | None] | None  # log-prob policies: each label's log-probability (null: −∞, no probability)
     status: Literal["ok", "parsed", "parse_failed", "error"]
     error: str | None  # why the decision failed (parse_failed / error)
     renormalized: bool  # a stated strategy did not sum to 1 and was rescaled

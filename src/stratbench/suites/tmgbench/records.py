@@ -46,7 +46,7 @@ class AnswerRecord(TypedDict):
     standard: NotRequired[list[int]]  # the standard answer: choice numbers 1..4 of the pure NE
     status: Status  # ok (scripted), parsed, parse_failed (nothing guessed), error (no answer)
     distribution: NotRequired[dict[str, float]]  # exact players: answer subset ("" or "14") → probability
-    logprobs: NotRequired[dict[str, float]]  # logprob/choice: answer subset → log-probability of its line
+    logprobs: NotRequired[dict[str, float | None]]  # logprob/choice: answer subset → log-probability of its line (null: −∞)
     label_mass: NotRequired[float]  # logprob/choice: total probability of the 16 answer lines
     answer: NotRequired[list[int]]  # sample policy, parsed: the cells answered (choice numbers)
     parse: NotRequired[Literal["strict", "flexible"]]  # sample policy, parsed: in the requested format or not

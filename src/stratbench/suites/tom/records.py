@@ -42,7 +42,7 @@ class CallRecord(TypedDict):
     error: NotRequired[str]  # error: the backend's message
     empty: NotRequired[bool]  # an S2A rewrite that said nothing (parse_failed, accepted as is: no paragraph)
     prompt: NotRequired[str]  # --keep-prompts: the prompt (first attempt only; chat: rendered with the template)
-    logprobs: NotRequired[list[float]]  # SocialLM: the labels' log-probabilities
+    logprobs: NotRequired[list[float | None]]  # SocialLM: the labels' log-probabilities (null: −∞)
     tom_policy: NotRequired[list[float]]  # SocialLM: their softmax
     label_mass: NotRequired[float]  # SocialLM with --chat: the probability on the labels after the stem
 
