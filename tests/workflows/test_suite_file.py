@@ -187,3 +187,23 @@ def test_section_types_are_checked_before_anything_runs(tmp_path, cli):
     assert not (tmp_path / "out").exists()
     _, jobs = plan_suite_file(_write(tmp_path, "ok.yaml", "seeds: 4\nmodels: [random]\nnashgap: {temperature: 1}\n"))
     assert [j.seed for j in jobs] == [4] and jobs[0].config.temperature == 1
+
+
+def test_chbench_takes_its_server_from_the_model_tables(tmp_path):
+    """One CHBench run holds every model: the server a model table names is that run's (it was
+    refused as "--base-url is required"); two different servers are one clear line."""
+    import pytest
+
+    from stratbench.errors import InputError
+
+    url = "http://user:PW@127.0.0.1:9/v1"
+    f = tmp_path / "s.toml"
+    f.write_text(f'seeds = [1]\nmodels = [{{spec = "openai-compatible:m", base_url = "{url}"}}]\n'
+                 '[chbench]\nrounds = 2\ngames = "1"\n')
+    _, jobs = plan_suite_file(f)
+    assert [j.config.base_url for j in jobs] == [url]
+    f.write_text(f'seeds = [1]\nmodels = [{{spec = "openai-compatible:m", base_url = "{url}"}}, '
+                 '{spec = "openai-compatible:n", base_url = "http://other:1/v1"}]\n[chbench]\nrounds = 2\n')
+    with pytest.raises(InputError, match=r"\[chbench\] the models name different servers") as e:
+        plan_suite_file(f)
+    assert "PW" not in str(e.value)

@@ -166,7 +166,18 @@ class ChbenchSuite(_ChbenchEntry["ChbenchConfig"]):
              seeds: Sequence[int]) -> list[Job[ChbenchConfig]]:
         from stratbench.suites.chbench.run import ChbenchConfig
 
-        # one run holds every model: base_url, policy and chat come from the [chbench] section
+        # one run holds every model: policy and chat come from the [chbench] section, and the
+        # server from it too — or from the models' own tables when they name one server
+        urls = sorted({m.base_url for m in models if m.base_url is not None})
+        if "base_url" not in params and urls:
+            if len(urls) > 1:
+                from stratbench.errors import InputError
+                from stratbench.redact import redact_url
+
+                raise InputError(f"{where}: [chbench] the models name different servers "
+                                 f"({', '.join(redact_url(u) for u in urls)}); one CHBench run holds every model "
+                                 "and talks to one server: set base_url in [chbench]")
+            params = {**params, "base_url": urls[0]}
         jobs = []
         for s in seeds:
             cfg = build_section_config(ChbenchConfig, where, self.name, params, models=[m.spec for m in models], seed=s)
