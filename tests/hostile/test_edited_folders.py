@@ -233,3 +233,48 @@ def test_an_edited_list_of_runs_is_refused_and_nothing_changes(tmp_path, cli, fi
     assert r.returncode == 2 and "Traceback" not in r.stderr and fragment in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert _snapshot(folder) == before
+
+
+@pytest.mark.parametrize("key,value,fragment", [
+    ("nash_gap", float("nan"), "nash_gap: nan is not a finite number"),
+    ("llm_value", float("inf"), "llm_value: inf is not a finite number"),
+    ("game_id", 99, "a record cannot be compared"),
+])
+def test_compare_names_a_record_no_run_writes(tmp_path, cli, key, value, fragment):
+    runs = []
+    for player in ("random", "nash"):
+        r = cli("nashgap", "--model", player, "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet",
+                "--output-dir", str(tmp_path / player))
+        assert r.returncode == 0, r.stderr
+        runs.append(next((tmp_path / player).iterdir()))
+    trials = runs[1] / "trials.jsonl"
+    first, *rest = trials.read_text().splitlines()
+    rec = json.loads(first)
+    rec[key] = value
+    trials.write_text("\n".join([json.dumps(rec), *rest]) + "\n")
+    r = cli("compare", str(runs[0]), str(runs[1]))
+    assert r.returncode == 2 and "Traceback" not in r.stderr and fragment in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("key,value,fragment", [
+    ("policy", [0.5, 0.5], "is no probability distribution over the game's 3 rows"),
+    ("policy", [1.5, -0.5, 0.0], "is no probability distribution"),
+    ("nash_gap", -12345.0, "nash_gap = -12345.0 below 0"),
+    ("llm_decision", 9, "llm_decision 9 is no row of the game"),
+])
+def test_a_resume_refuses_a_record_no_policy_could_have_made(tmp_path, cli, key, value, fragment):
+    r = cli("nashgap", "--model", "random", "--num-games", "3", "--num-rows", "3", "--num-trials", "2", "--seed", "5",
+            "--quiet", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    lines = (folder / "trials.jsonl").read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec[key] = value
+    (folder / "trials.jsonl").write_text("\n".join([json.dumps(rec), *lines[1:3]]) + "\n")
+    meta = json.loads((folder / "run.json").read_text())
+    (folder / "run.json").write_text(json.dumps({**meta, "status": "running"}))
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    r = cli("nashgap", "--resume", str(folder))
+    assert r.returncode == 2 and "Traceback" not in r.stderr and fragment in r.stderr, r.stderr
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before

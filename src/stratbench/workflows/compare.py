@@ -31,6 +31,17 @@ def _diff(a: dict[Any, dict[str, float]], b: dict[Any, dict[str, float]], metric
             "significant": bool(lo > 0 or hi < 0)}
 
 
+def _check_records(folder: Path) -> None:
+    """Every record of the run's files is a JSON object of finite numbers: stratbench writes an
+    undefined number as null, so a NaN or an infinity read back is a hand edit, and a difference
+    over it would print nan (one line naming the file and line instead)."""
+    from stratbench.runner.jsonl import read_jsonl
+    from stratbench.runner.validation import check_schema
+
+    for f in sorted(folder.glob("*.jsonl")):
+        check_schema(read_jsonl(f), dict, f)  # (a plain dict: only the finite-number check applies)
+
+
 def compare_runs(run_a: str | Path, run_b: str | Path, seed: int = 0, allow_partial: bool = False) -> dict[str, Any]:
     """B − A for each metric the runs' suite compares, per part (mode, setting), with a 95%
     bootstrap CI paired over shared units when both runs hold the same units. Unfinished runs are
@@ -44,7 +55,13 @@ def compare_runs(run_a: str | Path, run_b: str | Path, seed: int = 0, allow_part
     if ma.get("suite") != mb.get("suite"):
         raise InputError(f"cannot compare a {ma.get('suite')} run with a {mb.get('suite')} run")
     suite = suite_for_run(ma, str(fa))
-    ua, ub = suite.compare_units(fa), suite_for_run(mb, str(fb)).compare_units(fb)
+    for folder in (fa, fb):
+        _check_records(folder)
+    try:
+        ua, ub = suite.compare_units(fa), suite_for_run(mb, str(fb)).compare_units(fb)
+    except (KeyError, TypeError, ValueError, IndexError) as e:  # records no run writes (edited by hand)
+        raise InputError(f"{fa} / {fb}: a record cannot be compared ({type(e).__name__}: {e}); were the records "
+                         "edited by hand?") from None
     rng = np.random.default_rng(seed)
     rows = []
     for part in sorted(set(ua) & set(ub)):

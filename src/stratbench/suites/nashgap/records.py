@@ -141,13 +141,33 @@ METRIC_KEYS = ("llm_value", "best_response_value", "nash_gap", "exploitability",
                "exploitability_normalized")
 
 
-def record_problem(rec: dict[str, Any]) -> str | None:
+TOL = 1e-6  # rounding in a written record
+
+
+def record_problem(rec: dict[str, Any], rows: dict[int, int] | None = None) -> str | None:
     """Why a trial record read back cannot be one stratbench wrote: a scored trial (status ok or
-    parsed) holds every metric as a number (a null one would drop out of, or void, every mean)."""
+    parsed) holds every metric as a number (a null one would drop out of, or void, every mean), a
+    policy that is a probability distribution over its game's rows (``rows``: game id → number of
+    rows, where known), and gaps that are never negative (a best response is never worse than the
+    policy, nor the game's value than what the policy guarantees)."""
     if rec.get("status") not in SCORED_STATUSES:
         return None
     for k in METRIC_KEYS:
         v = rec.get(k)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return f"a scored trial (status {rec.get('status')!r}) with {k} = {v!r}, not a number"
+    for k in ("nash_gap", "exploitability"):
+        if rec[k] < -TOL:
+            return f"{k} = {rec[k]!r} below 0, which no policy has"
+    pol = rec.get("policy")
+    if pol is not None:
+        m = rows.get(rec.get("game_id")) if rows is not None else None  # type: ignore[arg-type]
+        if (not isinstance(pol, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in pol)
+                or any(x < -TOL or x > 1 + TOL for x in pol) or abs(sum(pol) - 1) > 1e-4
+                or (m is not None and len(pol) != m)):
+            return f"policy {pol!r} is no probability distribution over the game's {m or 'rows'} rows"
+    decision = rec.get("llm_decision")
+    if isinstance(decision, int) and not isinstance(decision, bool) and isinstance(pol, list) \
+            and not 0 <= decision < len(pol):
+        return f"llm_decision {decision} is no row of the game"
     return None

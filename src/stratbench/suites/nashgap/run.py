@@ -251,6 +251,8 @@ class NashgapPlan(RunPlan):
                 shown = rotate_game(e.game, order) if r else e.game
                 prompts[(e.game_id, r)] = (shown, nashgap_prompt(shown, mode, decimals, style), order)
 
+        rows = {e.game_id: e.game.shape[0] for e in entries}
+
         async def work(unit: tuple[GameEntry, int]) -> Record:
             e, t = unit
             r = t % k_rot
@@ -279,7 +281,7 @@ class NashgapPlan(RunPlan):
             unit_name="trials",
             record_key=lambda r: (r["game_id"], r["trial_id"]),
             record_schema=TrialRecord,
-            record_problem=record_problem,
+            record_problem=lambda r: record_problem(r, rows),
         )
 
     def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
