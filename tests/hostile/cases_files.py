@@ -103,6 +103,7 @@ CORPUS: dict[str, object] = {
     "suite_negative_count.toml": (SUITE_HEAD + "[nashgap]\nnum_games = -1\n").encode(),
     "suite_negative_seed.toml": b'seeds = [-1]\nmodels = ["random"]\n[nashgap]\nnum_games = 1\n',
     "suite_unknown_mechanism.toml": (SUITE_HEAD + '[chbench]\nmechanisms = ["nope"]\n').encode(),
+    "suite_nul_output_dir.toml": (SUITE_HEAD + 'output_dir = "a\\u0000b"\n[nashgap]\nnum_games = 1\n').encode(),
     # a file the section names is read before any folder exists (output_dir: none may be made)
     "suite_missing_games_file.toml": (SUITE_HEAD + 'output_dir = "made/here"\n[nashgap]\n'
                                       'games_file = "/nonexistent/stratbench-games.json"\n').encode(),
@@ -245,6 +246,7 @@ FILE_CASES: list[tuple[str, list[str], str]] = [
     ("suite_negative_count.toml", _SUITE, "suite_negative_count.toml: [nashgap] num_games must be at least 1"),
     ("suite_negative_seed.toml", _SUITE, "suite_negative_seed.toml: seeds: a seed must be at least 0"),
     ("suite_unknown_mechanism.toml", _SUITE, "[chbench] unknown mechanisms 'nope'"),
+    ("suite_nul_output_dir.toml", _SUITE, "output_dir: a folder name cannot hold a NUL character"),
     ("suite_missing_games_file.toml", _SUITE, "[nashgap] games_file /nonexistent/stratbench-games.json: file not found"),
     ("tiered_float_count.toml", _TIERED, "num_games_per_bucket: expected an integer, got 2.5"),
     ("tiered_duplicate_seeds.toml", _TIERED, "seeds: 42 is listed twice"),

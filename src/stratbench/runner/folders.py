@@ -140,6 +140,8 @@ def output_dir_ready(output_dir: str | Path, flag: str = "--output-dir") -> Path
     (a file, under a file, read-only, a name too long, not UTF-8, empty ...)."""
     if not str(output_dir).strip():
         raise InputError(f"{flag}: empty; give a folder (\".\" for this one)")
+    if "\0" in str(output_dir):
+        raise InputError(f"{flag} {ascii(str(output_dir))[1:-1]}: a folder name cannot hold a NUL character")
     try:
         str(output_dir).encode("utf-8")
     except UnicodeEncodeError:  # result files record paths as UTF-8 text: refused before a folder exists

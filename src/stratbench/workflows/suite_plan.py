@@ -144,6 +144,8 @@ def plan_suite_data(data: dict[str, Any], p: Path) -> list[Job]:
         raise InputError(f"{p}: seeds: {dup[0]} is listed twice")
     for s in seeds:
         check_value(f"{p}: seeds: a seed", s, SEED)
+    if top.output_dir is not None and "\0" in top.output_dir:
+        raise InputError(f"{p}: output_dir: a folder name cannot hold a NUL character")
     models = _models(p, top.models)
     jobs: list[Job] = []
     for suite in sections:
