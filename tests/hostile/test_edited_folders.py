@@ -278,3 +278,40 @@ def test_a_resume_refuses_a_record_no_policy_could_have_made(tmp_path, cli, key,
     r = cli("nashgap", "--resume", str(folder))
     assert r.returncode == 2 and "Traceback" not in r.stderr and fragment in r.stderr, r.stderr
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def _resume_after_edit(cli, folder: Path, file: str, key: str, value: object) -> object:
+    lines = (folder / file).read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec[key] = value
+    (folder / file).write_text("\n".join([json.dumps(rec), *lines[1:-1]]) + "\n")
+    meta = json.loads((folder / "run.json").read_text())
+    (folder / "run.json").write_text(json.dumps({**meta, "status": "running"}))
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    r = cli(*(["chbench", "run"] if "chbench" in str(folder) else ["tom", "run"]), "--resume", str(folder))
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    return r
+
+
+@pytest.mark.parametrize("key,value,fragment", [("row_action", 9, "row_action 9 is no action of the game"),
+                                                ("round", 99, "round 99 is outside 1..3"),
+                                                ("game_id", 2, "is not its match's game")])
+def test_chbench_refuses_a_round_no_match_played(tmp_path, cli, key, value, fragment):
+    r = cli("chbench", "run", "--models", "random", "--opponents", "level-k:1", "--games", "1", "--rounds", "3",
+            "--seed", "1", "--bootstrap", "0", "--restarts", "1", "--quiet", "--output-dir", str(tmp_path / "chbench"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "chbench").iterdir()
+    r = _resume_after_edit(cli, folder, "rounds.jsonl", key, value)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and fragment in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("key,value,fragment", [("initial_state", 999, "initial_state 999 is outside"),
+                                                ("my_action", 999, "my_action 999 is outside"),
+                                                ("t", 999, "t 999 is outside 0..2")])
+def test_tom_refuses_a_round_no_episode_played(tmp_path, cli, fake_server, key, value, fragment):
+    r = cli("tom", "run", "--model", "openai-compatible:fake", "--base-url", fake_server.base_url, "--prompting", "QA",
+            "--rounds", "3", "--episodes", "2", "--seed", "1", "--output-dir", str(tmp_path / "tom"))
+    assert r.returncode in (0, 1), r.stderr
+    (folder,) = (tmp_path / "tom").iterdir()
+    r = _resume_after_edit(cli, folder, "rounds.jsonl", key, value)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and fragment in r.stderr, r.stderr

@@ -299,7 +299,25 @@ class ChbenchPlan(RunPlan):
             concurrency=1 if self.config.prefix_reuse else max(1, self.config.max_concurrency),
             unit_done=lambda rs: len(rs) == rounds and all(r["status"] != "error" for r in rs),
             label="matches", unit_name="matches", record_key=lambda r: (r["match_id"], r["round"]),
-            record_schema=RoundRecord)]
+            record_schema=RoundRecord, record_problem=self._record_problem)]
+
+    def _record_problem(self, r: Record) -> str | None:
+        """A round no match of this run can have played (edited by hand): its round, game or a
+        seat's action out of range — refused as the file is read, not a crash of the summary."""
+        if getattr(self, "_by_id", None) is None:
+            self._by_id = {u.id: u for u in self.units}
+        m = self._by_id.get(r.get("match_id"))  # type: ignore[arg-type]
+        if m is None:
+            return None  # (named by the unit check)
+        if r.get("game_id") != m.game.id:
+            return f"game_id {r.get('game_id')!r} is not its match's game {m.game.id}"
+        if not 1 <= r["round"] <= self.config.rounds:
+            return f"round {r['round']} is outside 1..{self.config.rounds}"
+        for seat, n in zip(("row", "col"), m.game.n_actions):
+            a = r.get(f"{seat}_action")
+            if a is not None and not 0 <= a < n:
+                return f"{seat}_action {a} is no action of the game (0..{n - 1})"
+        return None
 
     async def _play(self, m: Match) -> list[Record]:
         from stratbench.suites.chbench.repeated import play_match

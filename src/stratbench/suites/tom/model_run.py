@@ -248,7 +248,26 @@ class TomRunPlan(RunPlan):
                        record_unit=lambda r: int(r["episode"]), sort_key=round_order,
                        concurrency=1 if self.lm else c.max_concurrency,
                        unit_done=lambda rs: episode_kept(rs, c.rounds), label="episodes", unit_name="episodes",
-            record_key=lambda r: (int(r["episode"]), int(r["t"])), record_schema=RoundRecord)]
+            record_key=lambda r: (int(r["episode"]), int(r["t"])), record_schema=RoundRecord,
+            record_problem=self._record_problem)]
+
+    def _record_problem(self, r: Record) -> str | None:
+        """A round this run cannot have played (edited by hand): a round, an action or a partner
+        state out of range — refused as the file is read, not a crash of the regret computation."""
+        from stratbench.suites.tom.games import get_game
+        from stratbench.suites.tom.partners import make_partner
+
+        c = self.config
+        game = get_game(c.game)
+        n_actions, n_states = len(game.actions), make_partner(c.partner, game).n_states
+        if not 0 <= r["t"] < c.rounds:
+            return f"t {r['t']} is outside 0..{c.rounds - 1}"
+        for key, n in (("my_action", n_actions), ("partner_action", n_actions), ("prediction", n_actions),
+                       ("initial_state", n_states), ("partner_state", n_states)):
+            v = r.get(key)
+            if isinstance(v, int) and not 0 <= v < n:
+                return f"{key} {v} is outside 0..{n - 1}"
+        return None
 
     async def play(self, e: int) -> list[Record]:
         """Episode ``e`` (seed ``derive_seed(seed, e)``): its round records, up to the round that
