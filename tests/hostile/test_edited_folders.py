@@ -315,3 +315,18 @@ def test_tom_refuses_a_round_no_episode_played(tmp_path, cli, fake_server, key, 
     (folder,) = (tmp_path / "tom").iterdir()
     r = _resume_after_edit(cli, folder, "rounds.jsonl", key, value)
     assert r.returncode == 2 and "Traceback" not in r.stderr and fragment in r.stderr, r.stderr
+
+
+def test_a_duplicated_record_line_is_dropped_with_one_note(tmp_path, cli):
+    r = cli("nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet",
+            "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    lines = (folder / "trials.jsonl").read_text().splitlines()
+    (folder / "trials.jsonl").write_text("\n".join([*lines[:3], lines[0]]) + "\n")
+    meta = json.loads((folder / "run.json").read_text())
+    (folder / "run.json").write_text(json.dumps({**meta, "status": "running"}))
+    r = cli("nashgap", "--resume", str(folder), "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("1 duplicated record line(s) dropped") == 1, r.stderr
+    assert len((folder / "trials.jsonl").read_text().splitlines()) == len(lines)

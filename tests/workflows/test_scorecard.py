@@ -263,6 +263,7 @@ def test_a_suite_file_whose_model_cannot_be_opened_leaves_no_folder(tmp_path, mo
     r = cli("suite", "run", "s.toml", "--output-dir", str(tmp_path / "out"), cwd=tmp_path)
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert len(r.stderr.strip().splitlines()) == 1 and message in r.stderr, r.stderr
+    assert r.stderr.startswith("error: s.toml: models: "), r.stderr  # the file whose models they are
     assert not (tmp_path / "out").exists()
 
 

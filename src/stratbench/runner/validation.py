@@ -147,5 +147,11 @@ def dedupe(records: Sequence[Record], key: Callable[[Record], Hashable] | None, 
     return out
 
 
+_NOTED: set[str] = set()
+
+
 def _stderr_note(text: str) -> None:
-    print(f"note: {text}", file=sys.stderr)
+    """A note on stderr, once per process (a resume reads its records twice: checked, then kept)."""
+    if text not in _NOTED:
+        _NOTED.add(text)
+        print(f"note: {text}", file=sys.stderr)

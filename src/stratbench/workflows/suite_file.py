@@ -123,8 +123,12 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
         sh = parse_shard(shard)
         if sh.count > len(jobs):
             raise InputError(f"--shard {sh}: the suite has only {len(jobs)} runs")
-        # every model opened before the folder exists: a refusal leaves nothing behind
-        check_job_models(sh.select(jobs))
+        # every model opened before the folder exists: a refusal leaves nothing behind, and names
+        # the file whose models it is
+        try:
+            check_job_models(sh.select(jobs))
+        except InputError as e:
+            raise InputError(f"{path}: models: {e}") from None
         base = output_dir or data.get("output_dir") or "results"
         made = missing_dirs(base)
         out = create_run_folder(base, "suite").path
