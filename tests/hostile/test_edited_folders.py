@@ -12,6 +12,10 @@ import pytest
     ({"seed": "x"}, "--seed must be an integer (got 'x')"),
     ({"num_games": -1}, "--num-games must be at least 1 (got -1)"),
     ({"temperature": float("nan")}, None),  # refused as run.json is read: no NaN in a result file
+    # values only the config's own validate() refuses, as it does a new run's
+    ({"payoff_min": 500}, "payoff range must be finite with min < max (got 500, 100.0)"),
+    ({"bucket": "nope"}, "unknown --bucket 'nope'; known: 2x2_lowVar_pure, 2x2_lowVar_mixed, 3x3_midVar_pure, "
+                            "3x3_midVar_mixed, 4x4_highVar_pure, 4x4_highVar_mixed"),
 ])
 def test_a_saved_config_edited_to_nonsense_is_refused_before_the_folder_changes(tmp_path, cli, edit, why):
     r = cli("nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet",

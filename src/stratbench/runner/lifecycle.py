@@ -218,8 +218,11 @@ def rebuild_config(cls: type[C], saved: dict[str, Any], *, given: Any = None, **
     config = cls(**{**values, **overrides})
     from stratbench.checks import check_config
 
-    try:  # a hand-edited run.json ("seed": "x") is refused here, before the folder is touched
+    try:  # a hand-edited run.json ("seed": "x", "num_rows": 0) is refused here, before the folder is touched
         check_config(config)
+        validate = getattr(config, "validate", None)
+        if callable(validate):  # the checks a new run's config gets (ranges, names, combinations)
+            validate()
     except InputError as e:
         raise InputError(f"run.json's saved config is not valid: {e}; the folder is left as it is") from None
     return config
