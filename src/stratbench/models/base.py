@@ -156,6 +156,15 @@ class LanguageModel(abc.ABC):
     @abc.abstractmethod
     async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]: ...
 
+    def take_traits(self, inner: "LanguageModel") -> None:
+        """A wrapper (the response cache, the reasoning split) says what its backend can do."""
+        self.spec = inner.spec
+        self.supports_logprobs = inner.supports_logprobs
+        self.supports_chat = inner.supports_chat
+        self.supports_chat_scoring = inner.supports_chat_scoring
+        self.supports_closed_scoring = inner.supports_closed_scoring
+        self.chat_problem = inner.chat_problem
+
     def describe(self) -> dict[str, Any]:
         """Identification for run.json and cache keys. Never includes secrets."""
         return {"spec": self.spec}

@@ -394,12 +394,7 @@ class CachedModel(LanguageModel):
         self.cache = cache
         self._before = time.time() if earlier_only else None
         self._seen: dict[str, int] = {}  # earlier_only: how often each request was asked this session
-        self.spec = inner.spec
-        self.supports_logprobs = inner.supports_logprobs
-        self.supports_chat = inner.supports_chat
-        self.supports_chat_scoring = inner.supports_chat_scoring
-        self.supports_closed_scoring = inner.supports_closed_scoring
-        self.chat_problem = inner.chat_problem
+        self.take_traits(inner)
         # the backend's own counters (HTTP requests, retries) show in this model's usage too
         self.usage.extra = inner.usage.extra
         self._identity = inner.describe()

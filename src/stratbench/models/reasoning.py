@@ -40,12 +40,7 @@ class ReasoningReplies(LanguageModel):
     def __init__(self, inner: LanguageModel) -> None:
         self.inner = inner
         self.usage = inner.usage
-        self.spec = inner.spec
-        self.supports_logprobs = inner.supports_logprobs
-        self.supports_chat = inner.supports_chat
-        self.supports_chat_scoring = inner.supports_chat_scoring
-        self.supports_closed_scoring = inner.supports_closed_scoring
-        self.chat_problem = inner.chat_problem
+        self.take_traits(inner)
 
     def __getattr__(self, name: str) -> Any:  # a backend's own attributes (e.g. its tokenizer)
         if name == "inner":
