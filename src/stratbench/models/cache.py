@@ -37,7 +37,7 @@ from stratbench.models.base import (
     ScoreRequest,
     ScoreResult,
 )
-from stratbench.models.labels import LOGPROB_MAX
+from stratbench.models.labels import LOGPROB_MAX, prefix_free
 
 CACHE_VERSION = 1
 
@@ -339,6 +339,13 @@ def _invalid_score(v: dict[str, Any], request: ScoreRequest) -> str | None:
         # positive value or +inf is none, as from a server
         if not isinstance(x, (int, float)) or isinstance(x, bool) or math.isnan(x) or x > LOGPROB_MAX:
             return f"log-probability {x!r}"
+    # the answers of a closed or prefix-free label set are disjoint events: probabilities summing
+    # past 1 are no model's (a server's would be an error, `labels.label_policy`), so such a cached
+    # value is recomputed rather than served as an error on every resume
+    if (request.closed or prefix_free(request.continuations)) and lps:
+        m = max(lps)
+        if math.isfinite(m) and m + math.log(sum(math.exp(x - m) for x in lps)) > math.log1p(LOGPROB_MAX):
+            return "log-probabilities of disjoint answers summing to more than 1"
     nt = v.get("n_tokens")
     if nt is not None and not (isinstance(nt, list) and len(nt) == n and all(_is_count(t) for t in nt)):
         return f"token counts {nt!r}"

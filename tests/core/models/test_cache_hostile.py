@@ -354,6 +354,8 @@ BAD_SCORES = {
     "rendered-number": {"logprobs": [-1.0, -1.0, -2.0], "rendered": 7},
     "not-an-object": [-1.0, -1.0, -2.0],
     "not-json": "{not json",
+    # valid-looking numbers, but disjoint answers cannot have probabilities summing past 1
+    "mass-over-one": {"logprobs": [-0.5, -0.5, -0.5], "n_tokens": [1, 1, 1]},
 }
 
 
@@ -386,11 +388,11 @@ def test_a_cached_minus_infinity_is_a_probability_zero_not_an_error(tmp_path, ca
     model, _ = _open(path)
     _score(model, reqs)
     _close(model)
-    _tamper(path, {"logprobs": [-math.inf, -1e-7, -2.0], "n_tokens": [1, 1, 1]})
+    _tamper(path, {"logprobs": [-math.inf, -0.1, -3.0], "n_tokens": [1, 1, 1]})
     model, inner = _open(path)
     res = _score(model, reqs)
     assert all(r.cached for r in res) and inner.answered == 0
-    assert res[0].logprobs == [-math.inf, -1e-7, -2.0]
+    assert res[0].logprobs == [-math.inf, -0.1, -3.0]
     assert capsys.readouterr().err == ""
     _close(model)
 
