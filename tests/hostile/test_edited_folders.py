@@ -10,6 +10,9 @@ import pytest
 
 @pytest.mark.parametrize("edit,why", [
     ({"seed": "x"}, "--seed must be an integer (got 'x')"),
+    # a resume would draw new seeds: other bootstrap intervals beside the old records
+    ({"seed": None}, "seed is null (a run saves the seed it drew)"),
+    ({"llm_seed": None}, "llm_seed is null (a run saves the seed it drew)"),
     ({"num_games": -1}, "--num-games must be at least 1 (got -1)"),
     ({"temperature": float("nan")}, None),  # refused as run.json is read: no NaN in a result file
     # values only the config's own validate() refuses, as it does a new run's

@@ -210,6 +210,12 @@ def rebuild_config(cls: type[C], saved: dict[str, Any], *, given: Any = None, **
     place a saved config is turned back into a config."""
     names = {f.name: f for f in fields(cls)}  # type: ignore[arg-type]
     values = {k: v for k, v in saved.items() if k in names}
+    for k in ("seed", "llm_seed"):
+        # a started run saves the seeds it drew; a null one (a hand edit) would draw afresh on
+        # resume: other samples, other bootstrap intervals, beside records made with the old ones
+        if k in names and k in saved and saved[k] is None:
+            raise InputError(f"run.json's saved config is not valid: {k} is null (a run saves the seed it drew); "
+                             "the folder is left as it is")
     if given is not None:
         for k in RUNTIME_KEYS:
             f = names.get(k)
