@@ -23,8 +23,9 @@ def report(path: str | Path, output: str | Path | None = None, max_records: int 
     shown only while its scorecard.json agrees with its runs' records (checked by the workflows)."""
     from stratbench.report.build import build_report
     from stratbench.workflows.scorecard import check_scorecard
+    from stratbench.workflows.verify import check_run
 
-    return build_report(path, output, max_records, figures, check_scorecard=check_scorecard)
+    return build_report(path, output, max_records, figures, check_scorecard=check_scorecard, check_run=check_run)
 
 
 def _report_index(folder: Path) -> Path:

@@ -337,3 +337,64 @@ def test_a_duplicated_record_line_is_dropped_with_one_note(tmp_path, cli):
     assert r.returncode == 0, r.stderr
     assert r.stderr.count("1 duplicated record line(s) dropped") == 1, r.stderr
     assert len((folder / "trials.jsonl").read_text().splitlines()) == len(lines)
+
+
+# -- the report shows a run's numbers only while they are what its records give ----------------
+
+def _edit_summary(folder: Path) -> str:
+    s = json.loads((folder / "summary.json").read_text())
+    s["mean_nash_gap"] = 987654.321
+    (folder / "summary.json").write_text(json.dumps(s))
+    return "summary.json: does not agree with the run's records (mean_nash_gap is 987654.321"
+
+
+def _edit_run_json(**change: object):
+    def edit(folder: Path) -> str:
+        meta = json.loads((folder / "run.json").read_text())
+        (folder / "run.json").write_text(json.dumps({**meta, **change}))
+        return "run.json: " + ("status" if "status" in change else "written in result format 3")
+    return edit
+
+
+def _edit_record(key: str, value: object):
+    def edit(folder: Path) -> str:
+        lines = (folder / "trials.jsonl").read_text().splitlines()
+        rec = json.loads(lines[0])
+        rec[key] = value
+        (folder / "trials.jsonl").write_text("\n".join([json.dumps(rec), *lines[1:]]) + "\n")
+        return "trials.jsonl: line 1:"
+    return edit
+
+
+def _cut_records(folder: Path) -> str:
+    lines = (folder / "trials.jsonl").read_text().splitlines()
+    (folder / "trials.jsonl").write_text("\n".join(lines[:-1]) + "\n")
+    return "the finished run holds only 5 of the run's 6 trials"
+
+
+@pytest.mark.parametrize("edit", [_edit_summary, _edit_run_json(status="exploded"), _edit_run_json(format_version=3),
+                                  _edit_record("game_id", 99), _edit_record("nash_gap", -12345), _cut_records],
+                         ids=["summary-value", "status", "newer-format", "record-game", "record-gap", "cut-records"])
+def test_a_report_leaves_out_the_numbers_of_an_edited_run(tmp_path, cli, edit):
+    r = cli("nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet",
+            "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    shown = json.loads((folder / "summary.json").read_text())["mean_nash_gap"]
+    r = cli("report", str(folder), "--output", str(tmp_path / "clean"))
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+    assert "not what its records give" not in (tmp_path / "clean" / "index.html").read_text()
+    why = edit(folder)
+    before = _snapshot(folder)
+    r = cli("report", str(folder), "--output", str(tmp_path / "rep"))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("warning")]
+    assert why in line and "the report leaves out its numbers" in line, line
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "not what its records give" in page
+    assert page.count("987654") <= 1  # named in the reason only, never shown as a result
+    assert "<img" not in page and "<img" in (tmp_path / "clean" / "index.html").read_text()  # no figure, table
+    from stratbench.render.html import fmt_num
+
+    assert fmt_num(shown) not in page and fmt_num(shown) in (tmp_path / "clean" / "index.html").read_text()
+    assert _snapshot(folder) == before  # the report only reads

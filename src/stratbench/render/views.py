@@ -92,6 +92,7 @@ class RunDir:
     suite: str  # as run.json names it (or guessed from the files); "unknown" when neither says
     problems: list[str] = field(default_factory=list)
     entry: str = ""  # the registered suite that reads the folder ("" when none does)
+    withheld: bool = False  # its files are not what the run wrote: its numbers are not shown
 
     @property
     def config(self) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import contextlib
 import datetime as _dt
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -257,7 +258,8 @@ def _overview(views: list[RunView]) -> Html:
 
 
 def build_report(path: str | Path, output: str | Path | None = None, max_records: int = 10,
-                 figures: str = "auto", check_scorecard: Callable[[Path], None] | None = None) -> ReportResult:
+                 figures: str = "auto", check_scorecard: Callable[[Path], None] | None = None,
+                 check_run: Callable[[Path], None] | None = None) -> ReportResult:
     """Write ``<output>/index.html`` (default ``<path>/report/``) for the runs under ``path``.
 
     Works on one result folder, a folder of runs (e.g. ``results/``) or a suite folder; partial or
@@ -268,7 +270,10 @@ def build_report(path: str | Path, output: str | Path | None = None, max_records
     missing folder or a bad option. ``check_scorecard`` (the workflows' check that a finished
     scorecard.json agrees with its runs' records, passed by :func:`stratbench.api.report`: the
     report does not know how cells are computed) raises InputError for a scorecard whose table
-    is then not shown, a warning line in its place.
+    is then not shown, a warning line in its place. ``check_run`` (likewise the workflows'
+    check that a finished run's run.json, records and summaries are what the run wrote) raises
+    InputError for a run whose numbers are then not shown: the reason in their place, and once on
+    stderr.
     """
     if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 0:
         raise InputError(f"--max-records must be a non-negative integer, got {max_records!r}")
@@ -285,7 +290,7 @@ def build_report(path: str | Path, output: str | Path | None = None, max_records
     tmp, made = _stage_output(out)
     try:
         with folder_lock(tmp):  # a live report's staging folder is never taken for a stale one
-            written = _write_report(root, tmp, runs, suites, max_records, figures, check_scorecard)
+            written = _write_report(root, tmp, runs, suites, max_records, figures, check_scorecard, check_run)
             _publish(tmp, out)
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -300,8 +305,18 @@ def build_report(path: str | Path, output: str | Path | None = None, max_records
 
 
 def _write_report(root: Path, out: Path, runs: list[RunDir], suites: list[SuiteDir], max_records: int,
-                  figures: str, check_scorecard: Callable[[Path], None] | None = None) -> list[Path]:
+                  figures: str, check_scorecard: Callable[[Path], None] | None = None,
+                  check_run: Callable[[Path], None] | None = None) -> list[Path]:
     """Render the page and its PNGs into ``out``; the PNGs written."""
+    for r in runs:
+        if check_run is None:
+            break
+        try:
+            check_run(r.path)
+        except InputError as e:
+            r.problems.append(f"{e}")
+            r.withheld = True
+            print(f"warning: {e}; the report leaves out its numbers", file=sys.stderr)
     run_figs = figures == "all" or (figures == "auto" and len(runs) <= AUTO_RUN_FIGURES)
     ctx = Ctx(out, max_records, run_figures=run_figs, summary_figures=figures != "none")
     views = [render_run(ctx, r) for r in runs]

@@ -248,10 +248,16 @@ def render_run(ctx: Ctx, run: RunDir) -> RunView:
     totals = totals_of(run)
     tokens, cost = tokens_cost(totals)
     parts: list[Any] = [el("p", p, class_="warn") for p in run.problems]
-    view = _suite_of(run).report_view(ctx, run, anchor)
-    player = view.player or run.player()
-    parts.extend(view.parts)
-    entries = view.entries
+    if run.withheld:  # no summary, table, figure or leaderboard entry from files the records contradict
+        parts.append(el("p", "Its numbers are not shown: they are not what its records give.", class_="warn"))
+        player, entries = run.player(), []
+        names = [p for p in names if p.suffix in (".json", ".jsonl")]
+        pngs = []
+    else:
+        view = _suite_of(run).report_view(ctx, run, anchor)
+        player = view.player or run.player()
+        parts.extend(view.parts)
+        entries = view.entries
     for e in entries:
         e.tokens, e.cost = tokens, cost
 

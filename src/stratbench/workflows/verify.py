@@ -1,0 +1,92 @@
+"""Whether a finished run's summaries are the ones its records give: what the report asks before
+it shows a run's numbers.
+
+A summary file is small and easy to edit by hand; the records are what the run measured. The
+check recomputes the summaries exactly as a merge would — the suite's own merge of the one folder,
+written into a scratch folder (every record read back through the suite's checks, as a resume
+reads them) — and compares every value the saved summary holds with the recomputed one. A value
+the recomputation does not have (a summary written by an older release with keys since removed)
+is not judged: only what both hold can disagree.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from stratbench.errors import InputError
+from stratbench.runner.folders import read_run_json
+
+__all__ = ["check_run"]
+
+#: relative tolerance between a saved and a recomputed number: the same records summarised on
+#: another machine differ in the last bits of a bootstrap or a sum, never by more
+REL_TOL = 1e-9
+ABS_TOL = 1e-12
+
+
+def _differs(saved: Any, again: Any) -> bool:
+    if isinstance(saved, bool) or isinstance(again, bool):
+        return saved is not again
+    if isinstance(saved, (int, float)) and isinstance(again, (int, float)):
+        return not math.isclose(saved, again, rel_tol=REL_TOL, abs_tol=ABS_TOL)
+    if isinstance(saved, dict) and isinstance(again, dict):
+        return any(k in again and _differs(v, again[k]) for k, v in saved.items())
+    if isinstance(saved, list) and isinstance(again, list):
+        return len(saved) != len(again) or any(_differs(a, b) for a, b in zip(saved, again))
+    return bool(saved != again)
+
+
+def _first_difference(saved: Any, again: Any, path: str = "") -> str:
+    if isinstance(saved, dict) and isinstance(again, dict):
+        for k, v in saved.items():
+            if k in again and _differs(v, again[k]):
+                return _first_difference(v, again[k], f"{path}.{k}" if path else str(k))
+    if isinstance(saved, list) and isinstance(again, list) and len(saved) == len(again):
+        for i, (a, b) in enumerate(zip(saved, again)):
+            if _differs(a, b):
+                return _first_difference(a, b, f"{path}[{i}]")
+    return f"{path or 'the file'} is {saved!r}, the records give {again!r}"
+
+
+def check_run(folder: Path) -> None:
+    """InputError naming the file when a finished run's run.json, records or summaries are not
+    what the run wrote (a newer format, a record no run writes, a summary value the records do not
+    give). An unfinished run (running, interrupted) passes: it is shown as it stands, its status
+    marked; so does one shard of a run."""
+    from stratbench.suites import suite_for_run
+
+    meta = read_run_json(folder)
+    shard = meta["config"].get("shard")
+    if meta.get("status") != "finished" or shard is not None:  # (an unsharded run saves None)
+        return  # (one shard alone is no run a merge can recompute: its merge with the others is)
+    suite = suite_for_run(meta, str(folder))
+    with tempfile.TemporaryDirectory(prefix="stratbench-check-") as tmp:
+        out = Path(tmp) / "run"
+        out.mkdir()
+        try:
+            suite.merge([folder], out)
+        except InputError as e:
+            msg = str(e)
+            if "the shards hold" in msg:  # (the merge's words for records missing from a finished run)
+                msg = msg.replace("the shards hold", "the finished run holds only").split("; merge every")[0]
+            raise InputError(msg if str(folder) in msg else f"{folder}: {msg}") from None
+        for again in sorted(out.glob("summary*.json")):
+            saved_file = folder / again.name
+            if not saved_file.is_file():
+                raise InputError(f"{saved_file}: missing (the run's records give one)")
+            saved, recomputed = _read(saved_file), _read(again)
+            if _differs(saved, recomputed):
+                raise InputError(f"{saved_file}: does not agree with the run's records "
+                                 f"({_first_difference(saved, recomputed)}), edited by hand")
+
+
+def _read(path: Path) -> Any:
+    import json
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as e:
+        raise InputError(f"{path}: not readable JSON ({type(e).__name__})") from None
