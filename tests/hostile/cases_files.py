@@ -107,6 +107,10 @@ CORPUS: dict[str, object] = {
     # a file the section names is read before any folder exists (output_dir: none may be made)
     "suite_missing_games_file.toml": (SUITE_HEAD + 'output_dir = "made/here"\n[nashgap]\n'
                                       'games_file = "/nonexistent/stratbench-games.json"\n').encode(),
+    "suite_missing_price_table.toml": (SUITE_HEAD + 'output_dir = "made/here"\n[nashgap]\nnum_games = 1\n'
+                                       'price_table = "/nonexistent/stratbench-prices.json"\n').encode(),
+    "suite_missing_stories_dir.toml": ('seeds = [1]\nmodels = ["uniform"]\noutput_dir = "made/here"\n[tmgbench]\n'
+                                       'setting = "story"\nstories_dir = "/nonexistent/stratbench-stories"\n').encode(),
     # -- tiered suite files: suite tiered --config -------------------------------------------------
     "tiered_float_count.toml": b"num_games_per_bucket = 2.5\nuse_dummy = true\n",
     "tiered_duplicate_seeds.toml": b"seeds = [42, 42]\nuse_dummy = true\n",
@@ -248,6 +252,9 @@ FILE_CASES: list[tuple[str, list[str], str]] = [
     ("suite_unknown_mechanism.toml", _SUITE, "[chbench] unknown mechanisms 'nope'"),
     ("suite_nul_output_dir.toml", _SUITE, "output_dir: a folder name cannot hold a NUL character"),
     ("suite_missing_games_file.toml", _SUITE, "[nashgap] games_file /nonexistent/stratbench-games.json: file not found"),
+    ("suite_missing_price_table.toml", _SUITE,
+     "[nashgap] price_table /nonexistent/stratbench-prices.json: file not found"),
+    ("suite_missing_stories_dir.toml", _SUITE, "[tmgbench] stories_dir /nonexistent/stratbench-stories: folder not found"),
     ("tiered_float_count.toml", _TIERED, "num_games_per_bucket: expected an integer, got 2.5"),
     ("tiered_duplicate_seeds.toml", _TIERED, "seeds: 42 is listed twice"),
     ("tiered_billion_laughs.yaml", _TIERED, "anchors (&name) are not allowed"),

@@ -81,6 +81,10 @@ class NashgapSuite(SuiteBase["NashgapConfig"]):
                 build_games(jobs[0].config)
             except InputError as e:
                 raise InputError(f"games_file {e}") from None
+        if jobs:  # read before any folder exists (its errors name --price-table: said as the key)
+            from stratbench.suites.nashgap.config import load_price_table
+
+            load_price_table(jobs[0].config.price_table)
         return jobs
 
     def headline(self, folder: Path) -> list[HeadlineRow]:

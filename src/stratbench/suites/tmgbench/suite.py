@@ -91,6 +91,16 @@ class TmgbenchSuite(SuiteBase["TmgbenchConfig"]):
                     raise InputError(f"{where}: [{self.name}] {', '.join(extra)} apply to complex forms only")
                 else:
                     jobs.append(Job(self.name, m.label, s, cfg))
+        if jobs and jobs[0].config.setting == "story":  # the stories are read before any folder exists
+            from stratbench.errors import InputError
+            from stratbench.suites.tmgbench.run import load_units, selected_games
+
+            cfg = jobs[0].config
+            try:
+                load_units(cfg, selected_games(cfg.games))
+            except InputError as e:
+                said = str(e)  # the folder itself named (not found, unreadable): said as the key
+                raise InputError(f"stories_dir {said}" if said.startswith(f"{cfg.stories_dir}:") else said) from None
         return jobs
 
     def headline(self, folder: Path) -> list[HeadlineRow]:
