@@ -339,6 +339,20 @@ def test_a_duplicated_record_line_is_dropped_with_one_note(tmp_path, cli):
     assert len((folder / "trials.jsonl").read_text().splitlines()) == len(lines)
 
 
+def test_a_saved_model_edited_to_an_unknown_backend_names_the_folder(tmp_path, cli):
+    r = cli("nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet",
+            "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    meta = json.loads((folder / "run.json").read_text())
+    meta.update(status="running", config={**meta["config"], "model": "nosuch:thing"})
+    (folder / "run.json").write_text(json.dumps(meta))
+    before = _snapshot(folder)
+    r = cli("nashgap", "--resume", str(folder))
+    assert r.returncode == 2 and r.stderr.startswith(f"error: --resume {folder}: unknown model backend 'nosuch'"), r.stderr
+    assert _snapshot(folder) == before
+
+
 # -- the report shows a run's numbers only while they are what its records give ----------------
 
 def _edit_summary(folder: Path) -> str:

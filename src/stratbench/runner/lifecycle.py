@@ -431,7 +431,10 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
                 if str(e).startswith("run.json's saved config"):  # (rebuild_config knows no folder)
                     raise InputError(f"--resume {folder}/{e}") from None
                 raise
-            plan.open()
+            try:
+                plan.open()
+            except InputError as e:  # the model its saved config names (or this command's flags for it)
+                raise InputError(str(e) if str(folder) in str(e) else f"--resume {folder}: {e}") from None
             check_writable(folder)
             if meta.get("status") == "finished":
                 with contextlib.suppress(OSError, UnicodeDecodeError):
