@@ -36,7 +36,7 @@ except ImportError:  # pragma: no cover
     pass
 
 WORKFLOW_COMMANDS = ("stratbench.cli.scorecard", "stratbench.cli.suite", "stratbench.cli.merge", "stratbench.cli.compare",
-                     "stratbench.cli.report")
+                     "stratbench.cli.report", "stratbench.cli.models")
 
 app = typer.Typer(
     add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,

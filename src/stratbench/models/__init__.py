@@ -18,9 +18,10 @@ from typing import Any
 
 from stratbench.errors import InputError
 from stratbench.models.base import LanguageModel
+from stratbench.models.providers import HTTP_PROVIDERS
 from stratbench.registry import Registry
 
-API_PROVIDERS = ("openai", "together", "openai-compatible")
+API_PROVIDERS = tuple(HTTP_PROVIDERS)  # openai, together, the presets (deepseek, qwen, mistral), openai-compatible
 LOCAL_PREFIXES = ("gguf", "hf")
 DEFAULT_MODEL = "embedded"
 EMBEDDED_INSTRUCT = "embedded-instruct"
@@ -50,7 +51,7 @@ class ModelOptions:
 
 
 def is_http_spec(spec: str) -> bool:
-    """Whether a model spec names an HTTP backend (openai-compatible:, openai:, together:)."""
+    """Whether a model spec names an HTTP backend (openai:, together:, a preset, openai-compatible:)."""
     return spec.partition(":")[0].strip().lower() in API_PROVIDERS
 
 
@@ -62,7 +63,7 @@ def check_chat_template(chat_template: str | None, specs: Iterable[str]) -> None
         raise InputError("--chat-template: give a file (the model's GGUF, tokenizer_config.json or .jinja); "
                          "an empty path names none")
     if chat_template is not None and not any(is_http_spec(s) for s in specs):
-        raise InputError("--chat-template applies to HTTP models (openai-compatible:, openai:, together:); "
+        raise InputError(f"--chat-template applies to HTTP models ({', '.join(p + ':' for p in API_PROVIDERS)}); "
                          "a local model brings its own")
 
 
@@ -74,7 +75,8 @@ def split_spec(spec: str) -> tuple[str, str]:
     if ":" not in s:
         raise InputError(
             f"unknown model {spec!r}: use embedded, embedded-instruct, gguf:<path>, hf:<path>, "
-            "openai:<model>, together:<model> or openai-compatible:<model>"
+            + ", ".join(f"{p}:<model>" for p in API_PROVIDERS[:-1]) + f" or {API_PROVIDERS[-1]}:<model> "
+            "(stratbench models lists them)"
         )
     kind, _, name = s.partition(":")
     kind = kind.lower()
@@ -150,8 +152,8 @@ def _api(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
     endpoint = None
     if opts.chat is not None:
         endpoint = "chat" if opts.chat else "completions"
-    elif kind == "openai":
-        endpoint = "chat"  # OpenAI's current models are chat models
+    else:  # the provider's (OpenAI's and the presets' current models are chat models)
+        endpoint = HTTP_PROVIDERS[kind].endpoint
     kwargs: dict[str, Any] = dict(
         base_url=opts.base_url, max_concurrency=opts.max_concurrency, timeout_s=opts.timeout_s,
         max_retries=opts.max_retries, wait_for_server_s=opts.wait_for_server_s,
@@ -170,9 +172,7 @@ BACKENDS: Registry[Backend] = Registry("model backend", {
     EMBEDDED_INSTRUCT: _embedded_instruct,  # type: ignore[dict-item]
     "gguf": _gguf,  # type: ignore[dict-item]
     "hf": _hf,  # type: ignore[dict-item]
-    "openai": _api,  # type: ignore[dict-item]
-    "together": _api,  # type: ignore[dict-item]
-    "openai-compatible": _api,  # type: ignore[dict-item]
+    **{p: _api for p in API_PROVIDERS},  # type: ignore[misc]
 }, entry_point_group="stratbench.models")
 
 
@@ -195,9 +195,7 @@ TRAITS: dict[str, BackendTraits] = {
     EMBEDDED_INSTRUCT: BackendTraits(local=True, chat_model=True),
     "gguf": BackendTraits(local=True),
     "hf": BackendTraits(local=True),
-    "openai": BackendTraits(chat_model=True),
-    "together": BackendTraits(chat_model=True),
-    "openai-compatible": BackendTraits(),
+    **{p: BackendTraits(chat_model=p != "openai-compatible") for p in API_PROVIDERS},
 }
 
 

@@ -125,18 +125,16 @@ from stratbench.models.base import (
     ScoreResult,
 )
 from stratbench.models.labels import LOGPROB_MAX
+from stratbench.models.providers import HTTP_PROVIDERS
 from stratbench.models.retry import BodyTimeout, ResponseTooLarge, RetryOutcome, RetryPolicy, request_with_retries
 from stratbench.models.templates import bounded_formatter, probe
 from stratbench.redact import is_redacted_url, redact_text, redact_url
 
 log = logging.getLogger(__name__)
 
-# provider -> (default base URL, key environment variable, key required)
+# provider -> (default base URL, key environment variable, key required): `models.providers`
 PROVIDERS: dict[str, tuple[str | None, str, bool]] = {
-    "openai": ("https://api.openai.com/v1", "OPENAI_API_KEY", True),
-    "together": ("https://api.together.xyz/v1", "TOGETHER_API_KEY", True),
-    "openai-compatible": (None, "OPENAI_API_KEY", False),
-}
+    n: (p.base_url, p.key_env or "", p.key_required) for n, p in HTTP_PROVIDERS.items()}
 ENDPOINTS = ("completions", "chat")
 CHAT_TOP_LOGPROBS = 20
 # the repeat penalty sent to openai-compatible servers: 1.0 = none, as llama-cpp-python's local

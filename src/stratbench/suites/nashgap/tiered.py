@@ -303,10 +303,10 @@ def _preflight(entry: ModelEntry, base_url: str | None) -> None:
     from stratbench.models import split_spec
 
     kind, name = split_spec(entry.spec)
-    if kind in ("openai", "together", "openai-compatible"):
-        import os
+    from stratbench.models.openai_api import PROVIDERS as API
 
-        from stratbench.models.openai_api import PROVIDERS as API
+    if kind in API:
+        import os
 
         _, env, required = API[kind]
         if kind == "openai-compatible" and not (entry.base_url or base_url):

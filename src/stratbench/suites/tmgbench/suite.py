@@ -92,7 +92,6 @@ class TmgbenchSuite(SuiteBase["TmgbenchConfig"]):
                 else:
                     jobs.append(Job(self.name, m.label, s, cfg))
         if jobs and jobs[0].config.setting == "story":  # the stories are read before any folder exists
-            from stratbench.errors import InputError
             from stratbench.suites.tmgbench.run import load_units, selected_games
 
             cfg = jobs[0].config
