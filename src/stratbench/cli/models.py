@@ -13,9 +13,9 @@ def models(as_json: bool = typer.Option(False, "--json", help="Print the table a
     """List the model backends and provider presets, their key variables and capabilities."""
     from stratbench.cli.display import console
     from stratbench.models import BACKENDS
-    from stratbench.models.providers import HTTP_PROVIDERS, LOCAL_BACKENDS, Provider, key_is_set
+    from stratbench.models.providers import HTTP_PROVIDERS, LOCAL_BACKENDS, NATIVE_PROVIDERS, Provider, key_is_set
 
-    known = {**LOCAL_BACKENDS, **HTTP_PROVIDERS}
+    known = {**LOCAL_BACKENDS, **HTTP_PROVIDERS, **NATIVE_PROVIDERS}
     added = [Provider(n, "added through the stratbench.models entry points", logprobs="?", choice="?", chat="?",
                       reasoning="?") for n in BACKENDS.names() if n not in known]
     rows = []

@@ -18,7 +18,7 @@ from typing import Any
 
 from stratbench.errors import InputError
 from stratbench.models.base import LanguageModel
-from stratbench.models.providers import HTTP_PROVIDERS
+from stratbench.models.providers import HTTP_PROVIDERS, NATIVE_PROVIDERS
 from stratbench.registry import Registry
 
 API_PROVIDERS = tuple(HTTP_PROVIDERS)  # openai, together, the presets (deepseek, qwen, mistral), openai-compatible
@@ -51,8 +51,9 @@ class ModelOptions:
 
 
 def is_http_spec(spec: str) -> bool:
-    """Whether a model spec names an HTTP backend (openai:, together:, a preset, openai-compatible:)."""
-    return spec.partition(":")[0].strip().lower() in API_PROVIDERS
+    """Whether a model spec names an HTTP backend (openai:, together:, a preset, openai-compatible:,
+    anthropic:)."""
+    return spec.partition(":")[0].strip().lower() in (*API_PROVIDERS, *NATIVE_PROVIDERS)
 
 
 def check_chat_template(chat_template: str | None, specs: Iterable[str]) -> None:
@@ -166,6 +167,15 @@ def _api(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
     return OpenAICompatibleModel(kind, name, **kwargs)
 
 
+def _anthropic(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
+    from stratbench.models.anthropic_api import AnthropicModel
+
+    if opts.chat is False:
+        raise InputError(f"{spec}: the Messages API is a chat API; run it with --chat (or without --no-chat)")
+    return AnthropicModel(name, base_url=opts.base_url, max_concurrency=opts.max_concurrency,
+                          timeout_s=opts.timeout_s, max_retries=opts.max_retries)
+
+
 #: spec prefix → backend factory
 BACKENDS: Registry[Backend] = Registry("model backend", {
     DEFAULT_MODEL: _embedded,  # type: ignore[dict-item]
@@ -173,6 +183,7 @@ BACKENDS: Registry[Backend] = Registry("model backend", {
     "gguf": _gguf,  # type: ignore[dict-item]
     "hf": _hf,  # type: ignore[dict-item]
     **{p: _api for p in API_PROVIDERS},  # type: ignore[misc]
+    "anthropic": _anthropic,  # type: ignore[dict-item]
 }, entry_point_group="stratbench.models")
 
 
@@ -196,6 +207,7 @@ TRAITS: dict[str, BackendTraits] = {
     "gguf": BackendTraits(local=True),
     "hf": BackendTraits(local=True),
     **{p: BackendTraits(chat_model=p != "openai-compatible") for p in API_PROVIDERS},
+    "anthropic": BackendTraits(chat_model=True),
 }
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-__all__ = ["HTTP_PROVIDERS", "LOCAL_BACKENDS", "Provider", "key_is_set"]
+__all__ = ["HTTP_PROVIDERS", "LOCAL_BACKENDS", "NATIVE_PROVIDERS", "Provider", "key_is_set"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,13 @@ HTTP_PROVIDERS: dict[str, Provider] = {p.name: p for p in (
     Provider("openai-compatible", "any OpenAI-compatible server (vLLM, llama.cpp, SGLang); --base-url", None, "OPENAI_API_KEY", False, endpoint="completions",
              logprobs=_COMPAT_LOGPROBS, choice="exact with --chat-template",
              reasoning=_THINK),
+)}
+
+#: HTTP providers with an API of their own, reached through the provider's SDK (an optional extra)
+NATIVE_PROVIDERS: dict[str, Provider] = {p.name: p for p in (
+    Provider("anthropic", "Claude, Messages API (extra: stratbench[anthropic])", "https://api.anthropic.com",
+             "ANTHROPIC_API_KEY", True, "messages", logprobs="no: --policy sample",
+             reasoning="extended-thinking blocks"),
 )}
 
 

@@ -157,6 +157,9 @@ def make_agent(
             policy = "logprob" if model.supports_logprobs else "sample"
     elif policy == "logprob" and not model.supports_logprobs:
         raise InputError(f"{spec}: this backend gives no log-probabilities; use --policy sample")
+    if policy == "choice" and not model.supports_logprobs:  # (no template can stand in for them)
+        raise InputError(f"{spec}: this backend gives no log-probabilities, so no exact choice scoring; use "
+                         "--policy sample")
     if policy == "choice":  # one line for a model without chat scoring, before any folder exists
         if not model.supports_chat_scoring and api and model_options is not None and model_options.chat_template:
             raise InputError(f"{spec}: --policy choice (exact choice scoring) needs the model's chat template, and "
@@ -175,9 +178,10 @@ def make_agent(
 
 def _is_api(spec: str) -> bool:
     """An HTTP API model (its chat endpoint renders conversations on the server)."""
-    from stratbench.models import API_PROVIDERS, split_spec
+    from stratbench.models import is_http_spec, split_spec
 
     try:
-        return split_spec(spec)[0] in API_PROVIDERS
+        split_spec(spec)
     except InputError:
         return False
+    return is_http_spec(spec)

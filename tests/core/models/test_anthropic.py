@@ -1,0 +1,119 @@
+"""`anthropic:<model>`: Claude through Anthropic's own SDK, against a fake Messages API on
+127.0.0.1 (tests/helpers/fake_anthropic_server.py) that speaks the protocol the SDK sends.
+
+* The request as the API wants it: system turn apart, ``max_tokens``, stop sequences (blank ones
+  dropped), a temperature only where it is not the API's default, the key from ANTHROPIC_API_KEY
+  and never from the SDK's other sources.
+* The reply: text blocks are the answer, thinking blocks the reasoning; ``max_tokens`` is
+  ``finish_reason: length`` — a reply cut inside its thinking is a parse failure in a run, never an
+  action read from the thinking.
+* Failures: 529 overloaded and 429 are retried by the SDK with stratbench's --retries; a call that
+  still fails is an error record naming the status and error type, counted.
+* Policies: no log-probabilities, so --policy logprob and choice are refused before a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from fake_anthropic_server import FakeAnthropicServer
+
+from stratbench.errors import InputError
+from stratbench.models import ModelOptions, is_http_spec, load_model, open_model
+from stratbench.models.base import GenerateRequest
+
+KEY = "sk-ant-test"
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/never-used")  # the SDK's own sources: ignored
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "not-this-one")
+
+
+def _generate(server: FakeAnthropicServer, *reqs: GenerateRequest, retries: int = 2):
+    async def go():
+        model = open_model("anthropic:claude-3-5-sonnet-20241022",
+                           ModelOptions(base_url=server.base_url, max_retries=retries), no_cache=True)
+        try:
+            return await model.generate(list(reqs)), model.usage
+        finally:
+            await model.aclose()
+    return asyncio.run(go())
+
+
+def test_a_conversation_is_sent_as_the_messages_api_wants_it():
+    req = GenerateRequest("flat", max_tokens=64, temperature=0.0, stop=("\n\n", "  ", "END"), chat=True,
+                          messages=(("system", "Play well."), ("user", "Q1"), ("assistant", "A1"), ("user", "Q2")))
+    with FakeAnthropicServer(text="Action: 2\n\nand more") as s:
+        (r, _raw), _ = _generate(s, req, GenerateRequest("raw prompt", max_tokens=16, temperature=1.0))
+        first, second = s.requests
+    # the blank-line stop, which the API refuses, ends the answer here, where it would have
+    assert r.ok and r.text == "Action: 2" and r.finish_reason == "stop" and r.reasoning is None
+    assert first.path == "/v1/messages" and first.headers["anthropic-version"]
+    assert KEY in (first.headers.get("x-api-key"), first.headers.get("authorization", "").removeprefix("Bearer "))
+    assert first.body == {"model": "claude-3-5-sonnet-20241022", "max_tokens": 64, "system": "Play well.",
+                          "messages": [{"role": "user", "content": "Q1"}, {"role": "assistant", "content": "A1"},
+                                       {"role": "user", "content": "Q2"}],
+                          "stop_sequences": ["END"], "temperature": 0.0}
+    # a raw prompt is one user turn; the API's default temperature is not sent
+    assert second.body == {"model": "claude-3-5-sonnet-20241022", "max_tokens": 16,
+                           "messages": [{"role": "user", "content": "raw prompt"}]}
+
+
+def test_thinking_blocks_are_the_reasoning_and_a_cut_reply_has_no_answer():
+    with FakeAnthropicServer(text="Action: 1", thinking="Action: 0 loses, so 1.") as s:
+        (whole, cut), usage = _generate(s, GenerateRequest("Q", max_tokens=200, chat=True),
+                                        GenerateRequest("Q", max_tokens=10, chat=True))
+    assert whole.ok and whole.text == "Action: 1" and whole.reasoning == "Action: 0 loses, so 1."
+    assert whole.tokens_in > 0 and whole.tokens_out > 0 and usage.calls == 2
+    assert cut.finish_reason == "length" and cut.text == "" and cut.reasoning == "Action: 0 "
+
+
+@pytest.mark.parametrize("status", [529, 429])
+def test_overloaded_and_rate_limited_calls_are_retried_by_the_sdk(status):
+    with FakeAnthropicServer(fail_first=2, fail_status=status) as s:
+        (r,), usage = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=2)
+        assert r.ok and len(s.requests) == 3 and usage.errors == 0
+
+
+def test_a_call_that_still_fails_is_an_error_record_naming_the_status():
+    with FakeAnthropicServer(fail_first=5) as s:
+        (r,), usage = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=1)
+        assert len(s.requests) == 2  # the call and its one retry
+    assert not r.ok and r.text is None and r.error == "HTTP 529 overloaded_error: Overloaded" and usage.errors == 1
+
+
+def test_the_key_and_url_are_checked_before_anything_runs(monkeypatch):
+    with pytest.raises(InputError, match=r"^anthropic:claude-x: --base-url: credentials in the URL"):
+        load_model("anthropic:claude-x", ModelOptions(base_url="https://u:secret@api.example.com"))
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with pytest.raises(InputError, match="^anthropic:claude-x: set ANTHROPIC_API_KEY$"):
+        load_model("anthropic:claude-x")
+    assert is_http_spec("anthropic:claude-x")
+
+
+def test_a_nashgap_run_of_claude_samples_and_keeps_its_thinking(tmp_path, cli):
+    with FakeAnthropicServer(text="Action: 1", thinking="If I choose Action: 0 they answer 2, so") as s:
+        for policy in ("logprob", "choice"):
+            r = cli("nashgap", "--model", "anthropic:claude-3-haiku", "--base-url", s.base_url, "--policy", policy,
+                    "--output-dir", str(tmp_path / policy))
+            assert r.returncode == 2 and "no log-probabilities" in r.stderr and "Traceback" not in r.stderr, r.stderr
+            assert not (tmp_path / policy).exists()
+        for max_tokens, status in ((200, "parsed"), (20, "parse_failed")):
+            out = tmp_path / str(max_tokens)
+            r = cli("nashgap", "--model", "anthropic:claude-3-haiku", "--base-url", s.base_url, "--num-games", "2",
+                    "--num-trials", "1", "--max-tokens", str(max_tokens), "--quiet", "--output-dir", str(out))
+            assert r.returncode == 0, r.stderr
+            (trials,) = out.glob("*/trials*.jsonl")
+            for rec in map(json.loads, trials.read_text().splitlines()):
+                assert rec["status"] == status and rec["reasoning"].startswith("If I choose")
+                if status == "parse_failed":  # cut inside the thinking: no action, although it names one
+                    assert rec["llm_decision"] is None and rec["error"].startswith("the reply ended inside its reasoning")
+            assert KEY not in "".join(p.read_text() for p in out.rglob("*") if p.is_file())
+    r = cli("models", "--json")
+    row = {x["spec"]: x for x in json.loads(r.stdout)}["anthropic:<model>"]
+    assert row["key_env"] == "ANTHROPIC_API_KEY" and row["key"] == "set" and row["logprobs"].startswith("no")
