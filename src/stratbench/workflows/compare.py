@@ -55,8 +55,11 @@ def compare_runs(run_a: str | Path, run_b: str | Path, seed: int = 0, allow_part
     if ma.get("suite") != mb.get("suite"):
         raise InputError(f"cannot compare a {ma.get('suite')} run with a {mb.get('suite')} run")
     suite = suite_for_run(ma, str(fa))
+    from stratbench.workflows.verify import check_run
+
     for folder in (fa, fb):
         _check_records(folder)
+        check_run(folder)  # a finished run's records read as a resume reads them, its summaries agreeing
     try:
         ua, ub = suite.compare_units(fa), suite_for_run(mb, str(fb)).compare_units(fb)
     except (KeyError, TypeError, ValueError, IndexError) as e:  # records no run writes (edited by hand)

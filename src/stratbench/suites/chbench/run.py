@@ -313,10 +313,30 @@ class ChbenchPlan(RunPlan):
             return f"game_id {r.get('game_id')!r} is not its match's game {m.game.id}"
         if not 1 <= r["round"] <= self.config.rounds:
             return f"round {r['round']} is outside 1..{self.config.rounds}"
+        for key, want in (("mechanism", m.mechanism), ("game", m.game.game.name), ("row_player", m.row),
+                          ("col_player", m.col)):
+            if r.get(key) != want:
+                return f"{key} {r.get(key)!r} is not its match's ({want!r})"
         for seat, n in zip(("row", "col"), m.game.n_actions):
             a = r.get(f"{seat}_action")
             if a is not None and not 0 <= a < n:
                 return f"{seat}_action {a} is no action of the game (0..{n - 1})"
+            why = _distribution_problem(r.get(f"{seat}_policy"), n)
+            if why:
+                return f"{seat}_policy {why}"
+            mass = r.get(f"{seat}_label_mass")
+            if mass is not None and not (isinstance(mass, (int, float)) and 0 <= mass <= 1 + 1e-6):
+                return f"{seat}_label_mass {mass!r} is no probability"
+            for k in ("tokens_in", "tokens_out"):
+                v = r.get(f"{seat}_{k}")
+                if isinstance(v, int) and v < 0:
+                    return f"{seat}_{k} {v} is below 0"
+        a, b = r.get("row_action"), r.get("col_action")
+        both = a is not None and b is not None
+        for seat, matrix in (("row", m.game.game.payoff_row), ("col", m.game.game.payoff_col)):
+            v, want = r.get(f"{seat}_payoff"), float(matrix[a, b]) if both else None
+            if (v is None) != (want is None) or (v is not None and want is not None and abs(v - want) > 1e-9):
+                return f"{seat}_payoff {v!r}, but the game pays {want!r} for actions {a}, {b}"
         return None
 
     async def _play(self, m: Match) -> list[Record]:
@@ -377,3 +397,14 @@ def merge_chbench(folders: list[Path], out: Path) -> Outcome:
 
 __all__ = ["ChbenchConfig", "ChbenchPlan", "Match", "PlayerFactory", "all_matches", "merge_chbench", "pairs",
            "run_chbench", "select_games"]
+
+
+def _distribution_problem(policy: Any, n: int) -> str | None:
+    """Why ``policy`` (a record's action distribution, or None) is no distribution over n actions."""
+    if policy is None:
+        return None
+    if not (isinstance(policy, list) and len(policy) == n and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and -1e-9 <= x <= 1 + 1e-9 for x in policy)
+            and abs(sum(policy) - 1) <= 1e-6):
+        return f"{policy!r} is no distribution over the game's {n} actions"
+    return None

@@ -144,12 +144,21 @@ METRIC_KEYS = ("llm_value", "best_response_value", "nash_gap", "exploitability",
 TOL = 1e-6  # rounding in a written record
 
 
-def record_problem(rec: dict[str, Any], rows: dict[int, int] | None = None) -> str | None:
+def record_problem(rec: dict[str, Any], rows: dict[int, int] | None = None,
+                   games: dict[int, GameEntry] | None = None, mode: str | None = None) -> str | None:
     """Why a trial record read back cannot be one stratbench wrote: a scored trial (status ok or
     parsed) holds every metric as a number (a null one would drop out of, or void, every mean), a
     policy that is a probability distribution over its game's rows (``rows``: game id → number of
-    rows, where known), and gaps that are never negative (a best response is never worse than the
-    policy, nor the game's value than what the policy guarantees)."""
+    rows, where known), gaps that are never negative (a best response is never worse than the
+    policy, nor the game's value than what the policy guarantees), and — with ``games`` — metrics
+    that are the ones its policy has in its game (recomputed: an edited value is no result).
+    Log-probabilities are never above 0; ``mode`` is the run's."""
+    if mode is not None and rec.get("mode") != mode:
+        return f"mode {rec.get('mode')!r} in a {mode} records file"
+    lps = rec.get("logprobs")
+    if isinstance(lps, list) and any(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 1e-6
+                                     for x in lps):
+        return f"logprobs {lps!r} hold a log-probability above 0, which is no probability"
     if rec.get("status") not in SCORED_STATUSES:
         return None
     for k in METRIC_KEYS:
@@ -170,4 +179,12 @@ def record_problem(rec: dict[str, Any], rows: dict[int, int] | None = None) -> s
     if isinstance(decision, int) and not isinstance(decision, bool) and isinstance(pol, list) \
             and not 0 <= decision < len(pol):
         return f"llm_decision {decision} is no row of the game"
+    e = games.get(rec.get("game_id")) if games is not None else None  # type: ignore[arg-type]
+    if e is not None and isinstance(pol, list):
+        again = zero_sum_metrics(e.game.payoff_row, np.asarray(pol, dtype=float), e.solution.col_strategy,
+                                 e.solution.value).as_dict()
+        scale = max(1.0, float(np.abs(e.game.payoff_row).max()))
+        for k, v in again.items():
+            if abs(rec[k] - v) > 1e-6 * scale:
+                return f"{k} = {rec[k]!r}, but its policy has {v!r} in its game"
     return None

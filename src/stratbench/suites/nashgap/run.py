@@ -252,6 +252,7 @@ class NashgapPlan(RunPlan):
                 prompts[(e.game_id, r)] = (shown, nashgap_prompt(shown, mode, decimals, style), order)
 
         rows = {e.game_id: e.game.shape[0] for e in entries}
+        games = {e.game_id: e for e in entries}
 
         async def work(unit: tuple[GameEntry, int]) -> Record:
             e, t = unit
@@ -281,7 +282,7 @@ class NashgapPlan(RunPlan):
             unit_name="trials",
             record_key=lambda r: (r["game_id"], r["trial_id"]),
             record_schema=TrialRecord,
-            record_problem=lambda r: record_problem(r, rows),
+            record_problem=lambda r: record_problem(r, rows, games, mode),
         )
 
     def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:

@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import asdict
 from itertools import combinations
 from pathlib import Path
@@ -388,6 +390,44 @@ def _record_order(r: Record) -> tuple[Any, ...]:
     return (r.get("variant", 0), r["row"], r["col"], r["repeat"])
 
 
+_SUBSET = re.compile(r"1?2?3?4?")  # an answer subset's key: its choice numbers in order ("" = none)
+
+
+def record_problem(rec: Record, games: Mapping[str, RGGame], config: TmgbenchConfig, player: str) -> str | None:
+    """Why an answer read back cannot be one this run wrote (its records are summarised as they
+    stand, so an edited one would be a result): another player's, setting's or prompting's answer;
+    a game the run does not play, or not at its grid cell; a standard answer that is not the
+    game's; an exact distribution that is not one over answer subsets; a sampled answer outside
+    the choices."""
+    if rec.get("player") != player:
+        return f"player {rec.get('player')!r}, but this run's player is {player!r}"
+    g = games.get(rec.get("game_id"))  # type: ignore[arg-type]
+    if g is None:
+        return f"game {rec.get('game_id')!r}, which this run does not play"
+    if (rec.get("row"), rec.get("col")) != (g.row, g.col):
+        return f"game {g.id} at row {rec.get('row')!r}, col {rec.get('col')!r}; it is at row {g.row}, col {g.col}"
+    for key, want in (("setting", config.setting), ("prompting", config.prompting)):
+        if key in rec and rec[key] != want:
+            return f"{key} {rec[key]!r}, but this run's is {want!r}"
+    if "standard" in rec and rec["standard"] != sorted(standard_answer(g)):
+        return f"standard {rec['standard']!r}, but game {g.id}'s standard answer is {sorted(standard_answer(g))}"
+    dist = rec.get("distribution")
+    if dist is not None:
+        if not isinstance(dist, dict) or not dist or not all(
+                isinstance(k, str) and _SUBSET.fullmatch(k) and isinstance(v, (int, float))
+                and not isinstance(v, bool) and math.isfinite(v) and v >= 0 for k, v in dist.items()):
+            return f"distribution {dist!r} is no distribution over answer subsets"
+        if abs(sum(dist.values()) - 1.0) > 1e-6:
+            return f"distribution {dist!r} sums to {sum(dist.values())!r}, not 1"
+    answer = rec.get("answer")
+    if answer is not None and not (isinstance(answer, list) and all(
+            isinstance(c, int) and not isinstance(c, bool) and 1 <= c <= 4 for c in answer)):
+        return f"answer {answer!r} names no choices 1-4"
+    if rec.get("status") in ("ok", "parsed") and dist is None and answer is None:
+        return f"status {rec.get('status')!r} with neither an answer nor a distribution"
+    return None
+
+
 def _record_unit(r: Record) -> Hashable:
     return (r["game_id"], r.get("variant", 0), r["repeat"])
 
@@ -475,9 +515,11 @@ class AtomicPlan(RunPlan):
                         "player": self.spec, "status": "error", "error": f"{type(exc).__name__}: {exc}"}
 
         units: list[Unit] = [(g, v, st, t) for g, v, st in self.items for t in range(self.repeats)]
+        games = {g.id: g for g, _, _ in self.items}
         return [Stream(ANSWERS, units, work, unit_key=lambda u: (u[0].id, u[1], u[3]), record_unit=_record_unit,
                        sort_key=_record_order, concurrency=config.max_concurrency, label="tmgbench",
-                       unit_name="answers", record_key=_record_unit, record_schema=AnswerRecord)]
+                       unit_name="answers", record_key=_record_unit, record_schema=AnswerRecord,
+                       record_problem=lambda r: record_problem(r, games, config, self.spec))]
 
     def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
         summary = _write_outputs(folder, records[ANSWERS], self.config, self.spec, self.policy, self.repeats)

@@ -262,11 +262,34 @@ class TomRunPlan(RunPlan):
         n_actions, n_states = len(game.actions), make_partner(c.partner, game).n_states
         if not 0 <= r["t"] < c.rounds:
             return f"t {r['t']} is outside 0..{c.rounds - 1}"
+        for key, want in (("game", c.game), ("partner", c.partner), ("prompting", c.prompting)):
+            if r.get(key) != want:
+                return f"{key} {r.get(key)!r}, but this run's is {want!r}"
         for key, n in (("my_action", n_actions), ("partner_action", n_actions), ("prediction", n_actions),
                        ("initial_state", n_states), ("partner_state", n_states)):
             v = r.get(key)
             if isinstance(v, int) and not 0 <= v < n:
                 return f"{key} {v} is outside 0..{n - 1}"
+        a, b = r.get("my_action"), r.get("partner_action")
+        for key, matrix in (("payoff_me", game.payoff_me), ("payoff_partner", game.payoff_partner)):
+            v = r.get(key)
+            want = float(matrix[a, b]) if isinstance(a, int) and isinstance(b, int) else None
+            if v is not None and (want is None or abs(v - want) > 1e-9):
+                return f"{key} {v!r}, but the game pays {want!r} for actions {a}, {b}"
+        for key in ("policy", "tom_policy"):
+            pol = r.get(key)
+            if pol is not None and not (isinstance(pol, list) and len(pol) == n_actions and all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) and -1e-9 <= x <= 1 + 1e-9 for x in pol)
+                    and abs(sum(pol) - 1) <= 1e-6):
+                return f"{key} {pol!r} is no distribution over the game's {n_actions} actions"
+        for key in ("label_mass", "tom_label_mass"):
+            v = r.get(key)
+            if v is not None and not (isinstance(v, (int, float)) and 0 <= v <= 1 + 1e-6):
+                return f"{key} {v!r} is no probability"
+        for key in ("tokens_in", "tokens_out"):
+            v = r.get(key)
+            if isinstance(v, int) and v < 0:
+                return f"{key} {v} is below 0"
         return None
 
     async def play(self, e: int) -> list[Record]:
