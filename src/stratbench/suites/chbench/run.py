@@ -334,9 +334,9 @@ class ChbenchPlan(RunPlan):
         a, b = r.get("row_action"), r.get("col_action")
         both = a is not None and b is not None
         for seat, matrix in (("row", m.game.game.payoff_row), ("col", m.game.game.payoff_col)):
-            v, want = r.get(f"{seat}_payoff"), float(matrix[a, b]) if both else None
-            if (v is None) != (want is None) or (v is not None and want is not None and abs(v - want) > 1e-9):
-                return f"{seat}_payoff {v!r}, but the game pays {want!r} for actions {a}, {b}"
+            v, pays = r.get(f"{seat}_payoff"), float(matrix[a, b]) if both else None
+            if (v is None) != (pays is None) or (v is not None and pays is not None and abs(v - pays) > 1e-9):
+                return f"{seat}_payoff {v!r}, but the game pays {pays!r} for actions {a}, {b}"
         return None
 
     async def _play(self, m: Match) -> list[Record]:

@@ -273,9 +273,9 @@ class TomRunPlan(RunPlan):
         a, b = r.get("my_action"), r.get("partner_action")
         for key, matrix in (("payoff_me", game.payoff_me), ("payoff_partner", game.payoff_partner)):
             v = r.get(key)
-            want = float(matrix[a, b]) if isinstance(a, int) and isinstance(b, int) else None
-            if v is not None and (want is None or abs(v - want) > 1e-9):
-                return f"{key} {v!r}, but the game pays {want!r} for actions {a}, {b}"
+            pays = float(matrix[a, b]) if isinstance(a, int) and isinstance(b, int) else None
+            if v is not None and (pays is None or abs(v - pays) > 1e-9):
+                return f"{key} {v!r}, but the game pays {pays!r} for actions {a}, {b}"
         for key in ("policy", "tom_policy"):
             pol = r.get(key)
             if pol is not None and not (isinstance(pol, list) and len(pol) == n_actions and all(
