@@ -121,6 +121,8 @@ def test_the_report_never_shows_an_edited_scorecard_cell(tmp_path, cli, fake_ser
     (folder / "scorecard.json").write_text(json.dumps(card))
     r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
     assert r.returncode == 0, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("warning:")]  # said on stderr too
+    assert "scorecard.json" in line and "leaves out the scorecard's table" in line, r.stderr
     page = (tmp_path / "rep" / "index.html").read_text()
     assert "disagrees with its records" in page and "the scorecard is not shown" in page
     assert "scorecard-" not in page.split("disagrees with its records")[1].split("</section>")[0]

@@ -164,7 +164,10 @@ def _api(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
         kwargs["repeat_penalty"] = opts.repeat_penalty
     if endpoint:
         kwargs["endpoint"] = endpoint
-    return OpenAICompatibleModel(kind, name, **kwargs)
+    model = OpenAICompatibleModel(kind, name, **kwargs)
+    if not HTTP_PROVIDERS[kind].api_logprobs:  # (Mistral's API returns none: its players sample)
+        model.supports_logprobs = False
+    return model
 
 
 def _anthropic(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:

@@ -37,6 +37,7 @@ class Provider:
     choice: str = "no"
     chat: str = "yes"
     reasoning: str = "no"
+    api_logprobs: bool = True  # HTTP: whether the API returns log-probabilities at all
 
 
 _COMPAT_LOGPROBS = "completions endpoint: exact (top-k walk or echo)"
@@ -72,7 +73,7 @@ HTTP_PROVIDERS: dict[str, Provider] = {p.name: p for p in (
              logprobs="where returned: " + _CHAT_TOP, choice="where returned: " + _CHAT_TOP,
              reasoning="reasoning_content (thinking models)"),
     Provider("mistral", "Mistral AI", "https://api.mistral.ai/v1", "MISTRAL_API_KEY", True,
-             logprobs="no: --policy sample", reasoning="<think>…</think>"),
+             logprobs="no: --policy sample", reasoning="<think>…</think>", api_logprobs=False),
     Provider("openai-compatible", "any OpenAI-compatible server (vLLM, llama.cpp, SGLang); --base-url", None, "OPENAI_API_KEY", False, endpoint="completions",
              logprobs=_COMPAT_LOGPROBS, choice="exact with --chat-template",
              reasoning=_THINK),

@@ -6,6 +6,7 @@ so the page, the CLI's table and scorecard.csv cannot disagree.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,7 @@ def scorecard_section(ctx: Ctx, folder: Path, rel: str, check: Callable[[Path], 
         if check is not None:
             check(folder)
     except InputError as e:
+        print(f"warning: {e}; the report leaves out the scorecard's table", file=sys.stderr)
         return el("p", f"{e} — the scorecard is not shown", class_="warn")
     stem = "scorecard-" + "".join(ch if ch.isalnum() else "-" for ch in rel)[:60]
     fig = ctx.figure(stem, lambda: scorecard_plot(card), "scorecard: normalised scores per suite",

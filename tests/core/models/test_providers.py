@@ -81,3 +81,18 @@ def test_models_lists_every_backend_with_its_key_and_capabilities(cli, monkeypat
     assert "sk-m" not in r.stdout
     r = cli("models")
     assert r.returncode == 0 and "DASHSCOPE_API_KEY" in r.stdout and "stratbench[hf]" in r.stdout, r.stdout
+
+
+def test_a_provider_without_log_probabilities_samples(monkeypatch, cli, tmp_path):
+    monkeypatch.setenv("MISTRAL_API_KEY", "sk-m")
+    assert not load_model("mistral:mistral-small").supports_logprobs
+    with FakeOpenAIServer(canned_text="Action: 1") as s:
+        r = cli("nashgap", "--model", "mistral:mistral-small", "--base-url", s.base_url, "--policy", "logprob",
+                "--output-dir", str(tmp_path / "refused"))
+        assert r.returncode == 2 and "no log-probabilities" in r.stderr and not (tmp_path / "refused").exists()
+        r = cli("nashgap", "--model", "mistral:mistral-small", "--base-url", s.base_url, "--num-games", "2",
+                "--num-trials", "1", "--quiet", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (trials,) = (tmp_path / "o").glob("*/trials*.jsonl")
+    assert {json.loads(x)["status"] for x in trials.read_text().splitlines()} == {"parsed"}
+    assert json.loads(next((tmp_path / "o").glob("*/run.json")).read_text())["agent"]["policy"] == "sample"
