@@ -433,7 +433,12 @@ _NASHGAP = ["nashgap", "--model", "random", "--num-games", "3", "--num-trials", 
 _TMG = ["tmgbench", "run", "--model", "uniform", "--games", "421,431", "--seed", "2", "--quiet"]
 _CH = ["chbench", "run", "--models", "level-k:2", "--opponents", "level-k:1", "--rounds", "3", "--games", "1,2",
        "--seed", "5", "--quiet"]
+_CX = ["tmgbench", "run", "--form", "sequential", "--k", "3", "--num-tasks", "2", "--model", "oracle", "--seed", "1",
+       "--quiet"]
 EDITED_RECORDS = {
+    "complex-score": (_CX, "tasks.jsonl", "correct", False, "correct False, but its answers score True"),
+    "complex-task": (_CX, "tasks.jsonl", "task_game_ids", ["111", "112", "113"], "task_game_ids ['111', '112', '113'], "
+                     "but task 0 has"),
     "nashgap-value": (_NASHGAP, "trials.jsonl", "llm_value", 1e300, "llm_value = 1e+300, but its policy has"),
     "nashgap-logprob": (_NASHGAP, "trials.jsonl", "logprobs", [3, -1, -2], "a log-probability above 0"),
     "tmg-distribution": (_TMG, "answers.jsonl", "distribution", {"1": 5.0}, "sums to 5.0, not 1"),

@@ -252,9 +252,11 @@ class ComplexPlan(RunPlan):
                 return {"task_index": task.index, "player": spec, "status": "error",
                         "error": f"{type(exc).__name__}: {exc}"}
 
+        tasks = {t.index: t for t in self.tasks}
         return [Stream(TASKS, self.tasks, work, unit_key=lambda t: t.index, record_unit=lambda r: r["task_index"],
                        sort_key=lambda r: r["task_index"], concurrency=config.max_concurrency, label=config.form,
-                       unit_name="tasks", record_key=lambda r: r["task_index"], record_schema=TaskRecord)]
+                       unit_name="tasks", record_key=lambda r: r["task_index"], record_schema=TaskRecord,
+                       record_problem=lambda r: task_problem(r, tasks, spec, config.prompting))]
 
     def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
         """summary.json of a complex-form run; shared by a run and by merging its shards."""
@@ -298,3 +300,29 @@ def merge_complex(folders: list[Path], out: Path) -> Outcome:
     plan = ComplexPlan.for_merge(folders)
     refuse_repeated_units(folders, TASKS, lambda r: r["task_index"], "tasks")
     return merge_streams(plan, folders, out)
+
+
+def task_problem(rec: Record, tasks: dict[int, ComplexTask], player: str, prompting: str) -> str | None:
+    """Why a task record read back cannot be one this run wrote: another player's or prompting's,
+    a task definition that is not the planned task's, or a score that is not what its answers get
+    (recomputed with `score_complex`: an edited `correct` is no result)."""
+    if rec.get("player") != player:
+        return f"player {rec.get('player')!r}, but this run's player is {player!r}"
+    task = tasks.get(rec.get("task_index"))  # type: ignore[arg-type]
+    if task is None or rec.get("status") == "error":
+        return None  # (an unknown task is named by the unit check)
+    if rec.get("prompting", prompting) != prompting:
+        return f"prompting {rec.get('prompting')!r}, but this run's is {prompting!r}"
+    for k, v in task.to_json().items():
+        if rec.get(f"task_{k}") != v:
+            return f"task_{k} {rec.get(f'task_{k}')!r}, but task {task.index} has {v!r}"
+    answers = rec.get("answers")
+    if not isinstance(answers, list) or len(answers) != task.n_answers or not all(
+            a is None or (isinstance(a, list) and all(isinstance(c, int) and not isinstance(c, bool) and 1 <= c <= 4
+                                                      for c in a)) for a in answers):
+        return f"answers {answers!r} are not {task.n_answers} answers of choices 1-4 (or null)"
+    again = score_complex(task, [frozenset(a) if a is not None else None for a in answers])
+    for k, v in again.items():
+        if rec.get(k) != v:
+            return f"{k} {rec.get(k)!r}, but its answers score {v!r}"
+    return None
