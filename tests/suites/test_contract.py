@@ -1,0 +1,94 @@
+"""The suite contract, checked over every registered suite (a suite added through the registry or
+an entry point is held to it without a test of its own): what the workflows, the report and the
+CLI assume of a suite without knowing it.
+
+* Its names: a registry name, a result-folder family and kinds, unique as a pair.
+* Its CLI module exists and mounts itself (``register(app)``); its scorecard part, where it names
+  one, imports.
+* It owns its own run.json (suite + kind) and no other suite's; its marker files identify a folder
+  without run.json as its own.
+* It declares its config class (``SuiteBase[C]``), and what it promises, it implements: a suite
+  whose runs take ``--shard`` merges the shards, one that appears in suite files plans jobs, one that names compare metrics
+  gives compare its units.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+import typing
+from typing import Any
+
+import pytest
+
+from stratbench.suites import all_suites, suite_for_run, suite_of_files
+from stratbench.suites.base import SuiteBase
+
+SUITES = all_suites()
+IDS = [s.name for s in SUITES]
+
+
+def _overrides(suite: SuiteBase[Any], method: str) -> bool:
+    return getattr(type(suite), method) is not getattr(SuiteBase, method)
+
+
+def _config_class(suite: SuiteBase[Any]) -> type:
+    """C of the suite's SuiteBase[C] (through generic intermediate bases)."""
+    for cls in type(suite).__mro__:
+        for base in getattr(cls, "__orig_bases__", ()):
+            for arg in typing.get_args(base):
+                if isinstance(arg, typing.ForwardRef):  # "NashgapConfig": a class of the suite's package
+                    arg = _in_package(cls.__module__.rsplit(".", 1)[0], arg.__forward_arg__)
+                if isinstance(arg, type) and dataclasses.is_dataclass(arg):
+                    return arg
+    raise AssertionError(f"{suite.name} declares no config class")
+
+
+def _in_package(package: str, name: str) -> Any:
+    pkg = importlib.import_module(package)
+    for info in pkgutil.iter_modules(pkg.__path__):
+        found = getattr(importlib.import_module(f"{package}.{info.name}"), name, None)
+        if found is not None:
+            return found
+    return None
+
+
+def test_names_are_set_and_each_run_kind_has_one_suite():
+    assert len(set(IDS)) == len(IDS) and all(IDS)
+    owners = [(s.family, k) for s in SUITES for k in s.kinds]
+    assert all(f and k for f, k in owners) and len(set(owners)) == len(owners)
+
+
+@pytest.mark.parametrize("suite", SUITES, ids=IDS)
+def test_a_suite_mounts_its_cli_and_scorecard_part(suite):
+    if suite.cli is not None:
+        assert callable(importlib.import_module(suite.cli).register)
+    if suite.scorecard is not None:
+        assert suite.scorecard_part() is not None
+
+
+@pytest.mark.parametrize("suite", SUITES, ids=IDS)
+def test_a_suite_owns_its_own_runs_and_no_others(suite):
+    for kind in suite.kinds:
+        meta = {"suite": suite.family, "kind": kind, "config": {}}
+        assert suite.owns(meta) and suite_for_run(meta) is suite
+    for other in SUITES:
+        if other.family != suite.family:
+            assert not suite.owns({"suite": other.family, "kind": other.kinds[0], "config": {}})
+    if suite.marker_files:
+        assert suite.detect(set(suite.marker_files))
+        found = suite_of_files(set(suite.marker_files))
+        assert found is not None and found.family == suite.family
+
+
+@pytest.mark.parametrize("suite", SUITES, ids=IDS)
+def test_a_suite_implements_what_it_promises(suite):
+    shardable = "shard" in {f.name for f in dataclasses.fields(_config_class(suite))}
+    if _overrides(suite, "run") and shardable:  # (a run's shards, or a collection's: the tiered suite)
+        assert _overrides(suite, "merge") or _overrides(suite, "merge_collection"), \
+            f"{suite.name} runs in shards but cannot merge them"
+    if suite.in_suite_files:
+        assert _overrides(suite, "jobs"), f"{suite.name} takes a suite-file section but plans no jobs"
+    if suite.compare_metrics:
+        assert _overrides(suite, "compare_units"), f"{suite.name} names compare metrics but gives no units"
