@@ -11,7 +11,7 @@ import pytest
 from stratbench.workflows.suite_plan import check_job_models, plan_suite_file
 
 PAPERS = sorted((Path(__file__).resolve().parents[2] / "examples" / "papers").glob("*.toml"))
-KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "TOGETHER_API_KEY", "DEEPSEEK_API_KEY", "DASHSCOPE_API_KEY")
+KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "TOGETHER_API_KEY", "DEEPSEEK_API_KEY", "DASHSCOPE_API_KEY")
 
 
 @pytest.mark.parametrize("path", PAPERS, ids=[p.stem for p in PAPERS])

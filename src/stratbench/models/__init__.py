@@ -52,7 +52,7 @@ class ModelOptions:
 
 def is_http_spec(spec: str) -> bool:
     """Whether a model spec names an HTTP backend (openai:, together:, a preset, openai-compatible:,
-    anthropic:)."""
+    anthropic:, gemini:)."""
     return spec.partition(":")[0].strip().lower() in (*API_PROVIDERS, *NATIVE_PROVIDERS)
 
 
@@ -179,6 +179,13 @@ def _anthropic(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageM
                           timeout_s=opts.timeout_s, max_retries=opts.max_retries)
 
 
+def _gemini(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
+    from stratbench.models.gemini_api import GeminiModel
+
+    return GeminiModel(name, base_url=opts.base_url, max_concurrency=opts.max_concurrency,
+                       timeout_s=opts.timeout_s, max_retries=opts.max_retries)
+
+
 #: spec prefix → backend factory
 BACKENDS: Registry[Backend] = Registry("model backend", {
     DEFAULT_MODEL: _embedded,  # type: ignore[dict-item]
@@ -187,6 +194,7 @@ BACKENDS: Registry[Backend] = Registry("model backend", {
     "hf": _hf,  # type: ignore[dict-item]
     **{p: _api for p in API_PROVIDERS},  # type: ignore[misc]
     "anthropic": _anthropic,  # type: ignore[dict-item]
+    "gemini": _gemini,  # type: ignore[dict-item]
 }, entry_point_group="stratbench.models")
 
 
@@ -211,6 +219,7 @@ TRAITS: dict[str, BackendTraits] = {
     "hf": BackendTraits(local=True),
     **{p: BackendTraits(chat_model=p != "openai-compatible") for p in API_PROVIDERS},
     "anthropic": BackendTraits(chat_model=True),
+    "gemini": BackendTraits(chat_model=True),
 }
 
 

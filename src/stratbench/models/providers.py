@@ -84,6 +84,9 @@ NATIVE_PROVIDERS: dict[str, Provider] = {p.name: p for p in (
     Provider("anthropic", "Claude, Messages API (extra: stratbench[anthropic])", "https://api.anthropic.com",
              "ANTHROPIC_API_KEY", True, "messages", logprobs="no: --policy sample",
              reasoning="extended-thinking blocks"),
+    Provider("gemini", "Gemini, generateContent (extra: stratbench[gemini])",
+             "https://generativelanguage.googleapis.com", "GEMINI_API_KEY", True, "generateContent",
+             logprobs="no: --policy sample", reasoning="thought parts"),
 )}
 
 

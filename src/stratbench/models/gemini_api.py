@@ -1,0 +1,200 @@
+"""`gemini:<model>`: Gemini through Google's own SDK (`google-genai`), the Gemini API's
+generateContent.
+
+CHBench's Gemini-1.5-pro row comes from this API. The players sample (``--policy sample``): exact
+log-prob and choice policies need the log-probability of given answers, which generateContent does
+not score, so they are refused before a run rather than approximated.
+
+What the SDK does and what stratbench keeps:
+
+- **Retries** are the SDK's (its retry options: 408, 429, 5xx, with backoff), with stratbench's
+  ``--retries`` as its attempts after the first and ``--timeout`` as its per-request timeout. A call
+  that still fails is an error record naming the HTTP code and the API's status.
+- **The request**: the system turn is ``system_instruction``; user and assistant turns are
+  ``contents`` with roles ``user`` and ``model``; ``max_output_tokens``, ``temperature`` and
+  ``stop_sequences`` from the request.
+- **The reply**: the first candidate's parts; parts marked ``thought`` are the reasoning, the rest
+  the answer; ``thoughts_token_count`` is ``tokens_reasoning``. ``MAX_TOKENS`` is
+  ``finish_reason: length`` (a reply cut inside its thinking is a parse failure downstream). A
+  blocked prompt (``prompt_feedback.block_reason``) or a candidate stopped for safety (or any
+  other reason) with no text is an **error** naming the reason — never an empty answer to parse.
+- **Credentials**: the key is read from ``GEMINI_API_KEY`` only and given to the client
+  explicitly (Vertex AI and ambient Google credentials are not used); the URL is the SDK's
+  default unless ``--base-url`` names another (a proxy, a test server), without credentials.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from stratbench.errors import InputError
+from stratbench.models.base import GenerateRequest, GenerateResult, LanguageModel, ScoreRequest, ScoreResult
+
+__all__ = ["DEFAULT_URL", "KEY_ENV", "GeminiModel"]
+
+DEFAULT_URL = "https://generativelanguage.googleapis.com"
+KEY_ENV = "GEMINI_API_KEY"
+_RETRY_CODES = [408, 429, 500, 502, 503, 504]
+
+
+def _sdk() -> tuple[Any, Any, Any]:
+    try:
+        from google import genai
+        from google.genai import errors, types
+    except ImportError:
+        raise InputError("gemini: models need Google's SDK: pip install 'stratbench[gemini]'") from None
+    return genai, types, errors
+
+
+def _name(value: Any) -> str | None:
+    """An SDK enum (FinishReason.STOP) or plain string as its name."""
+    if value is None:
+        return None
+    return str(getattr(value, "name", value))
+
+
+class GeminiModel(LanguageModel):
+    """Gemini over generateContent (generation only: no scored answers)."""
+
+    supports_logprobs = False
+    supports_chat = True
+
+    def __init__(self, model: str, base_url: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,
+                 max_retries: int = 4) -> None:
+        super().__init__()
+        from stratbench.models.openai_api import check_base_url
+
+        self.model = model
+        self.spec = f"gemini:{model}"
+        url = (base_url or DEFAULT_URL).rstrip("/")
+        check_base_url(url, self.spec)
+        parts = urlsplit(url)
+        if parts.username or parts.password:
+            raise InputError(f"{self.spec}: --base-url: credentials in the URL are not sent to the Gemini API; "
+                             f"set {KEY_ENV}")
+        self.base_url = url
+        key = (os.environ.get(KEY_ENV) or "").strip()
+        if not key:
+            raise InputError(f"{self.spec}: set {KEY_ENV}")
+        if not isinstance(max_concurrency, int) or max_concurrency < 1:
+            raise InputError(f"{self.spec}: max_concurrency must be a positive integer")
+        if not timeout_s > 0 or timeout_s == float("inf"):
+            raise InputError(f"{self.spec}: timeout must be a positive number of seconds")
+        if max_retries < 0:
+            raise InputError(f"{self.spec}: max_retries must be >= 0")
+        self._genai, self._types, self._errors = _sdk()
+        self._key = key
+        self.max_concurrency = max_concurrency
+        self.timeout_s = float(timeout_s)
+        self.max_retries = int(max_retries)
+        self._client: Any = None
+        self._sem: asyncio.Semaphore | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"spec": self.spec, "backend": "gemini", "model": self.model, "base_url": self.base_url,
+                "endpoint": "generateContent"}
+
+    def check_chat(self, scoring: bool = False) -> None:
+        """Conversations are what the API takes; exact choice scoring is not something it does."""
+        if scoring:
+            raise InputError(f"{self.spec}: the Gemini API does not score given answers, so no exact choice "
+                             "scoring; use --policy sample")
+
+    def __repr__(self) -> str:
+        return f"GeminiModel({self.model!r}, base_url={self.base_url!r}, api_key=set)"
+
+    def _session(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:  # one client per event loop
+            t = self._types
+            retry = t.HttpRetryOptions(attempts=self.max_retries + 1, initial_delay=0.5, max_delay=20.0,
+                                       http_status_codes=_RETRY_CODES)
+            opts = t.HttpOptions(base_url=self.base_url, timeout=int(self.timeout_s * 1000), retry_options=retry)
+            self._client = self._genai.Client(api_key=self._key, vertexai=False, http_options=opts)
+            self._sem = asyncio.Semaphore(self.max_concurrency)
+            self._loop = loop
+        return self._client
+
+    async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+        why = f"{self.spec}: the Gemini API does not score given answers; use --policy sample"
+        results = [ScoreResult(None, error=why) for _ in requests]
+        for r in results:
+            self.usage.add_score(r)
+        return results
+
+    async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        client = self._session()
+        results = await asyncio.gather(*(self._one(client, r) for r in requests))
+        for r in results:
+            self.usage.add_generate(r)
+        return list(results)
+
+    def _request(self, req: GenerateRequest) -> tuple[list[Any], Any]:
+        t = self._types
+        turns = list(req.messages) if req.messages else (
+            ([("system", req.system)] if req.system else []) + [("user", req.prompt)])
+        system = "\n\n".join(c for role, c in turns if role == "system")
+        contents = [t.Content(role="model" if role == "assistant" else "user", parts=[t.Part(text=c)])
+                    for role, c in turns if role != "system"]
+        config = t.GenerateContentConfig(
+            max_output_tokens=req.max_tokens, temperature=float(req.temperature),
+            stop_sequences=list(req.stop) or None, system_instruction=system or None)
+        return contents, config
+
+    async def _one(self, client: Any, req: GenerateRequest) -> GenerateResult:
+        assert self._sem is not None
+        contents, config = self._request(req)
+        t0 = time.perf_counter()
+        async with self._sem:
+            try:
+                resp = await client.aio.models.generate_content(model=self.model, contents=contents, config=config)
+            except self._errors.APIError as e:
+                return GenerateResult(None, latency_s=time.perf_counter() - t0,
+                                      error=f"HTTP {e.code} {e.status or ''}: {str(e.message or '')[:300]}".replace(
+                                          " :", ":"))
+            except Exception as e:  # noqa: BLE001 - transport failures (after the SDK's retries): an error record
+                return GenerateResult(None, latency_s=time.perf_counter() - t0,
+                                      error=f"request failed: {type(e).__name__}: {str(e)[:300]}")
+        return _result(resp, time.perf_counter() - t0)
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            close = getattr(getattr(client, "aio", None), "aclose", None)
+            if close is not None:
+                await close()
+
+
+def _result(resp: Any, latency: float) -> GenerateResult:
+    usage = getattr(resp, "usage_metadata", None)
+    tokens = dict(tokens_in=int(getattr(usage, "prompt_token_count", 0) or 0),
+                  tokens_out=int(getattr(usage, "candidates_token_count", 0) or 0)
+                  + int(getattr(usage, "thoughts_token_count", 0) or 0), latency_s=latency)
+    blocked = _name(getattr(getattr(resp, "prompt_feedback", None), "block_reason", None))
+    candidates = getattr(resp, "candidates", None) or []
+    if blocked:
+        return GenerateResult(None, error=f"the prompt was blocked ({blocked})", **tokens)  # type: ignore[arg-type]
+    if not candidates:
+        return GenerateResult(None, error="the reply has no candidate", **tokens)  # type: ignore[arg-type]
+    cand = candidates[0]
+    finish = _name(getattr(cand, "finish_reason", None))
+    text: list[str] = []
+    thought: list[str] = []
+    for part in getattr(getattr(cand, "content", None), "parts", None) or []:
+        if getattr(part, "text", None) is None:
+            continue
+        (thought if getattr(part, "thought", False) else text).append(part.text)
+    if not text and not thought and finish not in (None, "STOP", "MAX_TOKENS"):
+        return GenerateResult(None, error=f"the reply was stopped ({finish}) with no text", **tokens)  # type: ignore[arg-type]
+    reasoning_tokens = getattr(usage, "thoughts_token_count", None)
+    return GenerateResult(
+        "".join(text), finish_reason={"STOP": "stop", "MAX_TOKENS": "length"}.get(finish or "", finish and finish.lower()),
+        reasoning="".join(thought) if thought else None,
+        tokens_reasoning=int(reasoning_tokens) if isinstance(reasoning_tokens, int) else None,
+        **tokens)  # type: ignore[arg-type]

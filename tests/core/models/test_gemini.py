@@ -1,0 +1,106 @@
+"""`gemini:<model>`: Gemini through Google's own SDK (google-genai), against a fake generateContent
+API on 127.0.0.1 (tests/helpers/fake_gemini_server.py).
+
+* The request: system instruction apart, user/model turns, max output tokens, temperature and
+  stops; the key from GEMINI_API_KEY in the API's header.
+* The reply: thought parts are the reasoning (with their token count), the rest the answer;
+  MAX_TOKENS is a cut reply — cut inside the thinking, a parse failure in a run.
+* A blocked prompt or a candidate stopped for safety with no text is an error naming the reason,
+  never an empty answer; 503/429 are retried by the SDK within --retries.
+* Policies: no scored answers, so --policy logprob and choice are refused before a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from fake_gemini_server import FakeGeminiServer
+
+from stratbench.errors import InputError
+from stratbench.models import ModelOptions, load_model, open_model
+from stratbench.models.base import GenerateRequest
+
+KEY = "gm-test"
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    monkeypatch.setenv("GOOGLE_API_KEY", "not-this-one")
+    monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")  # ambient settings: not used
+
+
+def _generate(server: FakeGeminiServer, *reqs: GenerateRequest, retries: int = 2):
+    async def go():
+        model = open_model("gemini:gemini-1.5-pro", ModelOptions(base_url=server.base_url, max_retries=retries),
+                           no_cache=True)
+        try:
+            return await model.generate(list(reqs)), model.usage
+        finally:
+            await model.aclose()
+    return asyncio.run(go())
+
+
+def test_a_conversation_and_its_reply_as_the_api_has_them():
+    req = GenerateRequest("flat", max_tokens=64, temperature=0.0, stop=("END",), chat=True,
+                          messages=(("system", "Play well."), ("user", "Q1"), ("assistant", "A1"), ("user", "Q2")))
+    with FakeGeminiServer(text="Action: 2", thought="2 beats 1.") as s:
+        (r,), usage = _generate(s, req)
+        (seen,) = s.requests
+    assert r.ok and r.text == "Action: 2" and r.reasoning == "2 beats 1." and r.tokens_reasoning == len("2 beats 1.")
+    assert r.finish_reason == "stop" and usage.calls == 1 and usage.errors == 0
+    assert seen.path.endswith("/models/gemini-1.5-pro:generateContent") and seen.headers["x-goog-api-key"] == KEY
+    assert seen.body["systemInstruction"]["parts"] == [{"text": "Play well."}]
+    assert [(c["role"], c["parts"][0]["text"]) for c in seen.body["contents"]] == [
+        ("user", "Q1"), ("model", "A1"), ("user", "Q2")]
+    assert seen.body["generationConfig"] == {"temperature": 0.0, "maxOutputTokens": 64, "stopSequences": ["END"]}
+
+
+def test_a_reply_cut_inside_its_thinking_has_no_answer():
+    with FakeGeminiServer(text="Action: 1", thought="Action: 0 loses, so") as s:
+        (r,), _ = _generate(s, GenerateRequest("Q", max_tokens=9, chat=True))
+    assert r.ok and r.text == "" and r.finish_reason == "length" and r.reasoning == "Action: 0"
+
+
+@pytest.mark.parametrize("kw,why", [({"block": "SAFETY"}, "the prompt was blocked (SAFETY)"),
+                                    ({"safety": True}, "the reply was stopped (SAFETY) with no text")])
+def test_a_blocked_reply_is_an_error_naming_the_reason(kw, why):
+    with FakeGeminiServer(**kw) as s:
+        (r,), usage = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True))
+    assert not r.ok and r.text is None and r.error == why and usage.errors == 1
+
+
+@pytest.mark.parametrize("status", [503, 429])
+def test_overloaded_calls_are_retried_by_the_sdk_and_then_counted(status):
+    with FakeGeminiServer(fail_first=1, fail_status=status) as s:
+        (r,), _ = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=1)
+        assert r.ok and len(s.requests) == 2
+    with FakeGeminiServer(fail_first=9, fail_status=status) as s:
+        (r,), usage = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=1)
+        assert len(s.requests) == 2
+    assert not r.ok and r.error.startswith(f"HTTP {status} ") and usage.errors == 1
+
+
+def test_the_key_is_checked_before_anything_runs(monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY")
+    with pytest.raises(InputError, match="^gemini:g: set GEMINI_API_KEY$"):
+        load_model("gemini:g")
+
+
+def test_a_nashgap_run_of_gemini_samples(tmp_path, cli):
+    with FakeGeminiServer(text="Action: 1", thought="thinking") as s:
+        r = cli("nashgap", "--model", "gemini:gemini-1.5-pro", "--base-url", s.base_url, "--policy", "logprob",
+                "--output-dir", str(tmp_path / "refused"))
+        assert r.returncode == 2 and "no log-probabilities" in r.stderr and not (tmp_path / "refused").exists()
+        r = cli("nashgap", "--model", "gemini:gemini-1.5-pro", "--base-url", s.base_url, "--num-games", "2",
+                "--num-trials", "1", "--quiet", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (trials,) = (tmp_path / "o").glob("*/trials*.jsonl")
+    recs = [json.loads(x) for x in trials.read_text().splitlines()]
+    assert {x["status"] for x in recs} == {"parsed"} and {x["reasoning"] for x in recs} == {"thinking"}
+    assert KEY not in "".join(p.read_text() for p in (tmp_path / "o").rglob("*") if p.is_file())
+    r = cli("models", "--json")
+    row = {x["spec"]: x for x in json.loads(r.stdout)}["gemini:<model>"]
+    assert row["key_env"] == "GEMINI_API_KEY" and row["key"] == "set"
