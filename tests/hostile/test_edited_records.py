@@ -1,0 +1,152 @@
+"""Result folders whose records or summaries were edited by hand: a record read back must be one
+the run could have written (refused on resume, merge and compare with its file and line, nothing
+changed), and the report shows a run's numbers only while they are what its records give."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def fake_server():
+    from fake_openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer() as s:
+        yield s
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# -- the report shows a run's numbers only while they are what its records give ----------------
+
+def _edit_summary(folder: Path) -> str:
+    s = json.loads((folder / "summary.json").read_text())
+    s["mean_nash_gap"] = 987654.321
+    (folder / "summary.json").write_text(json.dumps(s))
+    return "summary.json: does not agree with the run's records (mean_nash_gap is 987654.321"
+
+
+def _edit_run_json(**change: object):
+    def edit(folder: Path) -> str:
+        meta = json.loads((folder / "run.json").read_text())
+        (folder / "run.json").write_text(json.dumps({**meta, **change}))
+        return "run.json: " + ("status" if "status" in change else "written in result format 3")
+    return edit
+
+
+def _edit_record(key: str, value: object):
+    def edit(folder: Path) -> str:
+        lines = (folder / "trials.jsonl").read_text().splitlines()
+        rec = json.loads(lines[0])
+        rec[key] = value
+        (folder / "trials.jsonl").write_text("\n".join([json.dumps(rec), *lines[1:]]) + "\n")
+        return "trials.jsonl: line 1:"
+    return edit
+
+
+def _cut_records(folder: Path) -> str:
+    lines = (folder / "trials.jsonl").read_text().splitlines()
+    (folder / "trials.jsonl").write_text("\n".join(lines[:-1]) + "\n")
+    return "the finished run holds only 5 of the run's 6 trials"
+
+
+@pytest.mark.parametrize("edit", [_edit_summary, _edit_run_json(status="exploded"), _edit_run_json(format_version=3),
+                                  _edit_record("game_id", 99), _edit_record("nash_gap", -12345), _cut_records],
+                         ids=["summary-value", "status", "newer-format", "record-game", "record-gap", "cut-records"])
+def test_a_report_leaves_out_the_numbers_of_an_edited_run(tmp_path, cli, edit):
+    r = cli("nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet",
+            "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    shown = json.loads((folder / "summary.json").read_text())["mean_nash_gap"]
+    r = cli("report", str(folder), "--output", str(tmp_path / "clean"))
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+    assert "not what its records give" not in (tmp_path / "clean" / "index.html").read_text()
+    why = edit(folder)
+    before = _snapshot(folder)
+    r = cli("report", str(folder), "--output", str(tmp_path / "rep"))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("warning")]
+    assert why in line and "the report leaves out its numbers" in line, line
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "not what its records give" in page
+    assert page.count("987654") <= 1  # named in the reason only, never shown as a result
+    assert "<img" not in page and "<img" in (tmp_path / "clean" / "index.html").read_text()  # no figure, table
+    from stratbench.render.html import fmt_num
+
+    assert fmt_num(shown) not in page and fmt_num(shown) in (tmp_path / "clean" / "index.html").read_text()
+    assert _snapshot(folder) == before  # the report only reads
+
+
+# -- records edited to values no run writes: refused on resume, named with file and line ---------
+
+def _run_and_edit(tmp_path, cli, args: list[str], file: str, key: str, value: object) -> Path:
+    r = cli(*args, "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    lines = (folder / file).read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec[key] = value
+    (folder / file).write_text("\n".join([json.dumps(rec), *lines[1:]]) + "\n")
+    return folder
+
+
+_NASHGAP = ["nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet"]
+_TMG = ["tmgbench", "run", "--model", "uniform", "--games", "421,431", "--seed", "2", "--quiet"]
+_CH = ["chbench", "run", "--models", "level-k:2", "--opponents", "level-k:1", "--rounds", "3", "--games", "1,2",
+       "--seed", "5", "--quiet"]
+_CX = ["tmgbench", "run", "--form", "sequential", "--k", "3", "--num-tasks", "2", "--model", "oracle", "--seed", "1",
+       "--quiet"]
+EDITED_RECORDS = {
+    "complex-score": (_CX, "tasks.jsonl", "correct", False, "correct False, but its answers score True"),
+    "complex-task": (_CX, "tasks.jsonl", "task_game_ids", ["111", "112", "113"], "task_game_ids ['111', '112', '113'], "
+                     "but task 0 has"),
+    "nashgap-value": (_NASHGAP, "trials.jsonl", "llm_value", 1e300, "llm_value = 1e+300, but its policy has"),
+    "nashgap-logprob": (_NASHGAP, "trials.jsonl", "logprobs", [3, -1, -2], "a log-probability above 0"),
+    "tmg-distribution": (_TMG, "answers.jsonl", "distribution", {"1": 5.0}, "sums to 5.0, not 1"),
+    "tmg-player": (_TMG, "answers.jsonl", "player", "oracle", "player 'oracle', but this run's player is 'uniform'"),
+    "tmg-cell": (_TMG, "answers.jsonl", "col", 9, "game 421 at row 1, col 9; it is at row 1, col 1"),
+    "ch-payoff": (_CH, "rounds.jsonl", "row_payoff", 999.0, "row_payoff 999.0, but the game pays"),
+    "ch-policy": (_CH, "rounds.jsonl", "row_policy", [1.5, -0.5], "no distribution over the game's 2 actions"),
+    "ch-mechanism": (_CH, "rounds.jsonl", "mechanism", "zzz", "mechanism 'zzz' is not its match's ('baseline')"),
+}
+
+
+@pytest.mark.parametrize("case", list(EDITED_RECORDS.values()), ids=list(EDITED_RECORDS))
+def test_a_record_edited_to_a_value_no_run_writes_is_refused(tmp_path, cli, case):
+    args, file, key, value, why = case
+    folder = _run_and_edit(tmp_path, cli, args, file, key, value)
+    before = _snapshot(folder)
+    resume = [*args[:2]] if args[0] in ("tmgbench", "chbench") else [args[0]]
+    r = cli(*resume, "--resume", str(folder))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith(f"error: {folder}/{file}: line 1: ") and why in r.stderr, r.stderr
+    assert _snapshot(folder) == before
+    r = cli("report", str(folder), "--output", str(tmp_path / "rep"))  # and the report shows none of it
+    assert r.returncode == 0 and why in r.stderr and "the report leaves out its numbers" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("key,value,why", [("payoff_me", 999.0, "payoff_me 999.0, but the game pays"),
+                                           ("policy", [0.5, 0.5], "policy [0.5, 0.5] is no distribution"),
+                                           ("prompting", "SP", "prompting 'SP', but this run's is 'LM'")])
+def test_an_edited_tom_round_is_refused(tmp_path, cli, fake_server, key, value, why):
+    folder = _run_and_edit(tmp_path, cli, ["tom", "run", "--model", "openai-compatible:fake", "--base-url",
+                                           fake_server.base_url, "--rounds", "4", "--episodes", "1", "--seed", "5"],
+                           "rounds.jsonl", key, value)
+    before = _snapshot(folder)
+    r = cli("tom", "run", "--resume", str(folder))
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {folder}/rounds.jsonl: line 1: ") and why in r.stderr
+    assert _snapshot(folder) == before
+
+
+def test_compare_reads_records_as_a_resume_does(tmp_path, cli):
+    folder = _run_and_edit(tmp_path, cli, _NASHGAP, "trials.jsonl", "status", "bogus")
+    r = cli(*_NASHGAP, "--output-dir", str(tmp_path / "clean"))
+    (clean,) = (tmp_path / "clean").iterdir()
+    r = cli("compare", str(clean), str(folder))
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {folder}/trials.jsonl: line 1: status"), r.stderr
