@@ -155,7 +155,7 @@ FOLDER_CASES: list[tuple[str, str, Callable[[Path], None], list[str], str]] = [
      lambda f: _edit_lines(f / "trials.jsonl", lambda ls: [json.dumps({**json.loads(ls[0]), "game_id": 999})] + ls[1:]),
      ["nashgap", "--resume", "{dir}"], "999"),
     ("two different records for one trial", "ng/run_*",
-     lambda f: _edit_lines(f / "trials.jsonl", lambda ls: ls + [json.dumps({**json.loads(ls[0]), "llm_value": 123.0})]),
+     lambda f: _edit_lines(f / "trials.jsonl", lambda ls: ls + [json.dumps({**json.loads(ls[0]), "prompt_sha256": "0" * 64})]),
      ["nashgap", "--resume", "{dir}"], "two different records"),
     ("a folder where trials.jsonl should be", "ng/run_*", lambda f: _dir_instead_of(f / "trials.jsonl"),
      ["nashgap", "--resume", "{dir}"], "trials.jsonl"),

@@ -28,15 +28,12 @@ What the SDK does and what stratbench keeps:
 
 from __future__ import annotations
 
-import asyncio
-import os
 import time
-from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from stratbench.errors import InputError
-from stratbench.models.base import GenerateRequest, GenerateResult, LanguageModel, ScoreRequest, ScoreResult
+from stratbench.models.base import GenerateRequest, GenerateResult
+from stratbench.models.native import SDKChatModel, turns_of
 
 __all__ = ["DEFAULT_URL", "KEY_ENV", "AnthropicModel"]
 
@@ -53,89 +50,28 @@ def _sdk() -> Any:
     return anthropic
 
 
-class AnthropicModel(LanguageModel):
+class AnthropicModel(SDKChatModel):
     """Claude over the Messages API (generation only: the API returns no log-probabilities)."""
 
-    supports_logprobs = False
-    supports_chat = True
+    prefix, api, key_env, default_url = "anthropic", "the Messages API", KEY_ENV, DEFAULT_URL
 
     def __init__(self, model: str, base_url: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,
                  max_retries: int = 4) -> None:
-        super().__init__()
-        from stratbench.models.openai_api import check_base_url
-
-        self.model = model
-        self.spec = f"anthropic:{model}"
-        url = (base_url or DEFAULT_URL).rstrip("/")
-        check_base_url(url, self.spec)
-        parts = urlsplit(url)
-        if parts.username or parts.password:
-            raise InputError(f"{self.spec}: --base-url: credentials in the URL are not sent to the Messages API; "
-                             f"set {KEY_ENV}")
-        self.base_url = url
-        key = (os.environ.get(KEY_ENV) or "").strip()
-        if not key:
-            raise InputError(f"{self.spec}: set {KEY_ENV}")
-        if not isinstance(max_concurrency, int) or max_concurrency < 1:
-            raise InputError(f"{self.spec}: max_concurrency must be a positive integer")
-        if not timeout_s > 0 or timeout_s == float("inf"):
-            raise InputError(f"{self.spec}: timeout must be a positive number of seconds")
-        if max_retries < 0:
-            raise InputError(f"{self.spec}: max_retries must be >= 0")
+        super().__init__(model, base_url, max_concurrency, timeout_s, max_retries)
         self._sdk = _sdk()
-        self._key = key
-        self.max_concurrency = max_concurrency
-        self.timeout_s = float(timeout_s)
-        self.max_retries = int(max_retries)
-        self._client: Any = None
-        self._sem: asyncio.Semaphore | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {"spec": self.spec, "backend": "anthropic", "model": self.model, "base_url": self.base_url,
-                "endpoint": "messages"}
+        return {**super().describe(), "endpoint": "messages"}
 
-    def check_chat(self, scoring: bool = False) -> None:
-        """Conversations are what the API takes; exact choice scoring would need log-probabilities,
-        which it never returns (no chat template can stand in for them)."""
-        if scoring:
-            raise InputError(f"{self.spec}: the Messages API returns no log-probabilities, so no exact choice "
-                             "scoring; use --policy sample")
-
-    def __repr__(self) -> str:
-        return f"AnthropicModel({self.model!r}, base_url={self.base_url!r}, api_key=set)"
-
-    def _session(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:  # one client per event loop
-            self._client = self._sdk.AsyncAnthropic(api_key=self._key, base_url=self.base_url,
-                                                    max_retries=self.max_retries, timeout=self.timeout_s)
-            self._sem = asyncio.Semaphore(self.max_concurrency)
-            self._loop = loop
-        return self._client
-
-    async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
-        why = f"{self.spec}: the Messages API returns no log-probabilities; use --policy sample"
-        results = [ScoreResult(None, error=why) for _ in requests]
-        for r in results:
-            self.usage.add_score(r)
-        return results
-
-    async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
-        client = self._session()
-        results = await asyncio.gather(*(self._one(client, r) for r in requests))
-        for r in results:
-            self.usage.add_generate(r)
-        return list(results)
+    def _make_client(self) -> Any:
+        return self._sdk.AsyncAnthropic(api_key=self._key, base_url=self.base_url, max_retries=self.max_retries,
+                                        timeout=self.timeout_s)
 
     @staticmethod
     def _body(req: GenerateRequest) -> dict[str, Any]:
-        turns = list(req.messages) if req.messages else (
-            ([("system", req.system)] if req.system else []) + [("user", req.prompt)])
-        system = "\n\n".join(c for role, c in turns if role == "system")
+        system, turns = turns_of(req)
         body: dict[str, Any] = {
-            "max_tokens": req.max_tokens,
-            "messages": [{"role": role, "content": c} for role, c in turns if role != "system"]}
+            "max_tokens": req.max_tokens, "messages": [{"role": role, "content": c} for role, c in turns]}
         if float(req.temperature) != 1.0:
             # the API's default is 1.0; another value goes in the body as the older models take it
             # (recent SDKs no longer name the parameter; a model that refuses it says so, an error record)
@@ -147,23 +83,21 @@ class AnthropicModel(LanguageModel):
             body["stop_sequences"] = stops
         return body
 
-    async def _one(self, client: Any, req: GenerateRequest) -> GenerateResult:
+    async def _call(self, client: Any, req: GenerateRequest) -> GenerateResult:
         sdk = self._sdk
-        assert self._sem is not None
         t0 = time.perf_counter()
-        async with self._sem:
-            try:
-                msg = await client.messages.create(model=self.model, **self._body(req))
-            except sdk.APIStatusError as e:
-                return GenerateResult(None, latency_s=time.perf_counter() - t0, error=_status_error(e))
-            except sdk.APITimeoutError:
-                return GenerateResult(None, latency_s=time.perf_counter() - t0,
-                                      error=f"timed out after {self.timeout_s:g} s ({self.max_retries} retries)")
-            except sdk.APIConnectionError as e:
-                return GenerateResult(None, latency_s=time.perf_counter() - t0,
-                                      error=f"connection failed after {self.max_retries} retries: {e}")
-            except sdk.APIResponseValidationError as e:
-                return GenerateResult(None, latency_s=time.perf_counter() - t0, error=f"invalid reply: {e}")
+        try:
+            msg = await client.messages.create(model=self.model, **self._body(req))
+        except sdk.APIStatusError as e:
+            return GenerateResult(None, latency_s=time.perf_counter() - t0, error=_status_error(e))
+        except sdk.APITimeoutError:
+            return GenerateResult(None, latency_s=time.perf_counter() - t0,
+                                  error=f"timed out after {self.timeout_s:g} s ({self.max_retries} retries)")
+        except sdk.APIConnectionError as e:
+            return GenerateResult(None, latency_s=time.perf_counter() - t0,
+                                  error=f"connection failed after {self.max_retries} retries: {e}")
+        except sdk.APIResponseValidationError as e:
+            return GenerateResult(None, latency_s=time.perf_counter() - t0, error=f"invalid reply: {e}")
         res = _result(msg, time.perf_counter() - t0)
         blank = [x for x in req.stop if x and not x.strip()]  # stops the API refuses: applied here
         text = res.text or ""
@@ -171,11 +105,6 @@ class AnthropicModel(LanguageModel):
         if cut >= 0:
             res.text, res.finish_reason = text[:cut], "stop"
         return res
-
-    async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            await client.close()
 
 
 def _status_error(e: Any) -> str:

@@ -25,15 +25,12 @@ What the SDK does and what stratbench keeps:
 
 from __future__ import annotations
 
-import asyncio
-import os
 import time
-from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from stratbench.errors import InputError
-from stratbench.models.base import GenerateRequest, GenerateResult, LanguageModel, ScoreRequest, ScoreResult
+from stratbench.models.base import GenerateRequest, GenerateResult
+from stratbench.models.native import SDKChatModel, turns_of
 
 __all__ = ["DEFAULT_URL", "KEY_ENV", "GeminiModel"]
 
@@ -58,117 +55,53 @@ def _name(value: Any) -> str | None:
     return str(getattr(value, "name", value))
 
 
-class GeminiModel(LanguageModel):
+class GeminiModel(SDKChatModel):
     """Gemini over generateContent (generation only: no scored answers)."""
 
-    supports_logprobs = False
-    supports_chat = True
+    prefix, api, key_env, default_url = "gemini", "the Gemini API", KEY_ENV, DEFAULT_URL
 
     def __init__(self, model: str, base_url: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,
                  max_retries: int = 4) -> None:
-        super().__init__()
-        from stratbench.models.openai_api import check_base_url
-
-        self.model = model
-        self.spec = f"gemini:{model}"
-        url = (base_url or DEFAULT_URL).rstrip("/")
-        check_base_url(url, self.spec)
-        parts = urlsplit(url)
-        if parts.username or parts.password:
-            raise InputError(f"{self.spec}: --base-url: credentials in the URL are not sent to the Gemini API; "
-                             f"set {KEY_ENV}")
-        self.base_url = url
-        key = (os.environ.get(KEY_ENV) or "").strip()
-        if not key:
-            raise InputError(f"{self.spec}: set {KEY_ENV}")
-        if not isinstance(max_concurrency, int) or max_concurrency < 1:
-            raise InputError(f"{self.spec}: max_concurrency must be a positive integer")
-        if not timeout_s > 0 or timeout_s == float("inf"):
-            raise InputError(f"{self.spec}: timeout must be a positive number of seconds")
-        if max_retries < 0:
-            raise InputError(f"{self.spec}: max_retries must be >= 0")
+        super().__init__(model, base_url, max_concurrency, timeout_s, max_retries)
         self._genai, self._types, self._errors = _sdk()
-        self._key = key
-        self.max_concurrency = max_concurrency
-        self.timeout_s = float(timeout_s)
-        self.max_retries = int(max_retries)
-        self._client: Any = None
-        self._sem: asyncio.Semaphore | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {"spec": self.spec, "backend": "gemini", "model": self.model, "base_url": self.base_url,
-                "endpoint": "generateContent"}
+        return {**super().describe(), "endpoint": "generateContent"}
 
-    def check_chat(self, scoring: bool = False) -> None:
-        """Conversations are what the API takes; exact choice scoring is not something it does."""
-        if scoring:
-            raise InputError(f"{self.spec}: the Gemini API does not score given answers, so no exact choice "
-                             "scoring; use --policy sample")
+    def _make_client(self) -> Any:
+        t = self._types
+        retry = t.HttpRetryOptions(attempts=self.max_retries + 1, initial_delay=0.5, max_delay=20.0,
+                                   http_status_codes=_RETRY_CODES)
+        opts = t.HttpOptions(base_url=self.base_url, timeout=int(self.timeout_s * 1000), retry_options=retry)
+        return self._genai.Client(api_key=self._key, vertexai=False, http_options=opts)
 
-    def __repr__(self) -> str:
-        return f"GeminiModel({self.model!r}, base_url={self.base_url!r}, api_key=set)"
-
-    def _session(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:  # one client per event loop
-            t = self._types
-            retry = t.HttpRetryOptions(attempts=self.max_retries + 1, initial_delay=0.5, max_delay=20.0,
-                                       http_status_codes=_RETRY_CODES)
-            opts = t.HttpOptions(base_url=self.base_url, timeout=int(self.timeout_s * 1000), retry_options=retry)
-            self._client = self._genai.Client(api_key=self._key, vertexai=False, http_options=opts)
-            self._sem = asyncio.Semaphore(self.max_concurrency)
-            self._loop = loop
-        return self._client
-
-    async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
-        why = f"{self.spec}: the Gemini API does not score given answers; use --policy sample"
-        results = [ScoreResult(None, error=why) for _ in requests]
-        for r in results:
-            self.usage.add_score(r)
-        return results
-
-    async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
-        client = self._session()
-        results = await asyncio.gather(*(self._one(client, r) for r in requests))
-        for r in results:
-            self.usage.add_generate(r)
-        return list(results)
+    async def _close(self, client: Any) -> None:
+        close = getattr(getattr(client, "aio", None), "aclose", None)
+        if close is not None:
+            await close()
 
     def _request(self, req: GenerateRequest) -> tuple[list[Any], Any]:
         t = self._types
-        turns = list(req.messages) if req.messages else (
-            ([("system", req.system)] if req.system else []) + [("user", req.prompt)])
-        system = "\n\n".join(c for role, c in turns if role == "system")
+        system, turns = turns_of(req)
         contents = [t.Content(role="model" if role == "assistant" else "user", parts=[t.Part(text=c)])
-                    for role, c in turns if role != "system"]
+                    for role, c in turns]
         config = t.GenerateContentConfig(
             max_output_tokens=req.max_tokens, temperature=float(req.temperature),
             stop_sequences=list(req.stop) or None, system_instruction=system or None)
         return contents, config
 
-    async def _one(self, client: Any, req: GenerateRequest) -> GenerateResult:
-        assert self._sem is not None
+    async def _call(self, client: Any, req: GenerateRequest) -> GenerateResult:
         contents, config = self._request(req)
         t0 = time.perf_counter()
-        async with self._sem:
-            try:
-                resp = await client.aio.models.generate_content(model=self.model, contents=contents, config=config)
-            except self._errors.APIError as e:
-                return GenerateResult(None, latency_s=time.perf_counter() - t0,
-                                      error=f"HTTP {e.code} {e.status or ''}: {str(e.message or '')[:300]}".replace(
-                                          " :", ":"))
-            except Exception as e:  # noqa: BLE001 - transport failures (after the SDK's retries): an error record
-                return GenerateResult(None, latency_s=time.perf_counter() - t0,
-                                      error=f"request failed: {type(e).__name__}: {str(e)[:300]}")
+        try:
+            resp = await client.aio.models.generate_content(model=self.model, contents=contents, config=config)
+        except self._errors.APIError as e:
+            return GenerateResult(None, latency_s=time.perf_counter() - t0,
+                                  error=f"HTTP {e.code} {e.status or ''}: {str(e.message or '')[:300]}".replace(" :", ":"))
+        except Exception as e:  # noqa: BLE001 - transport failures (after the SDK's retries): an error record
+            return GenerateResult(None, latency_s=time.perf_counter() - t0,
+                                  error=f"request failed: {type(e).__name__}: {str(e)[:300]}")
         return _result(resp, time.perf_counter() - t0)
-
-    async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            close = getattr(getattr(client, "aio", None), "aclose", None)
-            if close is not None:
-                await close()
 
 
 def _result(resp: Any, latency: float) -> GenerateResult:

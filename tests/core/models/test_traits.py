@@ -13,7 +13,8 @@ from stratbench.workflows.scorecard import chat_by_default
 
 
 def test_builtin_backends_traits():
-    assert set(TRAITS) == {"embedded", "embedded-instruct", "gguf", "hf", "openai", "together", "openai-compatible"}
+    assert set(TRAITS) == {"embedded", "embedded-instruct", "gguf", "hf", "openai", "together", "deepseek", "qwen",
+                           "mistral", "openai-compatible", "anthropic", "gemini"}
     assert set(TRAITS) <= set(BACKENDS.names())
     assert backend_traits("embedded") == BackendTraits(local=True, chat_model=False)
     assert backend_traits("embedded-instruct") == BackendTraits(local=True, chat_model=True)

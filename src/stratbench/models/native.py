@@ -1,0 +1,133 @@
+"""What the backends over a provider's own SDK share (Anthropic's Messages API, the Gemini API):
+chat APIs that generate and never score given answers.
+
+The base class checks the settings every such backend takes before anything is opened (the URL,
+the key from its one environment variable, concurrency, timeout, retries), keeps one SDK client
+per event loop behind a semaphore, refuses exact policies in one line (no log-probabilities, so
+no logprob or choice policy: a run samples), and counts usage. A subclass names its key variable,
+default URL and API, builds its SDK's client and makes one call.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import os
+from collections.abc import Sequence
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+from stratbench.errors import InputError
+from stratbench.models.base import GenerateRequest, GenerateResult, LanguageModel, ScoreRequest, ScoreResult
+
+__all__ = ["SDKChatModel", "turns_of"]
+
+
+def turns_of(req: GenerateRequest) -> tuple[str, list[tuple[str, str]]]:
+    """(the system text, the user and assistant turns) of a request: its conversation, or its raw
+    prompt as one user turn (after its system text), as on every chat API."""
+    turns = list(req.messages) if req.messages else (
+        ([("system", req.system)] if req.system else []) + [("user", req.prompt)])
+    system = "\n\n".join(c for role, c in turns if role == "system")
+    return system, [(role, c) for role, c in turns if role != "system"]
+
+
+class SDKChatModel(LanguageModel):
+    """A provider's chat API through its own SDK (generation only)."""
+
+    supports_logprobs = False
+    supports_chat = True
+    prefix: ClassVar[str] = ""  # the spec prefix ("anthropic")
+    api: ClassVar[str] = ""  # what the messages call the API ("the Messages API")
+    key_env: ClassVar[str] = ""
+    default_url: ClassVar[str] = ""
+
+    def __init__(self, model: str, base_url: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,
+                 max_retries: int = 4) -> None:
+        super().__init__()
+        from stratbench.models.openai_api import check_base_url
+
+        self.model = model
+        self.spec = f"{self.prefix}:{model}"
+        url = (base_url or self.default_url).rstrip("/")
+        check_base_url(url, self.spec)
+        parts = urlsplit(url)
+        if parts.username or parts.password:
+            raise InputError(f"{self.spec}: --base-url: credentials in the URL are not sent to {self.api}; "
+                             f"set {self.key_env}")
+        self.base_url = url
+        key = (os.environ.get(self.key_env) or "").strip()
+        if not key:
+            raise InputError(f"{self.spec}: set {self.key_env}")
+        if not isinstance(max_concurrency, int) or max_concurrency < 1:
+            raise InputError(f"{self.spec}: max_concurrency must be a positive integer")
+        if not timeout_s > 0 or timeout_s == float("inf"):
+            raise InputError(f"{self.spec}: timeout must be a positive number of seconds")
+        if max_retries < 0:
+            raise InputError(f"{self.spec}: max_retries must be >= 0")
+        self._key = key
+        self.max_concurrency = max_concurrency
+        self.timeout_s = float(timeout_s)
+        self.max_retries = int(max_retries)
+        self._client: Any = None
+        self._sem: asyncio.Semaphore | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"spec": self.spec, "backend": self.prefix, "model": self.model, "base_url": self.base_url}
+
+    def check_chat(self, scoring: bool = False) -> None:
+        """Conversations are what the API takes; exact choice scoring would need the probability of
+        given answers, which it never returns (no chat template can stand in for it)."""
+        if scoring:
+            raise InputError(f"{self.spec}: {self.api} returns no log-probabilities, so no exact choice "
+                             "scoring; use --policy sample")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model!r}, base_url={self.base_url!r}, api_key=set)"
+
+    @abc.abstractmethod
+    def _make_client(self) -> Any:
+        """The SDK's async client, with this backend's key, URL, timeout and retries."""
+
+    @abc.abstractmethod
+    async def _call(self, client: Any, req: GenerateRequest) -> GenerateResult:
+        """One request (never raises for the API's or the transport's failures: an error result)."""
+
+    async def _close(self, client: Any) -> None:
+        close = getattr(client, "close", None)
+        if close is not None:
+            await close()
+
+    def _session(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:  # one client per event loop
+            self._client = self._make_client()
+            self._sem = asyncio.Semaphore(self.max_concurrency)
+            self._loop = loop
+        return self._client
+
+    async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+        why = f"{self.spec}: {self.api} returns no log-probabilities; use --policy sample"
+        results = [ScoreResult(None, error=why) for _ in requests]
+        for r in results:
+            self.usage.add_score(r)
+        return results
+
+    async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        client = self._session()
+
+        async def one(req: GenerateRequest) -> GenerateResult:
+            assert self._sem is not None
+            async with self._sem:
+                return await self._call(client, req)
+
+        results = await asyncio.gather(*(one(r) for r in requests))
+        for r in results:
+            self.usage.add_generate(r)
+        return list(results)
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await self._close(client)
