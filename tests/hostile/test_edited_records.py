@@ -108,6 +108,10 @@ EDITED_RECORDS = {
                      "but task 0 has"),
     "nashgap-value": (_NASHGAP, "trials.jsonl", "llm_value", 1e300, "llm_value = 1e+300, but its policy has"),
     "nashgap-logprob": (_NASHGAP, "trials.jsonl", "logprobs", [3, -1, -2], "a log-probability above 0"),
+    "nashgap-first-listed": (_NASHGAP, "trials.jsonl", "first_listed_prob", 0.9, "first_listed_prob 0.9, but its policy"),
+    "nashgap-agent": (_NASHGAP, "trials.jsonl", "agent", "other", "agent 'other', but this run's player is 'random'"),
+    "nashgap-label-mass": (_NASHGAP, "trials.jsonl", "label_mass", 0.9, "without the log-probabilities"),
+    "ch-status": (_CH, "rounds.jsonl", "row_status", "parse_failed", "a move has an action exactly when it did not"),
     "tmg-distribution": (_TMG, "answers.jsonl", "distribution", {"1": 5.0}, "sums to 5.0, not 1"),
     "tmg-player": (_TMG, "answers.jsonl", "player", "oracle", "player 'oracle', but this run's player is 'uniform'"),
     "tmg-cell": (_TMG, "answers.jsonl", "col", 9, "game 421 at row 1, col 9; it is at row 1, col 1"),
@@ -150,3 +154,36 @@ def test_compare_reads_records_as_a_resume_does(tmp_path, cli):
     (clean,) = (tmp_path / "clean").iterdir()
     r = cli("compare", str(clean), str(folder))
     assert r.returncode == 2 and r.stderr.startswith(f"error: {folder}/trials.jsonl: line 1: status"), r.stderr
+
+
+def test_a_tom_shard_cut_after_it_finished_is_not_merged(tmp_path, cli, fake_server):
+    args = ["tom", "run", "--model", "openai-compatible:fake", "--base-url", fake_server.base_url, "--rounds", "4",
+            "--episodes", "2", "--seed", "5", "--output-dir", str(tmp_path / "s")]
+    for i in (1, 2):
+        r = cli(*args, "--shard", f"{i}/2")
+        assert r.returncode == 0, r.stderr
+    one, two = sorted((tmp_path / "s").iterdir())
+    lines = (one / "rounds.jsonl").read_text().splitlines()
+    (one / "rounds.jsonl").write_text("\n".join(lines[:2]) + "\n")  # episode 0 loses its last two rounds
+    r = cli("merge", str(one), str(two), "--output-dir", str(tmp_path / "m"))
+    assert r.returncode == 2 and "rounds.jsonl: the shards' records of episode 0 stop short" in r.stderr, r.stderr
+    assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
+
+
+def test_a_scorecard_whose_run_was_edited_shows_no_table_and_resumes_nothing(tmp_path, cli, fake_server):
+    r = cli("scorecard", "--model", "openai-compatible:fake", "--base-url", fake_server.base_url, "--budget", "smoke",
+            "--seed", "2", "--no-report", "--quiet", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    (trials,) = [p for p in folder.rglob("trials*.jsonl") if "fake" in str(p)][:1]
+    lines = trials.read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["first_listed_prob"] = 0.123456
+    trials.write_text("\n".join([json.dumps(rec), *lines[1:]]) + "\n")
+    before = _snapshot(folder)
+    r = cli("scorecard", "--resume", str(folder), "--no-report")
+    assert r.returncode == 2 and "first_listed_prob 0.123456" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert _snapshot(folder) == before
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"))
+    assert r.returncode == 0 and "leaves out the scorecard's table" in r.stderr, r.stderr
+    assert "the scorecard is not shown" in (tmp_path / "rep" / "index.html").read_text()

@@ -95,6 +95,10 @@ class Stream(Generic[U]):
     # what the schema's types cannot say (a scored trial holds its numbers): why a record read back
     # cannot be one the suite wrote, or None
     record_problem: Callable[[Record], str | None] | None = None
+    # whether a unit's records were cut short (a write interrupted, or lines removed): a finished
+    # run never holds such a unit, so a merge refuses it (default: none is; ToM: an episode's
+    # rounds that stop before its end without a failure)
+    unit_partial: Callable[[list[Record]], bool] | None = None
 
 
 @dataclass
@@ -558,6 +562,12 @@ def merge_streams(plan: RunPlan, folders: Sequence[Path], out: Path) -> Outcome:
                              + (f" and {duplicated} twice" if duplicated else "")
                              + (f" and {len(got - want)} not in the run" if got - want else "")
                              + "; merge every shard of one run once, each after it has finished")
+        if stream.unit_partial is not None:
+            for unit, group in _groups(recs, stream.record_unit).items():
+                if stream.unit_partial(group):
+                    raise InputError(f"{stream.file}: the shards' records of {stream.unit_name[:-1]} {unit} stop short "
+                                     f"({len(group)} records) though their runs finished: a records file was cut or "
+                                     "edited; finish that shard again with --resume")
         recs = dedupe(recs, stream.record_key, out / stream.file)  # one record per id across shards
         recs.sort(key=stream.sort_key)
         write_jsonl_atomic(out / stream.file, recs)

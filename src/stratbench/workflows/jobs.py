@@ -165,6 +165,9 @@ def _still_finished(out: Path, entry: dict[str, Any], job: Job) -> bool:
         print(f"note: {folder}: {have} of its {want} records are left (a records file was changed after the run "
               "finished); its missing units are run again", file=sys.stderr)
         return False
+    from stratbench.workflows.verify import check_run
+
+    check_run(folder)  # its records read as a resume reads them (an edited one: one line, nothing changed)
     return True
 
 

@@ -324,6 +324,11 @@ class ChbenchPlan(RunPlan):
             why = _distribution_problem(r.get(f"{seat}_policy"), n)
             if why:
                 return f"{seat}_policy {why}"
+            status, pol = r.get(f"{seat}_status"), r.get(f"{seat}_policy")
+            if (a is None) != (status in ("parse_failed", "error")):
+                return f"{seat}_status {status!r} with {seat}_action {a!r}: a move has an action exactly when it did not fail"
+            if isinstance(pol, list) and a is not None and 0 <= a < len(pol) and not pol[a] > 0:
+                return f"{seat}_action {a} has probability {pol[a]!r} in the policy it was drawn from"
             mass = r.get(f"{seat}_label_mass")
             if mass is not None and not (isinstance(mass, (int, float)) and 0 <= mass <= 1 + 1e-6):
                 return f"{seat}_label_mass {mass!r} is no probability"

@@ -11,7 +11,7 @@ from typing import Any, Literal, TypedDict, cast
 import numpy as np
 
 from stratbench.runner.schema import SCORED_STATUSES, NotRequired
-from stratbench.suites.nashgap.games import GameEntry
+from stratbench.suites.nashgap.games import GameEntry, rotation_order
 from stratbench.suites.nashgap.metrics import zero_sum_metrics
 from stratbench.suites.nashgap.players import Decision
 
@@ -145,16 +145,24 @@ TOL = 1e-6  # rounding in a written record
 
 
 def record_problem(rec: dict[str, Any], rows: dict[int, int] | None = None,
-                   games: dict[int, GameEntry] | None = None, mode: str | None = None) -> str | None:
+                   games: dict[int, GameEntry] | None = None, mode: str | None = None,
+                   agent: str | None = None, rotations: int | None = None) -> str | None:
     """Why a trial record read back cannot be one stratbench wrote: a scored trial (status ok or
     parsed) holds every metric as a number (a null one would drop out of, or void, every mean), a
     policy that is a probability distribution over its game's rows (``rows``: game id → number of
     rows, where known), gaps that are never negative (a best response is never worse than the
     policy, nor the game's value than what the policy guarantees), and — with ``games`` — metrics
     that are the ones its policy has in its game (recomputed: an edited value is no result).
-    Log-probabilities are never above 0; ``mode`` is the run's."""
+    Log-probabilities are never above 0; ``mode``, ``agent`` and the rotation (trial id modulo
+    ``rotations``) are the run's; the first-listed probability and the label mass are what the
+    policy and the log-probabilities give."""
     if mode is not None and rec.get("mode") != mode:
         return f"mode {rec.get('mode')!r} in a {mode} records file"
+    if agent and rec.get("agent") != agent:
+        return f"agent {rec.get('agent')!r}, but this run's player is {agent!r}"
+    t = rec.get("trial_id")
+    if rotations and isinstance(t, int) and rec.get("rotation") != t % rotations:
+        return f"rotation {rec.get('rotation')!r}, but trial {t} is shown in rotation {t % rotations}"
     lps = rec.get("logprobs")
     if isinstance(lps, list) and any(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 1e-6
                                      for x in lps):
@@ -179,6 +187,19 @@ def record_problem(rec: dict[str, Any], rows: dict[int, int] | None = None,
     if isinstance(decision, int) and not isinstance(decision, bool) and isinstance(pol, list) \
             and not 0 <= decision < len(pol):
         return f"llm_decision {decision} is no row of the game"
+    if isinstance(pol, list) and pol:
+        order = rotation_order(len(pol), int(rec.get("rotation") or 0))
+        first = rec.get("first_listed_prob")
+        if isinstance(first, (int, float)) and abs(first - pol[order[0]]) > 1e-9:
+            return f"first_listed_prob {first!r}, but its policy gives the first-listed row {pol[order[0]]!r}"
+    mass = rec.get("label_mass")
+    if mass is not None and lps is None:  # (only a log-prob policy has a label mass, with its log-probs)
+        return f"label_mass {mass!r} without the log-probabilities it comes from"
+    if isinstance(mass, (int, float)) and isinstance(lps, list) and lps and all(
+            x is None or isinstance(x, (int, float)) for x in lps):
+        again = float(sum(np.exp(x) for x in lps if x is not None))
+        if abs(mass - again) > 1e-6 * max(1.0, again):
+            return f"label_mass {mass!r}, but its log-probabilities give {again!r}"
     e = games.get(rec.get("game_id")) if games is not None else None  # type: ignore[arg-type]
     if e is not None and isinstance(pol, list):
         again = zero_sum_metrics(e.game.payoff_row, np.asarray(pol, dtype=float), e.solution.col_strategy,

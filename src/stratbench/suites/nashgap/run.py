@@ -282,7 +282,7 @@ class NashgapPlan(RunPlan):
             unit_name="trials",
             record_key=lambda r: (r["game_id"], r["trial_id"]),
             record_schema=TrialRecord,
-            record_problem=lambda r: record_problem(r, rows, games, mode),
+            record_problem=lambda r: record_problem(r, rows, games, mode, self.agent_name or None, k_rot),
         )
 
     def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:

@@ -249,7 +249,8 @@ class TomRunPlan(RunPlan):
                        concurrency=1 if self.lm else c.max_concurrency,
                        unit_done=lambda rs: episode_kept(rs, c.rounds), label="episodes", unit_name="episodes",
             record_key=lambda r: (int(r["episode"]), int(r["t"])), record_schema=RoundRecord,
-            record_problem=self._record_problem)]
+            record_problem=self._record_problem,
+            unit_partial=lambda rs: _cut_short(rs, c.rounds))]
 
     def _record_problem(self, r: Record) -> str | None:
         """A round this run cannot have played (edited by hand): a round, an action or a partner
@@ -282,6 +283,9 @@ class TomRunPlan(RunPlan):
                     isinstance(x, (int, float)) and not isinstance(x, bool) and -1e-9 <= x <= 1 + 1e-9 for x in pol)
                     and abs(sum(pol) - 1) <= 1e-6):
                 return f"{key} {pol!r} is no distribution over the game's {n_actions} actions"
+        pol = r.get("policy")
+        if isinstance(pol, list) and isinstance(a, int) and 0 <= a < len(pol) and not pol[a] > 0:
+            return f"my_action {a} has probability {pol[a]!r} in the policy it was drawn from"
         for key in ("label_mass", "tom_label_mass"):
             v = r.get(key)
             if v is not None and not (isinstance(v, (int, float)) and 0 <= v <= 1 + 1e-6):
@@ -353,3 +357,12 @@ def merge_tom_runs(folders: list[Path], out: Path) -> Outcome:
     every episode exactly once, in the unsharded order, summarised as the unsharded run."""
     saved = read_run_json(folders[0])["config"]
     return merge_streams(TomRunPlan(rebuild_config(TomRunConfig, saved, shard=None)), folders, out)
+
+
+def _cut_short(rs: list[Record], rounds: int) -> bool:
+    """An episode whose rounds are not 0, 1, … in a row, or end before its last round without the
+    failure that stopped it: records lost after the run finished."""
+    from stratbench.suites.tom.results import episode_status
+
+    ts = sorted(int(r["t"]) for r in rs)
+    return ts != list(range(len(ts))) or episode_status(sorted(rs, key=lambda r: int(r["t"])), rounds) == "partial"
