@@ -197,9 +197,9 @@ def record_problem(rec: dict[str, Any], rows: dict[int, int] | None = None,
         return f"label_mass {mass!r} without the log-probabilities it comes from"
     if isinstance(mass, (int, float)) and isinstance(lps, list) and lps and all(
             x is None or isinstance(x, (int, float)) for x in lps):
-        again = float(sum(np.exp(x) for x in lps if x is not None))
-        if abs(mass - again) > 1e-6 * max(1.0, again):
-            return f"label_mass {mass!r}, but its log-probabilities give {again!r}"
+        given = float(sum(np.exp(x) for x in lps if x is not None))
+        if abs(mass - given) > 1e-6 * max(1.0, given):
+            return f"label_mass {mass!r}, but its log-probabilities give {given!r}"
     e = games.get(rec.get("game_id")) if games is not None else None  # type: ignore[arg-type]
     if e is not None and isinstance(pol, list):
         again = zero_sum_metrics(e.game.payoff_row, np.asarray(pol, dtype=float), e.solution.col_strategy,
