@@ -459,11 +459,10 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
                 raise
         streams = plan.streams()
         if resume_dir is not None:  # every saved record is checked before anything is changed
+            _check_same_player(plan, meta, folder)  # (an edited run.json first: it would fail every record)
             for stream in streams:
                 read_stream(folder / stream.file, stream)
             remove_stale_tmp(folder)  # left by a write that was killed or refused (disk full)
-        if resume_dir is not None:
-            _check_same_player(plan, meta, folder)
         plan.update_meta(meta, new=resume_dir is None)
         if finished_meta is None:  # (a finished run says "running" again only once a record changes)
             try:
