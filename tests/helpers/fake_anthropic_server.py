@@ -18,44 +18,25 @@ Every request is recorded in ``server.requests`` (path, headers lower-cased, JSO
 
 from __future__ import annotations
 
-import json
-import threading
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from fake_json_api import FakeJSONAPI, Seen
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
                 500: "api_error", 529: "overloaded_error"}
 
 
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-    body: Any
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> tuple[int, Any, dict[str, str]]:
+    return status, {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"), "message": message}}, \
+        headers or {}
 
 
-class FakeAnthropicServer:
+class FakeAnthropicServer(FakeJSONAPI):
     def __init__(self, text: str = "Action: 1", thinking: str | None = None, fail_first: int = 0,
                  fail_status: int = 529, key: str = "sk-ant-test") -> None:
+        super().__init__()
         self.text, self.thinking, self.key = text, thinking, key
         self.fail_first, self.fail_status = fail_first, fail_status
-        self.requests: list[Seen] = []
-        self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def __enter__(self) -> "FakeAnthropicServer":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
     def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
         budget = int(body.get("max_tokens", 0))
@@ -79,54 +60,21 @@ class FakeAnthropicServer:
                 "usage": {"input_tokens": n_in, "output_tokens": budget - left if stop == "max_tokens" else
                           sum(len(c.get("text", c.get("thinking", ""))) for c in content)}}
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _send(self, status: int, obj: Any, headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(obj).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-                self._send(status, {"type": "error", "error": {"type": _ERROR_TYPES.get(status, "api_error"),
-                                                               "message": message}}, headers)
-
-            def do_POST(self) -> None:  # noqa: N802
-                raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    body = None
-                with server._lock:
-                    server.requests.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                    n = len(server.requests)
-                if self.path.rstrip("/") != "/v1/messages":
-                    return self._error(404, f"no route {self.path}")
-                if server.key not in (self.headers.get("x-api-key"),
-                                      (self.headers.get("authorization") or "").removeprefix("Bearer ")):
-                    return self._error(401, "invalid x-api-key")
-                if not self.headers.get("anthropic-version"):
-                    return self._error(400, "anthropic-version header is required")
-                if not isinstance(body, dict) or not isinstance(body.get("max_tokens"), int):
-                    return self._error(400, "max_tokens: Field required")
-                temp = body.get("temperature", 1.0)
-                if not 0.0 <= float(temp) <= 1.0:
-                    return self._error(400, "temperature: Input should be less than or equal to 1")
-                if any(not str(s).strip() for s in body.get("stop_sequences", [])):
-                    return self._error(400, "stop_sequences: each stop sequence must contain non-whitespace")
-                if n <= server.fail_first:
-                    extra = {"retry-after": "0"} if server.fail_status == 429 else None
-                    return self._error(server.fail_status, "Overloaded" if server.fail_status == 529 else "slow down",
-                                       extra)
-                self._send(200, server._answer(body))
-
-        return Handler
+    def respond(self, seen: Seen, n: int) -> tuple[int, Any, dict[str, str]]:
+        body, headers = seen.body, seen.headers
+        if seen.path.rstrip("/") != "/v1/messages":
+            return _error(404, f"no route {seen.path}")
+        if self.key not in (headers.get("x-api-key"), (headers.get("authorization") or "").removeprefix("Bearer ")):
+            return _error(401, "invalid x-api-key")
+        if not headers.get("anthropic-version"):
+            return _error(400, "anthropic-version header is required")
+        if not isinstance(body, dict) or not isinstance(body.get("max_tokens"), int):
+            return _error(400, "max_tokens: Field required")
+        if not 0.0 <= float(body.get("temperature", 1.0)) <= 1.0:
+            return _error(400, "temperature: Input should be less than or equal to 1")
+        if any(not str(x).strip() for x in body.get("stop_sequences", [])):
+            return _error(400, "stop_sequences: each stop sequence must contain non-whitespace")
+        if n <= self.fail_first:
+            return _error(self.fail_status, "Overloaded" if self.fail_status == 529 else "slow down",
+                          {"retry-after": "0"} if self.fail_status == 429 else None)
+        return 200, self._answer(body), {}

@@ -21,42 +21,23 @@ Every request is recorded in ``server.requests`` (path, headers lower-cased, JSO
 from __future__ import annotations
 
 import json
-import threading
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from fake_json_api import FakeJSONAPI, Seen
 
 _STATUS = {400: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
 
 
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-    body: Any
+def _error(status: int, message: str) -> tuple[int, Any, dict[str, str]]:
+    return status, {"error": {"code": status, "message": message, "status": _STATUS.get(status, "UNKNOWN")}}, {}
 
 
-class FakeGeminiServer:
+class FakeGeminiServer(FakeJSONAPI):
     def __init__(self, text: str = "Action: 1", thought: str | None = None, block: str | None = None,
                  safety: bool = False, fail_first: int = 0, fail_status: int = 503, key: str = "gm-test") -> None:
+        super().__init__()
         self.text, self.thought, self.block, self.safety, self.key = text, thought, block, safety, key
         self.fail_first, self.fail_status = fail_first, fail_status
-        self.requests: list[Seen] = []
-        self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def __enter__(self) -> "FakeGeminiServer":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
     def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
         cfg = body.get("generationConfig") or {}
@@ -89,42 +70,14 @@ class FakeGeminiServer:
         return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish, "index": 0}],
                 "usageMetadata": usage, "modelVersion": "fake"}
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _send(self, status: int, obj: Any) -> None:
-                data = json.dumps(obj).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _error(self, status: int, message: str) -> None:
-                self._send(status, {"error": {"code": status, "message": message,
-                                              "status": _STATUS.get(status, "UNKNOWN")}})
-
-            def do_POST(self) -> None:  # noqa: N802
-                raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    body = None
-                with server._lock:
-                    server.requests.append(Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-                    n = len(server.requests)
-                if not self.path.split("?")[0].endswith(":generateContent"):
-                    return self._error(404, f"no route {self.path}")
-                if self.headers.get("x-goog-api-key") != server.key:
-                    return self._error(400, "API key not valid. Please pass a valid API key.")
-                if not isinstance(body, dict) or not body.get("contents"):
-                    return self._error(400, "contents is not specified")
-                if n <= server.fail_first:
-                    return self._error(server.fail_status, "The model is overloaded. Please try again later.")
-                self._send(200, server._answer(body))
-
-        return Handler
+    def respond(self, seen: Seen, n: int) -> tuple[int, Any, dict[str, str]]:
+        body = seen.body
+        if not seen.path.split("?")[0].endswith(":generateContent"):
+            return _error(404, f"no route {seen.path}")
+        if seen.headers.get("x-goog-api-key") != self.key:
+            return _error(400, "API key not valid. Please pass a valid API key.")
+        if not isinstance(body, dict) or not body.get("contents"):
+            return _error(400, "contents is not specified")
+        if n <= self.fail_first:
+            return _error(self.fail_status, "The model is overloaded. Please try again later.")
+        return 200, self._answer(body), {}

@@ -162,7 +162,9 @@ def test_a_saved_config_edited_to_another_player_is_refused(tmp_path, cli, fake_
     assert {p.name: p.read_bytes() for p in Path(folder).iterdir()} == before
 
 
-def test_a_scored_trial_edited_to_hold_no_number_is_named_by_compare_and_resume(tmp_path, cli):
+def _two_runs_the_second_edited(tmp_path, cli, key: str, value: object) -> tuple[Path, Path]:
+    """Finished runs of `random` and `nash` on the same games; the second's first trial has
+    `key` set to `value`."""
     runs = []
     for player in ("random", "nash"):
         r = cli("nashgap", "--model", player, "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet",
@@ -170,10 +172,16 @@ def test_a_scored_trial_edited_to_hold_no_number_is_named_by_compare_and_resume(
         assert r.returncode == 0, r.stderr
         runs.append(next((tmp_path / player).iterdir()))
     trials = runs[1] / "trials.jsonl"
-    rec, *rest = trials.read_text().splitlines()
-    edited = json.loads(rec)
-    edited["exploitability"] = None
-    trials.write_text("\n".join([json.dumps(edited), *rest]) + "\n")
+    first, *rest = trials.read_text().splitlines()
+    rec = json.loads(first)
+    rec[key] = value
+    trials.write_text("\n".join([json.dumps(rec), *rest]) + "\n")
+    return runs[0], runs[1]
+
+
+def test_a_scored_trial_edited_to_hold_no_number_is_named_by_compare_and_resume(tmp_path, cli):
+    runs = _two_runs_the_second_edited(tmp_path, cli, "exploitability", None)
+    trials = runs[1] / "trials.jsonl"
     r = cli("compare", str(runs[0]), str(runs[1]))
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert "exploitability = None, not a number (edited by hand)" in r.stderr and len(r.stderr.splitlines()) == 1
@@ -250,17 +258,7 @@ def test_an_edited_list_of_runs_is_refused_and_nothing_changes(tmp_path, cli, fi
     ("game_id", 99, "trials.jsonl: line 1: a record for (99, 0), which this run does not have"),
 ])
 def test_compare_names_a_record_no_run_writes(tmp_path, cli, key, value, fragment):
-    runs = []
-    for player in ("random", "nash"):
-        r = cli("nashgap", "--model", player, "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet",
-                "--output-dir", str(tmp_path / player))
-        assert r.returncode == 0, r.stderr
-        runs.append(next((tmp_path / player).iterdir()))
-    trials = runs[1] / "trials.jsonl"
-    first, *rest = trials.read_text().splitlines()
-    rec = json.loads(first)
-    rec[key] = value
-    trials.write_text("\n".join([json.dumps(rec), *rest]) + "\n")
+    runs = _two_runs_the_second_edited(tmp_path, cli, key, value)
     r = cli("compare", str(runs[0]), str(runs[1]))
     assert r.returncode == 2 and "Traceback" not in r.stderr and fragment in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
