@@ -82,6 +82,12 @@ def test_suite_file_errors_are_one_line_and_write_nothing(tmp_path, cli):
         assert r.returncode == 2, (name, r.stderr)
         assert msg in r.stderr and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "out").exists()
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    p = _write(tmp_path, "h.toml", f'models = ["random"]\noutput_dir = "{afile}/sub"\n[nashgap]\nnum_games = 1\n')
+    r = cli("suite", "run", str(p), "--quiet", "--no-report")  # the file's output_dir is named, not a flag never given
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {p}: output_dir {afile}/sub: "), r.stderr
+    assert "--output-dir" not in r.stderr and afile.read_text() == "x"
     _, jobs = plan_suite_file(_write(tmp_path, "ok.toml", TOML))
     assert len(jobs) == 2 * 2 + 2  # nashgap per model and seed, chbench per seed
 

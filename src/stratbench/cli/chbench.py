@@ -24,12 +24,14 @@ from stratbench.cli.options import (
     csv_list,
     group,
 )
+from stratbench.cli.plan import plannable
 from stratbench.suites import get_suite
 
 ch_app = group("CHBench: cognitive-hierarchy levels of players.")
 
 
 @ch_app.command("run")
+@plannable
 def chbench_run(
     models: Optional[List[str]] = typer.Option(None, "--models", "--model", help="Players, comma-separated or repeated: model specs "
                                                "or scripted (random, first-action, level-k:K, poisson:LAMBDA). All pairs play."),

@@ -178,7 +178,9 @@ def main(argv: list[str] | None = None) -> None:
     """The error boundary: every bad input is one line `error: <file or flag>: <problem>` and exit
     code 2; Ctrl-C says how to resume (exit 130); anything else is a bug — one line naming the file
     holding its traceback, or the traceback itself with --debug or STRATBENCH_DEBUG=1."""
+    from stratbench.cli.plan import CostStop
     from stratbench.cli.suite import expand_multi_value_flags
+    from stratbench.models.costs import EXIT_MAX_COST
     from stratbench.runner.lifecycle import on_run_folder
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -201,6 +203,10 @@ def main(argv: list[str] | None = None) -> None:
     except (KeyboardInterrupt, typer.Abort):
         print(_resume_hint(command, args, folders), file=sys.stderr)
         sys.exit(130)
+    except CostStop as e:  # --max-cost: stopped as Ctrl-C stops, resumable
+        hint = _resume_hint(command, args, folders).removeprefix("interrupted: ")
+        print(f"{e}; {hint}", file=sys.stderr)
+        sys.exit(EXIT_MAX_COST)
     except _USAGE_ERRORS as e:
         print(f"error: {e.format_message()}", file=sys.stderr)  # type: ignore[attr-defined]
         sys.exit(2)

@@ -26,6 +26,7 @@ from stratbench.cli.options import (
     WaitForServer,
     slug,
 )
+from stratbench.cli.plan import plannable
 from stratbench.errors import InputError
 from stratbench.suites import get_suite
 
@@ -142,4 +143,4 @@ def nashgap(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("nashgap")(nashgap)
+    app.command("nashgap")(plannable(nashgap))

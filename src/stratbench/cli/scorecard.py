@@ -8,6 +8,7 @@ import typer
 
 from stratbench.cli.display import console, err_console
 from stratbench.cli.options import BaseUrl, NoCache, OutputDir, Quiet, Resume
+from stratbench.cli.plan import plannable
 
 
 def scorecard(
@@ -69,4 +70,4 @@ def scorecard(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("scorecard")(scorecard)
+    app.command("scorecard")(plannable(scorecard))

@@ -14,6 +14,7 @@ import typer
 
 from stratbench.cli.display import console, err_console, fmt, progress_bar
 from stratbench.cli.options import group
+from stratbench.cli.plan import plannable
 from stratbench.errors import InputError
 
 suite_app = group("Multi-model research suites.")
@@ -66,6 +67,7 @@ def _seeds(values: Optional[List[str]]) -> Optional[List[int]]:
 
 
 @suite_app.command("tiered")
+@plannable
 def tiered(
     config: Optional[str] = typer.Option(None, "--config", help="TOML or YAML suite file (flags given here override it)."),
     num_games_per_bucket: Optional[int] = typer.Option(None, help="Games per bucket and seed (default 30)."),
@@ -184,6 +186,7 @@ def _print_table(agg: list[dict], dummy: bool) -> None:  # type: ignore[type-arg
 
 
 @suite_app.command("run")
+@plannable
 def run_file(
     file: Optional[str] = typer.Argument(None, help="Suite file (.toml, .yaml): models, seeds, and one section per suite."),
     output_dir: Optional[str] = typer.Option(None, help="Where the suite folder is created (default: the file's output_dir or results)."),

@@ -24,6 +24,7 @@ from stratbench.cli.options import (
     WaitForServer,
     group,
 )
+from stratbench.cli.plan import plannable
 from stratbench.errors import InputError
 from stratbench.suites import get_suite
 
@@ -69,6 +70,7 @@ def _is_complex_run(folder: str) -> bool:
 
 
 @tmg_app.command("run")
+@plannable
 def tmgbench_run(
     model: Optional[str] = typer.Option(None, help="Player: embedded (default), any model spec, or oracle/empty/uniform."),
     policy: Optional[str] = typer.Option(None, help="logprob (raw models: exact answer distribution; DA only), choice "
@@ -150,6 +152,7 @@ def tmgbench_run(
 
 
 @stories_app.command("generate")
+@plannable
 def tmgbench_stories_generate(
     model: Optional[str] = typer.Option(None, help="Model that writes the stories."),
     games: Optional[str] = typer.Option(None, help="Comma-separated game ids (default: all 144)."),

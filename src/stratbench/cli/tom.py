@@ -20,6 +20,7 @@ from stratbench.cli.options import (
     WaitForServer,
     group,
 )
+from stratbench.cli.plan import plannable
 from stratbench.suites import get_suite
 
 tom_app = group("Functional theory of mind: repeated games against scripted partners.")
@@ -51,6 +52,7 @@ def tom_baseline(
 
 
 @tom_app.command("run")
+@plannable
 def tom_run(
     model: Optional[str] = typer.Option(None, help="Model spec (default: embedded)."),
     game: str = typer.Option("rps", help="rps, ibs or ipd."),

@@ -243,10 +243,16 @@ def load_model(spec: str, options: ModelOptions | None = None) -> LanguageModel:
 def open_model(spec: str, model_options: ModelOptions | None = None, *, no_cache: bool = False,
                cache_path: str | None = None) -> LanguageModel:
     """Load a model backend by spec, behind the response cache unless `no_cache`."""
+    from stratbench.models import costs
     from stratbench.models.cache import CachedModel, ResponseCache
 
     split_spec(spec)  # validate before loading anything
     model = load_model(spec, model_options)
+    session = costs.current()
+    if session is not None and session.dry_run:  # no request, no cache read or written
+        model, no_cache = costs.DryRunModel(model, session), True
+    elif session is not None and session.max_cost is not None:  # below the cache: a hit costs nothing
+        model = costs.CostGuard(model, session)
     if not no_cache:
         # a backend whose scores depend on the sequence of its calls (llama.cpp with prefix reuse)
         # is served only answers stored before this session: see CachedModel

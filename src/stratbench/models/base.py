@@ -80,6 +80,9 @@ class GenerateRequest:
     # a whole conversation (chat): system, user and assistant turns, the user's last; when given
     # it is what the model sees (`prompt`/`system` stay the flattened text records hash)
     messages: tuple[Message, ...] = ()
+    # a dry run's reply (`stratbench.models.costs`): one the caller's parser reads as a legal
+    # answer, so a planned repeated game goes on as a real one; never sent, never in a cache key
+    dry_reply: str | None = None
 
 
 @dataclass
@@ -184,6 +187,31 @@ class LanguageModel(abc.ABC):
 
     async def aclose(self) -> None:
         """Release connections / memory."""
+
+
+class WrappedModel(LanguageModel):
+    """A backend seen through another (the reasoning split, a dry run, the cost ceiling): its
+    traits, identity, usage counters, chat checks and own attributes are the inner backend's;
+    subclasses say what happens to the calls."""
+
+    def __init__(self, inner: LanguageModel) -> None:
+        self.inner = inner
+        self.usage = inner.usage
+        self.take_traits(inner)
+
+    def __getattr__(self, name: str) -> Any:  # a backend's own attributes (e.g. its tokenizer)
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    def check_chat(self, scoring: bool = False) -> None:
+        self.inner.check_chat(scoring)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 class LocalModel(LanguageModel):

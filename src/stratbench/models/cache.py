@@ -93,6 +93,10 @@ class _NotAFile(Exception):
     """Something other than a file (a folder) stands where the database should be."""
 
 
+class _NotAFolder(Exception):
+    """A file stands where the database's folder (or one above it) should be: nothing to move aside."""
+
+
 class ResponseCache:
     """A thread-safe key → JSON store in one SQLite file (WAL mode, safe across processes).
 
@@ -119,6 +123,13 @@ class ResponseCache:
         if self.path.exists() and not self.path.is_file():
             raise _NotAFile("a folder (or another non-file) stands where the database should be")
         if not readonly:
+            for up in (self.path.parent, *self.path.parent.parents):  # a file where a folder must be
+                if up.exists():
+                    if not up.is_dir():
+                        named = os.environ.get("STRATBENCH_CACHE_DIR")
+                        env = " (STRATBENCH_CACHE_DIR)" if named and up in (Path(named), *Path(named).parents) else ""
+                        raise _NotAFolder(f"{up}{env} is a file, not a folder")
+                    break
             self.path.parent.mkdir(parents=True, exist_ok=True)
         db = sqlite3.connect(self.path, check_same_thread=False, timeout=self.timeout_s)
         try:
@@ -157,7 +168,7 @@ class ResponseCache:
             except (sqlite3.Error, OSError, _NotAFile) as e2:
                 self._bypass(e2)
                 return
-        except OSError as e:
+        except (OSError, _NotAFolder) as e:
             self._bypass(e)
             return
         self.readable = self.writable = True
@@ -308,11 +319,12 @@ class ResponseCache:
 # Request fields added after a cache format was fixed: left out of the key while they hold their
 # default, so every answer cached before they existed is still found.
 _ADDED_FIELDS: dict[str, Any] = {"messages": (), "closed": False}
+_NOT_KEYS = ("dry_reply",)  # what the caller says of a request, not what is sent
 
 
 def request_key(kind: str, model: dict[str, Any], request: Any) -> str:
     fields = {k: v for k, v in dataclasses.asdict(request).items()
-              if not (k in _ADDED_FIELDS and v == _ADDED_FIELDS[k])}
+              if k not in _NOT_KEYS and not (k in _ADDED_FIELDS and v == _ADDED_FIELDS[k])}
     payload = {
         "v": CACHE_VERSION,
         "kind": kind,

@@ -57,7 +57,9 @@ class SDKChatModel(LanguageModel):
                              f"set {self.key_env}")
         self.base_url = url
         key = (os.environ.get(self.key_env) or "").strip()
-        if not key:
+        from stratbench.models.costs import planning
+
+        if not key and not planning():  # (a dry run makes no request: it needs no key)
             raise InputError(f"{self.spec}: set {self.key_env}")
         if not isinstance(max_concurrency, int) or max_concurrency < 1:
             raise InputError(f"{self.spec}: max_concurrency must be a positive integer")

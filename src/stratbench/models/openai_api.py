@@ -666,7 +666,9 @@ class OpenAICompatibleModel(LanguageModel):
         key = os.environ.get(env) or None
         if key is not None:
             key = key.strip() or None
-        if key is None and (key_required or api_key_env is not None):
+        from stratbench.models.costs import planning
+
+        if key is None and (key_required or api_key_env is not None) and not planning():  # (a dry run: no request)
             raise InputError(f"{self.spec}: set {env}")
         self._key = _Secret(key)
         self._rng = random.Random(jitter_seed)  # jitter only: timing, never results

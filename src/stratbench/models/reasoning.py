@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
-from stratbench.models.base import GenerateRequest, GenerateResult, LanguageModel, ScoreRequest, ScoreResult
+from stratbench.models.base import GenerateRequest, GenerateResult, ScoreRequest, ScoreResult, WrappedModel
 from stratbench.parsing.reasoning import split_reasoning
 
 __all__ = ["ReasoningReplies", "answer_only"]
@@ -33,31 +32,12 @@ def answer_only(res: GenerateResult) -> GenerateResult:
                                reasoning="\n\n".join(parts))
 
 
-class ReasoningReplies(LanguageModel):
+class ReasoningReplies(WrappedModel):
     """A backend whose replies are split into reasoning and answer (`answer_only`); everything
     else — scoring, its usage counters, its identity, its chat checks — is the backend's own."""
-
-    def __init__(self, inner: LanguageModel) -> None:
-        self.inner = inner
-        self.usage = inner.usage
-        self.take_traits(inner)
-
-    def __getattr__(self, name: str) -> Any:  # a backend's own attributes (e.g. its tokenizer)
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
     async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
         return await self.inner.score(requests)
 
     async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
         return [answer_only(r) for r in await self.inner.generate(requests)]
-
-    def describe(self) -> dict[str, Any]:
-        return self.inner.describe()
-
-    def check_chat(self, scoring: bool = False) -> None:
-        self.inner.check_chat(scoring)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()

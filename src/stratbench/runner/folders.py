@@ -183,11 +183,11 @@ def remove_empty_dirs(dirs: list[Path]) -> None:
 
 
 def create_run_folder(output_dir: str | Path, prefix: str, overwrite_name: None = None,
-                      tag: str | None = None) -> RunFolder:
+                      tag: str | None = None, flag: str = "--output-dir") -> RunFolder:
     """A new, empty folder `<output_dir>/<prefix>_<timestamp>[_<tag>][_k]`, claimed with an atomic
     mkdir (concurrent runs never share one). (--overwrite runs are written beside the old folder and
     swapped in when they finish: see `runner.lifecycle`.)"""
-    out = output_dir_ready(output_dir)
+    out = output_dir_ready(output_dir, flag)
     base = f"{prefix}_{timestamp()}" + (f"_{tag}" if tag else "")
     for k in range(1, 10_000):
         p = out / (base if k == 1 else f"{base}_{k}")
@@ -197,7 +197,7 @@ def create_run_folder(output_dir: str | Path, prefix: str, overwrite_name: None 
         except FileExistsError:
             continue
         except OSError as e:
-            raise InputError(f"--output-dir {out}: cannot create {p.name}: {e.strerror or e}") from None
+            raise InputError(f"{flag} {out}: cannot create {p.name}: {e.strerror or e}") from None
     raise RuntimeError(f"cannot create a unique folder under {out}")  # pragma: no cover
 
 

@@ -131,7 +131,7 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
             raise InputError(f"{path}: models: {e}") from None
         base = output_dir or data.get("output_dir") or "results"
         made = missing_dirs(base)
-        out = create_run_folder(base, "suite").path
+        out = create_run_folder(base, "suite", flag="--output-dir" if output_dir else f"{path}: output_dir").path
         meta = run_metadata("suite-file", data, kind="suite")
         meta.update(file=str(path), name=data.get("name"), runs=[], plan=[j.key for j in jobs], shard=sh.to_json())
     jobs = sh.select(jobs)

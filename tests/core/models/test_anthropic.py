@@ -117,3 +117,15 @@ def test_a_nashgap_run_of_claude_samples_and_keeps_its_thinking(tmp_path, cli):
     r = cli("models", "--json")
     row = {x["spec"]: x for x in json.loads(r.stdout)}["anthropic:<model>"]
     assert row["key_env"] == "ANTHROPIC_API_KEY" and row["key"] == "set" and row["logprobs"].startswith("no")
+
+
+def test_tom_with_claude_says_one_combination_that_works(cli):
+    """Claude returns no log-probabilities: ToM's default (LM) is refused with the advice to use a
+    generation strategy, and that advice works (chat is the default for a chat-only API)."""
+    base = ("tom", "run", "--model", "anthropic:claude-x", "--base-url", "http://127.0.0.1:9", "--rounds", "2",
+            "--episodes", "1", "--dry-run")
+    r = cli(*base)
+    assert r.returncode == 2 and "use a generation strategy (e.g. --prompting QA)" in r.stderr, r.stderr
+    assert "--no-chat" not in r.stderr and "--chat" not in r.stderr
+    r = cli(*base, "--prompting", "QA")
+    assert r.returncode == 0 and "anthropic:claude-x" in r.stdout, r.stderr

@@ -152,6 +152,21 @@ def test_a_read_only_cache_file(tmp_path, capsys):
         path.chmod(stat.S_IRUSR | stat.S_IWUSR)
 
 
+def test_a_file_where_the_cache_folder_should_be_is_named_as_such(tmp_path, capsys, monkeypatch):
+    """STRATBENCH_CACHE_DIR naming a file: the warning says so (not an errno's "File exists");
+    the answers stand, uncached, and the file is untouched."""
+    afile = tmp_path / "cachefile"
+    afile.write_text("hi")
+    monkeypatch.setenv("STRATBENCH_CACHE_DIR", str(afile))
+    model, _ = _open(afile / "sub" / "c.sqlite")
+    reqs = _requests(2)
+    _all_answered(_score(model, reqs), reqs)
+    (line,) = _warnings(capsys.readouterr().err)
+    assert f"{afile} (STRATBENCH_CACHE_DIR) is a file, not a folder; answers are kept, not cached" in line
+    assert afile.read_text() == "hi"
+    _close(model)
+
+
 @pytest.mark.skipif(ROOT, reason="chmod does not stop root (simulated by a file where the folder should be)")
 @pytest.mark.parametrize("existing", [False, True])
 def test_a_read_only_cache_folder(tmp_path, capsys, existing):
@@ -184,7 +199,7 @@ def test_a_cache_that_cannot_be_opened_is_bypassed(tmp_path, capsys):
         _all_answered(_score(model, reqs), reqs)
     assert inner.answered == 10 and model.usage.cache_hits == 0 and model.usage.cache_failures == 10
     (line,) = _warnings(capsys.readouterr().err)
-    assert str(path) in line and "Not a directory" in line
+    assert str(path) in line and f"{tmp_path / 'plain'} is a file, not a folder" in line
     _close(model)
     assert (tmp_path / "plain").read_text() == "a file where the cache's folder should be"
 

@@ -11,6 +11,7 @@ import numpy as np
 from stratbench.checks import check_config, check_units
 from stratbench.errors import InputError
 from stratbench.games.normal_form import MAX_ACTIONS
+from stratbench.models.prices import load_price_table  # noqa: F401 - (its old home: imported from here)
 from stratbench.runner.shard import Shard, as_shard
 from stratbench.suites.nashgap.games import BUCKETS, DEFAULT_PAYOFF_MAX, DEFAULT_PAYOFF_MIN
 from stratbench.suites.nashgap.players import Agent, resolve_player_spec
@@ -128,20 +129,3 @@ class NashgapConfig:
         """An exact policy (logprob, choice) needs one call per game and rotation: repeated trials
         of the same prompt would return the same distribution."""
         return self.order_rotations if agent.exact_policy else self.num_trials
-
-
-def load_price_table(path: str | None) -> dict[str, dict[str, float]]:
-    """Prices per million tokens by model spec, from a JSON file the user supplies."""
-    if not path:
-        return {}
-    from stratbench.files import read_json
-
-    data = read_json(path, "--price-table")  # unreadable, not JSON, too deep, NaN: one line naming the flag
-    ok = isinstance(data, dict) and all(
-        isinstance(v, dict) and all(isinstance(v.get(k, 0), (int, float)) and not isinstance(v.get(k, 0), bool)
-                                    and v.get(k, 0) >= 0 for k in ("input_per_million", "output_per_million"))
-        for v in data.values())
-    if not ok:
-        raise InputError(f"--price-table {path}: expected {{spec: {{\"input_per_million\": number, "
-                         f"\"output_per_million\": number}}}}")
-    return data

@@ -59,6 +59,7 @@ import numpy as np
 
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, LanguageModel, Message
+from stratbench.models.costs import planning
 from stratbench.models.labels import choice_request
 from stratbench.players import scored_policy
 from stratbench.seeding import derive_seed
@@ -141,8 +142,19 @@ class Answer:
 class _Caller:
     """Sends one prompt with bounded re-queries and records every attempt."""
 
-    def __init__(self, model: LanguageModel, s: GenSettings, ep_seed: int) -> None:
-        self.model, self.s, self.seed = model, s, ep_seed
+    def __init__(self, model: LanguageModel, s: GenSettings, ep_seed: int, labels: tuple[str, ...] = ()) -> None:
+        self.model, self.s, self.seed, self.labels = model, s, ep_seed, labels
+
+    def _dry_reply(self, parse: Parser, stem: str) -> str | None:
+        """A dry run's reply (`stratbench.models.costs`): the first of a few plain replies that
+        ``parse`` reads, so the planned episode asks what a real one asks."""
+        if not planning():
+            return None
+        first = self.labels[0] if self.labels else "0"
+        for reply in (f" {first}", f" none\nOption: {first}", " none"):
+            if parse(stem + reply)[0] is not None:
+                return reply
+        return None
 
     async def ask(self, t: int, kind: str, prompt: Prompt, parse: Parser, reasoning: bool,
                   calls: list[dict[str, Any]], prior: tuple[Message, ...] = (), tries: int | None = None) -> Answer:
@@ -163,11 +175,13 @@ class _Caller:
             stop = ("\n\n",)
         else:
             stop = REASONING_STOPS if reasoning else ("\n",)
+        dry = self._dry_reply(parse, stem)
         for attempt in range(s.max_tries if tries is None else tries):
             req = GenerateRequest(
                 prompt=req_text, max_tokens=s.max_tokens if reasoning else s.qa_max_tokens,
                 temperature=s.temperature, stop=stop, chat=s.chat, messages=messages,
                 seed=derive_seed(self.seed, t, KIND_CODES[kind], attempt) % (2**31), sample_index=attempt,
+                dry_reply=dry,
             )
             r = (await self.model.generate([req]))[0]
             call: dict[str, Any] = {
@@ -254,7 +268,7 @@ async def arun_gen_episode(
     P = GenPrompts(g, s.label_set, T, payoffs=s.payoffs, history=s.history)
     labels = P.labels
     option = _option_parser(labels)
-    caller = _Caller(model, s, seed)
+    caller = _Caller(model, s, seed, tuple(P.labels))
     reasoning_action = s.prompting in ("CoT", "CoT3", "PlansInsights", "Reflexion", "S2ACoT")
     tom_style = "cot" if s.prompting in ("CoT", "CoT3", "S2ACoT") else "qa"
     shots = s.prompting == "CoT3"

@@ -136,7 +136,7 @@ class TomRunConfig:
 
     def resolve(self) -> TomRunConfig:
         """Validate and fill defaults (canonical strategy name, chat mode, shard as JSON)."""
-        from stratbench.models import check_chat_template, split_spec
+        from stratbench.models import NATIVE_PROVIDERS, check_chat_template, split_spec
         from stratbench.suites.tom.games import get_game
         from stratbench.suites.tom.partners import make_partner
         from stratbench.suites.tom.prompts import TOM_VARIANTS
@@ -151,8 +151,8 @@ class TomRunConfig:
             raise InputError(f"--tom-variant must be one of {', '.join(TOM_VARIANTS)}, got {self.tom_variant!r}")
         kind, _ = split_spec(self.model)
         check_chat_template(self.chat_template, [self.model])
-        if self.chat is None:
-            self.chat = kind == "openai"
+        if self.chat is None:  # OpenAI's models and the chat-only APIs (Claude, Gemini) take conversations
+            self.chat = kind == "openai" or kind in NATIVE_PROVIDERS
         sh = as_shard(self.shard)
         if sh.count > self.episodes:
             raise InputError(f"--shard {sh}: more shards than episodes ({self.episodes})")
@@ -215,6 +215,9 @@ class TomRunPlan(RunPlan):
         # so a re-run is served from the cache like any other
         model = open_model(c.model, opts, no_cache=c.no_cache)
         try:
+            if c.prompting in ("LM", "SocialLM") and not model.supports_logprobs:
+                raise InputError(f"{c.model}: --prompting {c.prompting} scores the options by their log-probabilities, "
+                                 "which this API does not return; use a generation strategy (e.g. --prompting QA)")
             if c.chat:
                 model.check_chat()
                 if c.prompting in ("LM", "SocialLM") and not model.supports_chat_scoring:

@@ -1,0 +1,193 @@
+"""`--dry-run` and `--max-cost` on every command that calls a model (the run commands and the
+scorecard), added by one decorator so that they mean the same everywhere
+(`stratbench.models.costs` has the rules).
+
+``--dry-run`` runs the command as given into a scratch folder that is then removed, against models
+that make no request, and prints the plan: calls, prompt tokens, the output budget and the dollars
+at the price table's prices. ``--max-cost USD`` runs it for real and stops it, resumable, before
+a call that could take its cost past USD.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Optional, TypeVar
+
+import typer
+
+from stratbench.errors import InputError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_DRY_RUN = inspect.Parameter(
+    "dry_run", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+    default=typer.Option(False, "--dry-run", help=(
+        "Print what the command would call — calls, prompt tokens, output budget and dollars at the price "
+        "table's prices — and exit without a request or a folder.")))
+_MAX_COST = inspect.Parameter(
+    "max_cost", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[float],
+    default=typer.Option(None, "--max-cost", metavar="USD", help=(
+        "Stop (resumable, exit 3) before a call whose worst case would take this command's cost past USD "
+        "at the price table's prices.")))
+_PRICE_TABLE = inspect.Parameter(
+    "price_table", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str],
+    default=typer.Option(None, help="JSON prices per million tokens by model spec, over the shipped table "
+                                    "(for --dry-run and --max-cost)."))
+
+
+def plannable(fn: F) -> F:
+    """`fn`, a command that calls models, with ``--dry-run`` and ``--max-cost`` (and
+    ``--price-table`` where it has none)."""
+    sig = inspect.signature(fn)
+    own_prices = "price_table" in sig.parameters
+    extra = [_DRY_RUN, _MAX_COST] + ([] if own_prices else [_PRICE_TABLE])
+    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+              else p for p in sig.parameters.values()]
+
+    @functools.wraps(fn)
+    def wrapper(**kwargs: Any) -> Any:
+        dry_run = kwargs.pop("dry_run", False)
+        max_cost = kwargs.pop("max_cost", None)
+        prices_path = kwargs.get("price_table") if own_prices else kwargs.pop("price_table", None)
+        if not dry_run and max_cost is None:
+            return fn(**kwargs)
+        from stratbench.models import costs
+
+        if max_cost is not None and (not math.isfinite(max_cost) or max_cost <= 0):
+            raise InputError(f"--max-cost {max_cost:g}: give a positive number of US dollars")
+        if dry_run and max_cost is not None:
+            raise InputError("--dry-run makes no call and --max-cost limits real ones: give one of them")
+        prices = costs.load_prices(prices_path)
+        if not dry_run:
+            with costs.cost_session(prices, max_cost=max_cost, local=_runs_here) as session:
+                try:
+                    return fn(**kwargs)
+                except BaseException:
+                    if session.tripped:
+                        raise CostStop(max_cost, session.spent) from None
+                    raise
+        if kwargs.get("resume"):
+            raise InputError("--dry-run plans a new run; drop --resume")
+        return _dry_run(fn, kwargs, prices)
+
+    wrapper.__signature__ = sig.replace(parameters=params + extra)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {**fn.__annotations__, "dry_run": bool, "max_cost": Optional[float],
+                               **({} if own_prices else {"price_table": Optional[str]})}
+    return wrapper  # type: ignore[return-value]
+
+
+def _runs_here(spec: str) -> bool:
+    """A model that runs on this machine (free), by its backend's traits."""
+    from stratbench.models import backend_traits
+
+    try:
+        return backend_traits(spec).local
+    except InputError:
+        return False
+
+
+class CostStop(Exception):
+    """The command stopped before a call that could take its cost past --max-cost."""
+
+    def __init__(self, limit: float, spent: float) -> None:
+        super().__init__(f"stopped before a call that could take the cost past --max-cost {limit:g} USD "
+                         f"(spent about {spent:.4f} USD)")
+
+
+def _dry_run(fn: Callable[..., Any], kwargs: dict[str, Any], prices: dict[str, Any]) -> None:
+    from stratbench.cli.display import console, err_console
+    from stratbench.models import costs
+    from stratbench.runner.lifecycle import on_run_folder
+
+    scratch = tempfile.mkdtemp(prefix="stratbench-dry-run-")
+    kwargs = {**kwargs, "output_dir": scratch}
+    if "no_cache" in kwargs:
+        kwargs["no_cache"] = True
+    quiet = console.quiet, err_console.quiet
+    console.quiet = err_console.quiet = True
+    try:
+        with costs.cost_session(prices, dry_run=True, local=_runs_here) as session:
+
+            def planning_run(folder: Path) -> None:  # the run whose calls come next
+                parts = Path(folder).resolve().relative_to(Path(scratch).resolve()).parts
+                inner = parts[1:] or parts  # (below a scorecard's or suite file's folder)
+                session.run = "/".join(dict.fromkeys(_run_name(p) for p in (inner[0], inner[-1])))  # suite/run
+
+            with on_run_folder(planning_run):
+                try:
+                    fn(**kwargs)
+                except typer.Exit as e:  # a run whose records are errors exits 1; the plan stands
+                    if e.exit_code not in (0, 1):
+                        raise
+    finally:
+        console.quiet, err_console.quiet = quiet
+        shutil.rmtree(scratch, ignore_errors=True)
+    console.print(plan_table(session), soft_wrap=True, highlight=False, markup=False)
+
+
+def _run_name(name: str) -> str:
+    """A run folder's name without its time stamps (``nashgap/run_20261125_101500_2x2_lowVar_pure`` →
+    ``nashgap/run_2x2_lowVar_pure``)."""
+    return re.sub(r"_\d{8}_\d{6}(?:_\d+)?(?=_|$)", "", name).removesuffix(".partial")
+
+
+def _price_text(p: Any) -> str:
+    if p is None:
+        return "no price: give --price-table"
+    if p.source == "runs here":
+        return "free (runs here)"
+    return f"{p.input_per_million:g}, {p.output_per_million:g}" + (f" (as of {p.as_of}, {p.source})" if p.as_of
+                                                                   else f" ({p.source})")
+
+
+def plan_table(session: Any) -> str:
+    """The plan as lines: one per run and model (with the runs' total per model where a command
+    plans several runs), then the total and what the numbers assume."""
+    from stratbench.models import costs
+
+    several = len({r for r, _ in session.plan}) > 1
+    rows: list[tuple[str, int, int, int, float | None, str]] = []
+    per_model: dict[str, list[int]] = {}
+    for (run, spec), line in sorted(session.plan.items()):
+        t = per_model.setdefault(spec, [0, 0, 0])
+        t[0] += line.calls
+        t[1] += line.tokens_in
+        t[2] += line.tokens_out
+        if several:
+            rows.append((f"{run} · {spec}", line.calls, line.tokens_in, line.tokens_out,
+                         session.cost(spec, line.tokens_in, line.tokens_out), ""))
+    totals = []
+    total: float | None = 0.0
+    unpriced = []
+    for spec, (calls, tin, tout) in sorted(per_model.items()):
+        cost = session.cost(spec, tin, tout)
+        if cost is None:
+            unpriced.append(spec)
+        total = None if cost is None or total is None else total + cost
+        totals.append((spec + (" (all runs)" if several else ""), calls, tin, tout, cost,
+                       _price_text(session.price(spec))))
+    width = max([len(r[0]) for r in rows + totals] + [len("run · model")])
+
+    def fmt(r: tuple[str, int, int, int, float | None, str]) -> str:
+        name, calls, tin, tout, cost, price = r
+        return (f"{name:<{width}} {calls:>9,} {tin:>14,} {tout:>12,} {'?' if cost is None else f'{cost:.2f}':>11}  "
+                f"{price}").rstrip()
+
+    lines = ["dry run: no request was made and no folder was written", "",
+             f"{'run · model' if several else 'model':<{width}} {'calls':>9} {'prompt tokens':>14} {'output ≤':>12} "
+             f"{'cost ≤ USD':>11}  price (USD per 1M tokens in, out)"]
+    lines += [fmt(r) for r in rows] + ([""] if several else []) + [fmt(r) for r in totals]
+    if not session.plan:
+        lines.append("(no model call)")
+    lines.append("")
+    lines.append("total: " + (f"at most {total:.2f} USD" if total is not None else
+                              "unknown (no price for " + ", ".join(unpriced) + ")"))
+    lines.append(f"assumes: {costs.APPROX}; every generated reply its whole budget (output ≤); every answer "
+                 "parsed at its first try (a re-asked one costs more); nothing in the response cache")
+    return "\n".join(lines)

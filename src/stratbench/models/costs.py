@@ -1,0 +1,241 @@
+"""What a hosted run will cost, before it runs (``--dry-run``), and a ceiling while it runs
+(``--max-cost``).
+
+A dry run plays the command as it would run — the same games, prompts, budgets and number of
+calls — against :class:`DryRunModel`, which makes no request: it counts each call, its prompt
+tokens and its output budget, and answers with a legal reply so that repeated games go on as a real
+run would. Its folders go to a scratch directory that is removed; the response cache is neither
+read nor written. Prompt tokens are counted at about four characters a token (stratbench has no
+offline tokenizer of hosted models; ``APPROX``), output tokens as the whole budget of every
+generated reply: the dollars are an upper bound at the listed prices.
+
+``--max-cost USD`` puts every backend of the command behind :class:`CostGuard`, below the response
+cache (a cached answer costs nothing): before a call it adds the call's worst case (its prompt and
+its whole output budget at the listed prices) to what was spent and what calls in flight may still
+cost; when that would pass the ceiling the call is not made and the command stops as Ctrl-C stops
+it — every finished record saved, the folder resumable — and says so (exit 3). Spent cost is
+counted from the tokens the provider reported.
+
+One session (:func:`cost_session`) per command; the CLI opens it (`stratbench.cli.plan`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import signal
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stratbench.errors import InputError
+from stratbench.models.base import (
+    GenerateRequest,
+    GenerateResult,
+    LanguageModel,
+    ScoreRequest,
+    ScoreResult,
+    UsageTotals,
+    WrappedModel,
+)
+from stratbench.models.prices import SHIPPED_PRICES, Price, load_price_table
+
+__all__ = ["APPROX", "CostGuard", "CostSession", "DryRunModel", "PlanLine", "approx_tokens", "cost_session",
+           "current", "load_prices", "planning"]
+
+APPROX = "prompt tokens at about 4 characters a token (no tokenizer of the hosted model here)"
+CHARS_PER_TOKEN = 4
+EXIT_MAX_COST = 3  # the command stopped at --max-cost: resumable, nothing lost
+
+
+def approx_tokens(text: str | None) -> int:
+    """Tokens of `text` at about four characters each (OpenAI's rule of thumb for English)."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN) if text else 0
+
+
+def _prompt_tokens(req: GenerateRequest | ScoreRequest) -> int:
+    # a conversation's flattened text is `prompt` (GenerateRequest); a scored one keeps its turns apart
+    n = approx_tokens(req.prompt)
+    if isinstance(req, GenerateRequest):
+        return n + approx_tokens(req.system)
+    return n + sum(approx_tokens(c) for _, c in req.messages)
+
+
+@dataclass
+class PlanLine:
+    """One model's planned calls in a dry run."""
+
+    spec: str
+    run: str = ""  # the run folder's name (a scorecard or suite file plans several runs)
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0  # the output budget of every generated reply (an upper bound)
+
+
+@dataclass
+class CostSession:
+    """The prices and, in a dry run, the plan; with ``max_cost`` what was spent."""
+
+    prices: dict[str, Price]
+    dry_run: bool = False
+    max_cost: float | None = None
+    plan: dict[tuple[str, str], PlanLine] = field(default_factory=dict)
+    run: str = ""  # the run being planned (its folder's name)
+    spent: float = 0.0
+    reserved: float = 0.0  # worst case of the calls in flight
+    tripped: bool = False
+
+    local: Callable[[str], bool] = lambda spec: False  # whether a spec's model runs here (its traits)
+
+    def price(self, spec: str) -> Price | None:
+        """The price of `spec`: a model that runs here is free; otherwise the table's, or None."""
+        if self.local(spec):
+            return Price(0.0, 0.0, "", "runs here")
+        return self.prices.get(spec)
+
+    def line(self, spec: str) -> PlanLine:
+        return self.plan.setdefault((self.run, spec), PlanLine(spec, self.run))
+
+    def cost(self, spec: str, tokens_in: int, tokens_out: int) -> float | None:
+        p = self.price(spec)
+        if p is None:
+            return None
+        return (tokens_in * p.input_per_million + tokens_out * p.output_per_million) / 1e6
+
+
+_SESSION: CostSession | None = None
+
+
+def current() -> CostSession | None:
+    return _SESSION
+
+
+def planning() -> bool:
+    """Whether this is a dry run (no request is made: no API key is needed)."""
+    return _SESSION is not None and _SESSION.dry_run
+
+
+@contextlib.contextmanager
+def cost_session(prices: dict[str, Price], *, dry_run: bool = False, max_cost: float | None = None,
+                 local: Callable[[str], bool] | None = None) -> Iterator[CostSession]:
+    """The command's session; ``local`` says which specs run here (free)."""
+    global _SESSION
+    previous = _SESSION
+    _SESSION = CostSession(prices, dry_run=dry_run, max_cost=max_cost)
+    if local is not None:
+        _SESSION.local = local
+    try:
+        yield _SESSION
+    finally:
+        _SESSION = previous
+
+
+def load_prices(path: str | None, label: str = "--price-table") -> dict[str, Price]:
+    """The shipped table, with the entries of the user's file (the Nash-gap --price-table format)
+    over it."""
+    prices = dict(SHIPPED_PRICES)
+    if path is not None:
+        for spec, p in load_price_table(path).items():
+            prices[spec] = Price(float(p.get("input_per_million", 0)), float(p.get("output_per_million", 0)),
+                                 "", path)
+    return prices
+
+
+class _Wrapper(WrappedModel):
+    def __init__(self, inner: LanguageModel, session: CostSession) -> None:
+        super().__init__(inner)
+        self.session = session
+
+
+def _score_calls(model: LanguageModel, req: ScoreRequest) -> int:
+    """Requests one scored answer set takes: one on a chat endpoint or a local model; on an HTTP
+    completions endpoint up to one per answer (echo; a top-k walk often needs fewer)."""
+    if getattr(model, "multi_token_scoring", "unsupported") == "unsupported":
+        return 1
+    return max(1, len(req.continuations))
+
+
+class DryRunModel(_Wrapper):
+    """Makes no request: counts each call into the session's plan and answers it — a score with
+    equal probabilities over the answers, a generation with the request's ``dry_reply`` (a reply
+    its parser reads as a legal answer), so a repeated game plays on as a real run would."""
+
+    def __init__(self, inner: LanguageModel, session: CostSession) -> None:
+        super().__init__(inner, session)
+        self.usage = UsageTotals()  # its own counts: the backend is never called
+
+    async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+        line = self.session.line(self.spec)
+        out = []
+        for req in requests:
+            n = _score_calls(self.inner, req)
+            tokens = _prompt_tokens(req) * n
+            line.calls += n
+            line.tokens_in += tokens
+            line.tokens_out += n  # the one token a chat endpoint's top log-probs come with
+            k = len(req.continuations)
+            res = ScoreResult([-math.log(k)] * k, n_tokens=[1] * k, tokens_in=tokens)
+            self.usage.add_score(res)
+            out.append(res)
+        return out
+
+    async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        line = self.session.line(self.spec)
+        out = []
+        for req in requests:
+            tokens = _prompt_tokens(req)
+            line.calls += 1
+            line.tokens_in += tokens
+            line.tokens_out += req.max_tokens
+            res = GenerateResult(req.dry_reply or "", tokens_in=tokens, tokens_out=req.max_tokens,
+                                 finish_reason="stop")
+            self.usage.add_generate(res)
+            out.append(res)
+        return out
+
+
+class CostGuard(_Wrapper):
+    """Stops the command before a call whose worst case would take the cost past ``max_cost``."""
+
+    def __init__(self, inner: LanguageModel, session: CostSession) -> None:
+        super().__init__(inner, session)
+        if session.price(self.spec) is None:
+            raise InputError(f"--max-cost: no price for {self.spec} in the price table (stratbench's own or "
+                             "--price-table); give one with --price-table FILE")
+
+    def _worst(self, requests: Sequence[Any]) -> float:
+        tokens_in = sum(_prompt_tokens(r) * (_score_calls(self.inner, r) if isinstance(r, ScoreRequest) else 1)
+                        for r in requests)
+        tokens_out = sum(r.max_tokens if isinstance(r, GenerateRequest) else 1 for r in requests)
+        return self.session.cost(self.spec, tokens_in, tokens_out) or 0.0
+
+    async def _stop(self) -> None:
+        """The command stops as Ctrl-C stops it (the run saves what it has; the folder resumes)."""
+        s = self.session
+        if not s.tripped:
+            s.tripped = True
+            signal.raise_signal(signal.SIGINT)
+        await asyncio.Event().wait()  # cancelled by the interrupt, as an HTTP call in flight is
+
+    async def _guarded(self, requests: Sequence[Any], call: Any) -> list[Any]:
+        s = self.session
+        worst = self._worst(requests)
+        assert s.max_cost is not None
+        if s.tripped or s.spent + s.reserved + worst > s.max_cost:
+            await self._stop()
+        s.reserved += worst
+        try:
+            results = await call(requests)
+        finally:
+            s.reserved -= worst
+        for r in results:
+            if not r.cached:
+                s.spent += self.session.cost(self.spec, r.tokens_in, getattr(r, "tokens_out", 0)) or 0.0
+        return results
+
+    async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+        return await self._guarded(requests, self.inner.score)
+
+    async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        return await self._guarded(requests, self.inner.generate)

@@ -1,0 +1,153 @@
+"""What a hosted run costs: `--dry-run` (the plan, no request) and `--max-cost` (a clean, resumable
+stop), against the fake Anthropic Messages API (tests/helpers/fake_anthropic_server.py).
+
+* The dry run plays the command with a model that makes no request: the calls it counts are the
+  requests the real run makes, its output column is the requests' whole budget, its prompt tokens
+  the text at about four characters a token; no key is needed, no folder and no cache entry stays.
+* ``--max-cost`` stops before a call whose worst case would pass the ceiling, as Ctrl-C stops
+  (exit 3, the resume command named); the resumed run makes exactly the requests the stopped one
+  did not, and scores what an uninterrupted run scores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+from fake_anthropic_server import FakeAnthropicServer
+
+from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
+from stratbench.models.cache import request_key
+from stratbench.models.costs import DryRunModel, approx_tokens, cost_session, load_prices
+from stratbench.models.prices import SHIPPED_PRICES
+
+CLAUDE = "anthropic:claude-3-5-sonnet-20241022"
+
+
+class _Formatted(FakeAnthropicServer):
+    """Answers as a model that follows each prompt's format: ToM's ``Option: <J, F or B>`` with the
+    first option, every other prompt ``Action: 1`` (so no ToM answer is asked again)."""
+
+    def _answer(self, body):
+        last = body["messages"][-1]["content"]
+        m = re.search(r"Option: <(\w+)", last if isinstance(last, str) else json.dumps(last))
+        self.text = f"Option: {m.group(1)}" if m else "Action: 1"
+        return super()._answer(body)
+
+
+def _planned(stdout: str) -> tuple[int, int, int]:
+    """(calls, prompt tokens, output budget) of the plan's per-model total line."""
+    (line,) = [ln for ln in stdout.splitlines() if ln.startswith(CLAUDE) and "(all runs)" in ln]
+    nums = re.findall(r"\d[\d,]*", line.split("(all runs)")[1])
+    return int(nums[0].replace(",", "")), int(nums[1].replace(",", "")), int(nums[2].replace(",", ""))
+
+
+def _scores(folder: Path) -> dict[tuple[str, str], object]:
+    card = json.loads(next(folder.glob("scorecard_*/scorecard.json")).read_text())
+    return {(c["suite"], c["player"]): c.get("score") for c in card["cells"]}
+
+
+def test_the_dry_run_is_the_real_runs_calls_and_max_cost_stops_and_resumes(tmp_path, cli, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    scratch_before = set(Path(tempfile.gettempdir()).glob("stratbench-dry-run-*"))
+    args = ("scorecard", "--model", CLAUDE, "--budget", "smoke", "--no-cache")
+    with _Formatted() as s:
+        r = cli(*args, "--base-url", s.base_url, "--dry-run", "--output-dir", str(tmp_path / "dry"))
+        assert r.returncode == 0, r.stderr
+        assert s.requests == [] and not (tmp_path / "dry").exists()  # no request, no key needed, no folder
+        assert set(Path(tempfile.gettempdir()).glob("stratbench-dry-run-*")) == scratch_before
+        calls, tokens_in, budget = _planned(r.stdout)
+        assert "no request was made" in r.stdout and re.search(r"total: at most \d+\.\d\d USD", r.stdout)
+        for suite in ("nashgap/run_2x2_lowVar_pure", "tmgbench", "chbench", "tom"):  # one line per run
+            assert re.search(rf"^{re.escape(suite)} · {CLAUDE}\s+\d", r.stdout, re.M), suite
+        assert "3, 15 (as of " in r.stdout  # the shipped price, dated
+
+        monkeypatch.setenv("ANTHROPIC_API_KEY", s.key)
+        r = cli(*args, "--base-url", s.base_url, "--quiet", "--output-dir", str(tmp_path / "whole"))
+        assert r.returncode == 0, r.stderr
+        assert len(s.requests) == calls  # every call planned, none more
+        assert sum(q.body["max_tokens"] for q in s.requests) == budget
+        chars = sum(len(m["content"]) for q in s.requests for m in q.body["messages"]) + \
+            sum(len(q.body.get("system", "")) for q in s.requests)
+        assert abs(tokens_in - chars / 4) <= 0.02 * tokens_in + len(s.requests)
+        whole = _scores(tmp_path / "whole")
+
+        s.requests.clear()
+        r = cli(*args, "--base-url", s.base_url, "--quiet", "--output-dir", str(tmp_path / "cut"), "--max-cost", "0.05")
+        assert r.returncode == 3, r.stderr
+        assert "stopped before a call that could take the cost past --max-cost 0.05 USD" in r.stderr
+        assert "continue with: stratbench scorecard --resume" in r.stderr and "Traceback" not in r.stderr
+        first = len(s.requests)
+        assert 0 < first < calls
+        (folder,) = (tmp_path / "cut").glob("scorecard_*")
+        r = cli("scorecard", "--resume", str(folder), "--quiet", "--max-cost", "5")
+        assert r.returncode == 0, r.stderr
+        assert len(s.requests) == calls  # the stopped call and everything after it, nothing twice
+        assert _scores(tmp_path / "cut") == whole
+
+
+def test_a_max_cost_with_no_price_or_no_amount_is_one_line_before_any_folder(tmp_path, cli, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    out = tmp_path / "out"
+    base = ("nashgap", "--model", "openai-compatible:m", "--base-url", "http://127.0.0.1:9/v1",
+            "--output-dir", str(out))
+    for extra, said in ((("--max-cost", "1"), "--max-cost: no price for openai-compatible:m"),
+                        (("--max-cost", "0"), "--max-cost 0: give a positive number"),
+                        (("--max-cost", "nan"), "--max-cost nan: give a positive number"),
+                        (("--max-cost", "1", "--dry-run"), "give one of them"),
+                        (("--dry-run", "--resume", str(tmp_path)), "--dry-run plans a new run")):
+        r = cli(*base, *extra)
+        assert r.returncode == 2 and said in r.stderr and r.stderr.count("\n") == 1, r.stderr
+        assert not out.exists()
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1, "output_per_million": 2}}))
+    r = cli(*base[:-2], "--dry-run", "--price-table", str(prices), "--num-games", "2", "--num-trials", "1",
+            "--policy", "sample")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^openai-compatible:m\s+2\s", r.stdout, re.M) and f"1, 2 ({prices})" in r.stdout
+
+
+def test_a_model_without_a_price_is_said_so_and_a_local_model_is_free(cli):
+    r = cli("tom", "run", "--model", "openai-compatible:m", "--base-url", "http://127.0.0.1:9/v1", "--dry-run",
+            "--episodes", "1", "--rounds", "2")
+    assert r.returncode == 0, r.stderr
+    assert "no price: give --price-table" in r.stdout and "total: unknown (no price for openai-compatible:m)" in r.stdout
+    r = cli("nashgap", "--dry-run", "--num-games", "2")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^embedded\s+2\s.*free \(runs here\)", r.stdout, re.M) and "total: at most 0.00 USD" in r.stdout
+
+
+def test_the_dry_model_answers_without_a_call_and_its_reply_is_no_cache_key():
+    class Never(LanguageModel):
+        spec = "openai:gpt-4o"
+        supports_chat = True
+
+        async def score(self, requests):
+            raise AssertionError("a dry run called the backend")
+
+        generate = score
+
+    with cost_session(load_prices(None), dry_run=True) as session:
+        m = DryRunModel(Never(), session)
+        (sc,) = asyncio.run(m.score([ScoreRequest("x" * 40, ("A", "B", "C", "D"))]))
+        (g,) = asyncio.run(m.generate([GenerateRequest("y" * 41, max_tokens=7, dry_reply="Option: J")]))
+    assert sc.ok and sum(2.718281828459045 ** x for x in sc.logprobs) == pytest.approx(1.0)
+    assert g.text == "Option: J" and g.tokens_out == 7
+    line = session.plan[("", "openai:gpt-4o")]
+    assert (line.calls, line.tokens_in, line.tokens_out) == (2, 10 + 11, 1 + 7) and approx_tokens("y" * 41) == 11
+    assert request_key("generate", {}, GenerateRequest("p", dry_reply="Action: 1")) == \
+        request_key("generate", {}, GenerateRequest("p"))
+
+
+def test_the_shipped_prices_are_dated_and_sourced_and_a_users_table_goes_over_them(tmp_path):
+    for spec, p in SHIPPED_PRICES.items():
+        assert ":" in spec and p.as_of and p.source.startswith("https://") and 0 < p.input_per_million <= p.output_per_million * 1.0 + 1e-9
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps({CLAUDE: {"input_per_million": 1, "output_per_million": 1}, "x:y": {"input_per_million": 2}}))
+    prices = load_prices(str(f))
+    assert prices[CLAUDE].input_per_million == 1 and prices["x:y"].output_per_million == 0
+    assert prices["openai:gpt-4o"] == SHIPPED_PRICES["openai:gpt-4o"]
