@@ -311,8 +311,10 @@ def _preflight(entry: ModelEntry, base_url: str | None) -> None:
         _, env, required = API[kind]
         if kind == "openai-compatible" and not (entry.base_url or base_url):
             raise InputError(f"{entry.spec}: openai-compatible models need a base_url")
-        if required and not (os.environ.get(env) or "").strip():
-            raise InputError(f"{entry.spec}: set {env} (or run a dry run with --use-dummy)")
+        from stratbench.models.costs import planning
+
+        if required and not (os.environ.get(env) or "").strip() and not planning():  # (--dry-run: no request)
+            raise InputError(f"{entry.spec}: set {env} (or run an offline trial with --use-dummy, or --dry-run)")
     elif kind == "gguf" and not Path(name).is_file():
         raise InputError(f"{entry.spec}: no such GGUF file")
 
