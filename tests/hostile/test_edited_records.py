@@ -187,3 +187,33 @@ def test_a_scorecard_whose_run_was_edited_shows_no_table_and_resumes_nothing(tmp
     r = cli("report", str(folder), "-o", str(tmp_path / "rep"))
     assert r.returncode == 0 and "leaves out the scorecard's table" in r.stderr, r.stderr
     assert "the scorecard is not shown" in (tmp_path / "rep" / "index.html").read_text()
+
+
+@pytest.mark.parametrize("mode,edit,why", [
+    ("pure", {"status": "parse_failed"}, "status 'parse_failed', but its raw_response reads as parsed when read again"),
+    ("pure", {"raw_response": "no answer here"}, "status 'parsed', but its raw_response reads as parse_failed"),
+    ("pure", {"parse": "flexible"}, "parse 'flexible', but its raw_response is a strict answer"),
+    ("mixed", {"raw_response": '{"0": 0.25, "1": 0.75}'}, "but its raw_response says [0.25, 0.75]"),
+], ids=["status", "raw", "parse", "mixed-raw"])
+def test_a_sampled_answer_is_read_again_from_its_raw_text(tmp_path, cli, mode, edit, why):
+    """DATA-1: a generated answer's status, decision and kind are what its raw text says when read
+    again as the player read it (an edited status beside the model's own words is no result)."""
+    from fake_openai_server import FakeOpenAIServer
+
+    reply = "Action: 1" if mode == "pure" else '{"0": 0.5, "1": 0.5}'
+    with FakeOpenAIServer(canned_text=reply) as s:
+        r = cli("nashgap", "--model", "openai-compatible:fake", "--base-url", s.base_url, "--policy", "sample",
+                *(["--mixed-strategy"] if mode == "mixed" else []), "--bucket", "2x2_lowVar_" + mode,
+                "--num-games", "2", "--num-trials", "1",
+                "--seed", "3", "--quiet", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    (file,) = folder.glob("trials*.jsonl")
+    lines = file.read_text().splitlines()
+    rec = json.loads(lines[0])
+    assert rec["status"] == "parsed" and rec["parse"] == "strict", rec
+    file.write_text("\n".join([json.dumps({**rec, **edit}), *lines[1:]]) + "\n")
+    before = _snapshot(folder)
+    r = cli("nashgap", "--resume", str(folder))
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {file}: line 1: ") and why in r.stderr, r.stderr
+    assert _snapshot(folder) == before

@@ -197,3 +197,34 @@ def parse_kind(text: str | None, labels: Sequence[str], mode: str, action: int |
     else:
         ok = strict_distribution(text, labels)
     return "strict" if ok else "flexible"
+
+
+@dataclass(frozen=True)
+class SampledAnswer:
+    """What a generated reply says, as a trial records it: ``parsed`` with the action (pure) or
+    the strategy (mixed) in the order shown and the answer's kind, or ``parse_failed`` with why."""
+
+    status: str
+    action: int | None = None
+    strategy: list[float] | None = None
+    parse: str | None = None
+    error: str | None = None
+    renormalized: bool = False
+    raw_sum: float | None = None
+
+
+def read_sampled(text: str | None, labels: Sequence[str], mode: str, finish_reason: str | None) -> SampledAnswer:
+    """A reply read as a sampled trial reads it (the player, and a record read back: the same
+    text must give the same answer)."""
+    from stratbench.parsing import parse_action
+
+    if mode == "pure":
+        p = parse_action(text, labels)
+        if not p.ok:
+            return SampledAnswer("parse_failed", error=p.error)
+        return SampledAnswer("parsed", action=p.action, parse=parse_kind(text, labels, "pure", p.action, finish_reason))
+    q = parse_distribution(text, labels)
+    if not q.ok:
+        return SampledAnswer("parse_failed", error=q.error, raw_sum=q.raw_sum)
+    return SampledAnswer("parsed", strategy=q.probs, parse=parse_kind(text, labels, "mixed", None, finish_reason),
+                         renormalized=q.renormalized, raw_sum=q.raw_sum)

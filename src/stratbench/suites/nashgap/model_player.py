@@ -27,9 +27,8 @@ from stratbench.errors import InputError
 from stratbench.models import ModelOptions, open_model
 from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
 from stratbench.models.labels import choice_request
-from stratbench.parsing import parse_action
 from stratbench.players import Policy, check_policy, exact_policy, no_answer
-from stratbench.suites.nashgap.answers import parse_distribution, parse_kind
+from stratbench.suites.nashgap.answers import read_sampled
 from stratbench.suites.nashgap.players import SCRIPTED_AGENTS, Agent, Decision, DecisionRequest
 
 #: what the assistant's turn starts with under `--policy choice` (the pure prompt's answer format)
@@ -112,18 +111,13 @@ class ModelAgent(Agent):
             return Decision("error", error=res.error, **common)
         if (cut := no_answer(res)) is not None:
             return Decision("parse_failed", raw_response=res.text, error=cut, **common)
+        a = read_sampled(res.text, request.labels, request.mode, res.finish_reason)
+        if a.status != "parsed":
+            return Decision("parse_failed", raw_response=res.text, error=a.error, raw_sum=a.raw_sum, **common)
         if request.mode == "pure":
-            p = parse_action(res.text, request.labels)
-            if not p.ok:
-                return Decision("parse_failed", raw_response=res.text, error=p.error, **common)
-            kind = parse_kind(res.text, request.labels, "pure", p.action, res.finish_reason)
-            return Decision("parsed", action=p.action, raw_response=res.text, parse=kind, **common)
-        q = parse_distribution(res.text, request.labels)
-        if not q.ok:
-            return Decision("parse_failed", raw_response=res.text, error=q.error, raw_sum=q.raw_sum, **common)
-        kind = parse_kind(res.text, request.labels, "mixed", None, res.finish_reason)
-        return Decision("parsed", strategy=q.probs, raw_response=res.text, renormalized=q.renormalized,
-                        raw_sum=q.raw_sum, parse=kind, **common)
+            return Decision("parsed", action=a.action, raw_response=res.text, parse=a.parse, **common)
+        return Decision("parsed", strategy=a.strategy, raw_response=res.text, renormalized=a.renormalized,
+                        raw_sum=a.raw_sum, parse=a.parse, **common)
 
     async def aclose(self) -> None:
         await self.model.aclose()

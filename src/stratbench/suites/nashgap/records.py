@@ -11,6 +11,7 @@ from typing import Any, Literal, TypedDict, cast
 import numpy as np
 
 from stratbench.runner.schema import SCORED_STATUSES, NotRequired
+from stratbench.suites.nashgap.answers import read_sampled
 from stratbench.suites.nashgap.games import GameEntry, rotation_order
 from stratbench.suites.nashgap.metrics import zero_sum_metrics
 from stratbench.suites.nashgap.players import Decision
@@ -167,6 +168,9 @@ def record_problem(rec: dict[str, Any], rows: dict[int, int] | None = None,
     if isinstance(lps, list) and any(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 1e-6
                                      for x in lps):
         return f"logprobs {lps!r} hold a log-probability above 0, which is no probability"
+    if rec.get("status") == "parse_failed":
+        e = games.get(rec.get("game_id")) if games is not None else None  # type: ignore[arg-type]
+        return _answer_problem(rec, e) if e is not None else None
     if rec.get("status") not in SCORED_STATUSES:
         return None
     for k in METRIC_KEYS:
@@ -201,6 +205,8 @@ def record_problem(rec: dict[str, Any], rows: dict[int, int] | None = None,
         if abs(mass - given) > 1e-6 * max(1.0, given):
             return f"label_mass {mass!r}, but its log-probabilities give {given!r}"
     e = games.get(rec.get("game_id")) if games is not None else None  # type: ignore[arg-type]
+    if e is not None and (why := _answer_problem(rec, e)) is not None:
+        return why
     if e is not None and isinstance(pol, list):
         again = zero_sum_metrics(e.game.payoff_row, np.asarray(pol, dtype=float), e.solution.col_strategy,
                                  e.solution.value).as_dict()
@@ -208,4 +214,32 @@ def record_problem(rec: dict[str, Any], rows: dict[int, int] | None = None,
         for k, v in again.items():
             if abs(rec[k] - v) > 1e-6 * scale:
                 return f"{k} = {rec[k]!r}, but its policy has {v!r} in its game"
+    return None
+
+
+def _answer_problem(rec: dict[str, Any], e: GameEntry) -> str | None:
+    """A generated answer (a sampled trial: its raw text, no log-probabilities) must read as the
+    record says — status, decision and the answer's kind — when read again as the player read it:
+    an edited status or decision beside the model's own text is no result."""
+    raw, status = rec.get("raw_response"), rec.get("status")
+    if rec.get("logprobs") is not None or status not in ("parsed", "parse_failed"):
+        return None
+    if not isinstance(raw, str):
+        return f"a {status} trial without the raw_response it was read from" if status == "parsed" else None
+    mode = rec.get("mode")
+    a = read_sampled(raw, e.game.row_labels, str(mode), rec.get("finish_reason"))
+    if a.status != status:
+        return f"status {status!r}, but its raw_response reads as {a.status} when read again"
+    if a.status != "parsed":
+        return None
+    order = rotation_order(e.game.shape[0], int(rec.get("rotation") or 0))
+    want: Any = order[a.action] if mode == "pure" and a.action is not None else _to_original(a.strategy, order)
+    got = rec.get("llm_decision")
+    same = got == want if mode == "pure" else (
+        isinstance(got, list) and len(got) == len(want) and all(
+            isinstance(x, (int, float)) and abs(x - y) <= 1e-9 for x, y in zip(got, want)))
+    if not same:
+        return f"llm_decision {got!r}, but its raw_response says {want!r}"
+    if rec.get("parse") != a.parse:
+        return f"parse {rec.get('parse')!r}, but its raw_response is a {a.parse} answer"
     return None
