@@ -217,3 +217,40 @@ def test_a_sampled_answer_is_read_again_from_its_raw_text(tmp_path, cli, mode, e
     r = cli("nashgap", "--resume", str(folder))
     assert r.returncode == 2 and r.stderr.startswith(f"error: {file}: line 1: ") and why in r.stderr, r.stderr
     assert _snapshot(folder) == before
+
+
+_SAMPLED = {
+    "tmg-answer": ('answer = [("A1", "B2")]', ["tmgbench", "run", "--policy", "sample", "--games", "421,431"],
+                   "answers.jsonl", {"answer": [3]}, "answer [3], but its raw_response says [2]"),
+    "tmg-status": ('answer = [("A1", "B2")]', ["tmgbench", "run", "--policy", "sample", "--games", "421,431"],
+                   "answers.jsonl", {"status": "parse_failed"},
+                   "status 'parse_failed', but its raw_response reads as parsed"),
+    "ch-action": ("2", ["chbench", "run", "--opponents", "level-k:1", "--policy", "sample", "--rounds", "2",
+                        "--games", "1"], "rounds.jsonl", {"row_action": 0, "row_payoff": 1.0, "col_payoff": 1.0},
+                  "row_action 0, but its raw answer reads as action 1 when read again"),
+    "ch-raw": ("2", ["chbench", "run", "--opponents", "level-k:1", "--policy", "sample", "--rounds", "2",
+                     "--games", "1"], "rounds.jsonl", {"row_raw": "I will not say"},
+               "row_action 1, but its raw answer reads as no action"),
+}
+
+
+@pytest.mark.parametrize("case", list(_SAMPLED.values()), ids=list(_SAMPLED))
+def test_a_generated_answer_of_tmgbench_or_chbench_is_read_again(tmp_path, cli, case):
+    """DATA-1 beyond the Nash gap: a TMGBench answer and a CHBench move read as parsed are what
+    their raw text says when read again."""
+    from fake_openai_server import FakeOpenAIServer
+
+    reply, args, file, edit, why = case
+    model = ["--models" if args[0] == "chbench" else "--model", "openai-compatible:fake"]
+    with FakeOpenAIServer(canned_text=reply) as s:
+        r = cli(*args[:2], *model, "--base-url", s.base_url, *args[2:], "--seed", "5", "--quiet",
+                "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    lines = (folder / file).read_text().splitlines()
+    rec = json.loads(lines[0])
+    (folder / file).write_text("\n".join([json.dumps({**rec, **edit}), *lines[1:]]) + "\n")
+    before = _snapshot(folder)
+    r = cli(*args[:2], "--resume", str(folder))
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {folder}/{file}: line 1: ") and why in r.stderr, r.stderr
+    assert _snapshot(folder) == before

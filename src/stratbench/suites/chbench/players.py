@@ -136,6 +136,12 @@ def answer_form(reply: str | None, parsed: ActionParse, labels: tuple[str, ...],
     return "flexible"
 
 
+def message_text(raw: str, chat: bool) -> str:
+    """What a generated reply says: a chat model's whole reply; a raw model's text up to its first
+    blank line (it runs on). Also how a move read back is read again."""
+    return raw.strip() if chat else raw.strip().split("\n\n")[0].strip()
+
+
 def echoed_line(parsed: ActionParse, shown: tuple[str, ...]) -> str | None:
     """The parsed line when it is a line of what the model was shown, repeated (not an answer)."""
     line = parsed.line
@@ -178,9 +184,7 @@ class ModelPlayer:
         r = (await self.model.generate([req]))[0]
         if not r.ok or r.text is None:
             return None, r
-        if self.chat:
-            return r.text.strip(), r
-        return r.text.strip().split("\n\n")[0].strip(), r
+        return message_text(r.text, self.chat), r
 
     async def _session(self, view: RoundView, review: bool) -> tuple[list[dict[str, Any]], str | None, dict[str, int]]:
         """Two question-and-answer exchanges with the advisor; returns the turns and any error."""

@@ -301,6 +301,28 @@ class ChbenchPlan(RunPlan):
             label="matches", unit_name="matches", record_key=lambda r: (r["match_id"], r["round"]),
             record_schema=RoundRecord, record_problem=self._record_problem)]
 
+    def _reply_problem(self, r: Record, seat: str, n: int) -> str | None:
+        """A sampled move read as parsed must read so again from its raw text, with the same action
+        and answer form (a parse failure may be an echoed prompt line, which needs the prompt: it
+        is left as written)."""
+        from stratbench.parsing import parse_action
+        from stratbench.suites.chbench.players import answer_form, message_text
+
+        raw = r.get(f"{seat}_raw")
+        if r.get(f"{seat}_status") != "parsed" or r.get(f"{seat}_policy") is not None:
+            return None
+        if not isinstance(raw, str):
+            return f"{seat}_status 'parsed' with neither a policy nor the raw answer it was read from"
+        labels = tuple(str(i + 1) for i in range(n))
+        p = parse_action(message_text(raw, self.config.chat), labels)
+        if not p.ok or p.action != r.get(f"{seat}_action"):
+            said = f"action {p.action}" if p.ok else "no action"
+            return f"{seat}_action {r.get(f'{seat}_action')!r}, but its raw answer reads as {said} when read again"
+        form = answer_form(raw, p, labels, r.get(f"{seat}_finish_reason"))
+        if f"{seat}_parse" in r and r[f"{seat}_parse"] != form:
+            return f"{seat}_parse {r[f'{seat}_parse']!r}, but its raw answer is a {form} answer"
+        return None
+
     def _record_problem(self, r: Record) -> str | None:
         """A round no match of this run can have played (edited by hand): its round, game or a
         seat's action out of range — refused as the file is read, not a crash of the summary."""
@@ -329,6 +351,9 @@ class ChbenchPlan(RunPlan):
                 return f"{seat}_status {status!r} with {seat}_action {a!r}: a move has an action exactly when it did not fail"
             if isinstance(pol, list) and a is not None and 0 <= a < len(pol) and not pol[a] > 0:
                 return f"{seat}_action {a} has probability {pol[a]!r} in the policy it was drawn from"
+            why = self._reply_problem(r, seat, n)
+            if why:
+                return why
             mass = r.get(f"{seat}_label_mass")
             if mass is not None and not (isinstance(mass, (int, float)) and 0 <= mass <= 1 + 1e-6):
                 return f"{seat}_label_mass {mass!r} is no probability"

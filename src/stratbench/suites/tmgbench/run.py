@@ -67,7 +67,7 @@ from stratbench.runner.lifecycle import (
 from stratbench.runner.schema import Record, RunMeta
 from stratbench.runner.shard import shard_tag
 from stratbench.seeding import derive_seed, fresh_seed
-from stratbench.suites.tmgbench.answers import parse_answer_set
+from stratbench.suites.tmgbench.answers import AnswerSetParse, parse_answer_set
 from stratbench.suites.tmgbench.config import (
     METHODS,
     SCRIPTED,
@@ -267,9 +267,7 @@ async def _answer(player: _Player, config: TmgbenchConfig, game: RGGame, repeat:
         if not res.ok:
             rec.update(status="error", error=res.error)
         else:
-            # a raw model continues the prompt's opened ```python block: its reply is read with it
-            text = res.text if config.chat else COMPLETION_ANSWER_START + (res.text or "")
-            p = parse_answer_set(text) if (res.text or "").strip() else parse_answer_set(None)
+            p = read_reply(res.text, config.chat)
             if p.ok:
                 kind = parse_kind(p.strict, res.finish_reason)
                 rec.update(status="parsed", answer=sorted(p.cells), parse=kind)  # type: ignore[arg-type]
@@ -280,6 +278,13 @@ async def _answer(player: _Player, config: TmgbenchConfig, game: RGGame, repeat:
                 rec.update(status="parse_failed", error=no_answer(res) or p.error)
     rec["latency_s"] = time.perf_counter() - t0
     return cast(AnswerRecord, rec)
+
+
+def read_reply(raw: str | None, chat: bool) -> AnswerSetParse:
+    """A generated reply read as the run reads it (and as a record read back is read again): a raw
+    model continues the prompt's opened ```python block, so its reply is read with it."""
+    text = raw if chat else COMPLETION_ANSWER_START + (raw or "")
+    return parse_answer_set(text) if (raw or "").strip() else parse_answer_set(None)
 
 
 def _distribution(rec: Record) -> dict[Any, float] | None:
@@ -425,6 +430,27 @@ def record_problem(rec: Record, games: Mapping[str, RGGame], config: TmgbenchCon
         return f"answer {answer!r} names no choices 1-4"
     if rec.get("status") in ("ok", "parsed") and dist is None and answer is None:
         return f"status {rec.get('status')!r} with neither an answer nor a distribution"
+    return _reply_problem(rec, config)
+
+
+def _reply_problem(rec: Record, config: TmgbenchConfig) -> str | None:
+    """A sampled answer's status, answer and kind are what its raw text says when read again."""
+    status = rec.get("status")
+    if rec.get("distribution") is not None or status not in ("parsed", "parse_failed"):
+        return None
+    raw = rec.get("raw_response")
+    if not isinstance(raw, str):
+        return f"a {status} answer without the raw_response it was read from" if status == "parsed" else None
+    p = read_reply(raw, bool(config.chat))
+    said = "parsed" if p.ok else "parse_failed"
+    if said != status:
+        return f"status {status!r}, but its raw_response reads as {said} when read again"
+    if p.ok:
+        if rec.get("answer") != sorted(p.cells):  # type: ignore[arg-type]
+            return f"answer {rec.get('answer')!r}, but its raw_response says {sorted(p.cells)}"  # type: ignore[arg-type]
+        kind = parse_kind(p.strict, rec.get("finish_reason"))
+        if rec.get("parse") != kind:
+            return f"parse {rec.get('parse')!r}, but its raw_response is a {kind} answer"
     return None
 
 
