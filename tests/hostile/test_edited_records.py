@@ -118,6 +118,7 @@ EDITED_RECORDS = {
     "ch-payoff": (_CH, "rounds.jsonl", "row_payoff", 999.0, "row_payoff 999.0, but the game pays"),
     "ch-policy": (_CH, "rounds.jsonl", "row_policy", [1.5, -0.5], "no distribution over the game's 2 actions"),
     "ch-mechanism": (_CH, "rounds.jsonl", "mechanism", "zzz", "mechanism 'zzz' is not its match's ('baseline')"),
+    "tmg-reference": (_TMG, "answers.jsonl", "distribution", {"4": 1.0}, "uniform answers {"),  # DATA-2
 }
 
 
@@ -253,4 +254,22 @@ def test_a_generated_answer_of_tmgbench_or_chbench_is_read_again(tmp_path, cli, 
     before = _snapshot(folder)
     r = cli(*args[:2], "--resume", str(folder))
     assert r.returncode == 2 and r.stderr.startswith(f"error: {folder}/{file}: line 1: ") and why in r.stderr, r.stderr
+    assert _snapshot(folder) == before
+
+
+def test_a_reference_players_trial_is_played_again(tmp_path, cli):
+    """DATA-2: a scripted player's decision is fixed by its game, trial and seed: an edited one is
+    refused (the random player's seeded action here)."""
+    r = cli(*_NASHGAP, "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    lines = (folder / "trials.jsonl").read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["llm_decision"] = (rec["llm_decision"] + 1) % len(rec["policy"])
+    (folder / "trials.jsonl").write_text("\n".join([json.dumps(rec), *lines[1:]]) + "\n")
+    before = _snapshot(folder)
+    for cmd in (["nashgap", "--resume", str(folder)], ["compare", str(folder), str(folder)]):
+        r = cli(*cmd)
+        assert r.returncode == 2 and f"trials.jsonl: line 1: llm_decision {rec['llm_decision']}, but random plays" \
+            in r.stderr, r.stderr
     assert _snapshot(folder) == before

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, cast
 
 import numpy as np
 
@@ -95,6 +95,18 @@ class Agent(abc.ABC):
 
     async def aclose(self) -> None:
         """Release resources (connections, models). Default: nothing to release."""
+
+
+def settled(decision: Any) -> Decision:
+    """The result of a scripted player's ``decide`` coroutine, which never waits on anything (it
+    computes from the request alone): run to its end here, outside any event loop, so a record
+    read back can be played again where it is read."""
+    try:
+        decision.send(None)
+    except StopIteration as done:
+        return cast(Decision, done.value)
+    decision.close()
+    raise RuntimeError("a scripted player waited on something")
 
 
 # -- scripted reference players ------------------------------------------------------------

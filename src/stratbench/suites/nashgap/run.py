@@ -15,6 +15,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from stratbench.checks import check_config
 from stratbench.errors import InputError
 from stratbench.files import parse_json, read_json, read_text
@@ -52,7 +54,7 @@ from stratbench.suites.nashgap.games import (
 )
 from stratbench.suites.nashgap.metrics import summarise
 from stratbench.suites.nashgap.model_player import make_agent
-from stratbench.suites.nashgap.players import Agent, Decision, DecisionRequest
+from stratbench.suites.nashgap.players import SCRIPTED_AGENTS, Agent, Decision, DecisionRequest, settled
 from stratbench.suites.nashgap.prompts import nashgap_prompt
 from stratbench.suites.nashgap.records import TrialRecord, make_record, record_problem
 
@@ -282,8 +284,32 @@ class NashgapPlan(RunPlan):
             unit_name="trials",
             record_key=lambda r: (r["game_id"], r["trial_id"]),
             record_schema=TrialRecord,
-            record_problem=lambda r: record_problem(r, rows, games, mode, self.agent_name or None, k_rot),
+            record_problem=lambda r: (record_problem(r, rows, games, mode, self.agent_name or None, k_rot)
+                                      or self._replay_problem(r, games, prompts, mode)),
         )
+
+    def _replay_problem(self, r: Record, games: dict[int, GameEntry],
+                        prompts: dict[tuple[int, int], tuple[NormalFormGame, str, list[int]]], mode: str) -> str | None:
+        """A scripted reference player's trial is fixed by its game, trial and seed: played again,
+        it must be the record's (an edited decision of a reference is no reference)."""
+        factory = SCRIPTED_AGENTS.get(self.agent_name or "")
+        e, t = games.get(r.get("game_id")), r.get("trial_id")  # type: ignore[arg-type]
+        if factory is None or e is None or not isinstance(t, int) or r.get("status") == "error":
+            return None
+        rot = t % self.config.order_rotations
+        if (e.game_id, rot) not in prompts:
+            return None
+        shown, prompt, order = prompts[(e.game_id, rot)]
+        seed = derive_seed(self.config.llm_seed or 0, e.game_id, t, MODE_INDEX[mode])
+        d = settled(factory().decide(DecisionRequest(shown, mode, prompt, shown.row_labels, seed, e.game_id, t)))  # type: ignore[arg-type]
+        want = make_record(e, t, mode, seed, prompt, d, self.agent_name, order, rot)
+        for k in ("status", "seed", "llm_decision", "policy"):
+            a, b = r.get(k), want[k]  # type: ignore[literal-required]
+            same = (np.allclose(a, b, rtol=0, atol=1e-9) if isinstance(a, list) and isinstance(b, list)
+                    and len(a) == len(b) else a == b)
+            if not same:
+                return f"{k} {a!r}, but {self.agent_name} plays {b!r} in game {e.game_id}, trial {t}"
+        return None
 
     def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
         c = self.config

@@ -398,7 +398,8 @@ def _record_order(r: Record) -> tuple[Any, ...]:
 _SUBSET = re.compile(r"1?2?3?4?")  # an answer subset's key: its choice numbers in order ("" = none)
 
 
-def record_problem(rec: Record, games: Mapping[str, RGGame], config: TmgbenchConfig, player: str) -> str | None:
+def record_problem(rec: Record, games: Mapping[str, RGGame], config: TmgbenchConfig, player: str,
+                   scripted: bool = False) -> str | None:
     """Why an answer read back cannot be one this run wrote (its records are summarised as they
     stand, so an edited one would be a result): another player's, setting's or prompting's answer;
     a game the run does not play, or not at its grid cell; a standard answer that is not the
@@ -424,6 +425,11 @@ def record_problem(rec: Record, games: Mapping[str, RGGame], config: TmgbenchCon
             return f"distribution {dist!r} is no distribution over answer subsets"
         if abs(sum(dist.values()) - 1.0) > 1e-6:
             return f"distribution {dist!r} sums to {sum(dist.values())!r}, not 1"
+    if scripted and rec.get("status") != "error":  # a reference player's answer is fixed by the game
+        fixed = _scripted_distribution(player, standard_answer(g))
+        if rec.get("status") != "ok" or not isinstance(dist, dict) or set(dist) != set(fixed) or any(
+                abs(dist[k] - v) > 1e-9 for k, v in fixed.items()):
+            return f"status {rec.get('status')!r}, distribution {dist!r}: {player} answers {fixed} in game {g.id}"
     answer = rec.get("answer")
     if answer is not None and not (isinstance(answer, list) and all(
             isinstance(c, int) and not isinstance(c, bool) and 1 <= c <= 4 for c in answer)):
@@ -545,7 +551,8 @@ class AtomicPlan(RunPlan):
         return [Stream(ANSWERS, units, work, unit_key=lambda u: (u[0].id, u[1], u[3]), record_unit=_record_unit,
                        sort_key=_record_order, concurrency=config.max_concurrency, label="tmgbench",
                        unit_name="answers", record_key=_record_unit, record_schema=AnswerRecord,
-                       record_problem=lambda r: record_problem(r, games, config, self.spec))]
+                       record_problem=lambda r: record_problem(r, games, config, self.spec,
+                                                               scripted=self.policy == "scripted"))]
 
     def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
         summary = _write_outputs(folder, records[ANSWERS], self.config, self.spec, self.policy, self.repeats)
