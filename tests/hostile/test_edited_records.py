@@ -118,6 +118,7 @@ EDITED_RECORDS = {
     "ch-payoff": (_CH, "rounds.jsonl", "row_payoff", 999.0, "row_payoff 999.0, but the game pays"),
     "ch-policy": (_CH, "rounds.jsonl", "row_policy", [1.5, -0.5], "no distribution over the game's 2 actions"),
     "ch-mechanism": (_CH, "rounds.jsonl", "mechanism", "zzz", "mechanism 'zzz' is not its match's ('baseline')"),
+    "ch-null-policy": (_CH, "rounds.jsonl", "row_policy", None, "with neither a policy nor the raw answer"),
     "tmg-reference": (_TMG, "answers.jsonl", "distribution", {"4": 1.0}, "uniform answers {"),  # DATA-2
 }
 
@@ -138,11 +139,17 @@ def test_a_record_edited_to_a_value_no_run_writes_is_refused(tmp_path, cli, case
 
 @pytest.mark.parametrize("key,value,why", [("payoff_me", 999.0, "payoff_me 999.0, but the game pays"),
                                            ("policy", [0.5, 0.5], "policy [0.5, 0.5] is no distribution"),
-                                           ("prompting", "SP", "prompting 'SP', but this run's is 'LM'")])
+                                           ("prompting", "SP", "prompting 'SP', but this run's is 'LM'"),
+                                           ("initial_state", "next", "but episode 0's seed starts the partner in")])
 def test_an_edited_tom_round_is_refused(tmp_path, cli, fake_server, key, value, why):
     folder = _run_and_edit(tmp_path, cli, ["tom", "run", "--model", "openai-compatible:fake", "--base-url",
                                            fake_server.base_url, "--rounds", "4", "--episodes", "1", "--seed", "5"],
                            "rounds.jsonl", key, value)
+    if value == "next":  # another state the partner could start in, not the one its seed draws
+        lines = (folder / "rounds.jsonl").read_text().splitlines()
+        rec = json.loads(lines[0])
+        rec[key] = (json.loads(lines[1])[key] + 1) % 3
+        (folder / "rounds.jsonl").write_text("\n".join([json.dumps(rec), *lines[1:]]) + "\n")
     before = _snapshot(folder)
     r = cli("tom", "run", "--resume", str(folder))
     assert r.returncode == 2 and r.stderr.startswith(f"error: {folder}/rounds.jsonl: line 1: ") and why in r.stderr

@@ -309,6 +309,8 @@ class ChbenchPlan(RunPlan):
         from stratbench.suites.chbench.players import answer_form, message_text
 
         raw = r.get(f"{seat}_raw")
+        if r.get(f"{seat}_status") == "ok" and r.get(f"{seat}_policy") is None:  # a scripted move states its policy
+            return f"{seat}_status 'ok' with neither a policy nor the raw answer it was read from"
         if r.get(f"{seat}_status") != "parsed" or r.get(f"{seat}_policy") is not None:
             return None
         if not isinstance(raw, str):

@@ -274,6 +274,21 @@ class TomRunPlan(RunPlan):
             v = r.get(key)
             if isinstance(v, int) and not 0 <= v < n:
                 return f"{key} {v} is outside 0..{n - 1}"
+        e = r.get("episode")
+        if isinstance(e, int) and e >= 0:  # the partner starts where the episode's seed puts it
+            import numpy as np
+
+            from stratbench.suites.tom.episodes import PARTNER_STREAM
+
+            starts = self.__dict__.setdefault("_starts", {})
+            if e not in starts:
+                starts[e] = make_partner(c.partner, game).reset(
+                    np.random.default_rng(derive_seed(derive_seed(c.seed, e), *PARTNER_STREAM)))
+            s0 = starts[e]
+            if r.get("initial_state") != s0:
+                return f"initial_state {r.get('initial_state')!r}, but episode {e}'s seed starts the partner in {s0}"
+            if r.get("t") == 0 and "partner_state" in r and r["partner_state"] != s0:
+                return f"partner_state {r['partner_state']!r} in round 0, but the partner starts in {s0}"
         a, b = r.get("my_action"), r.get("partner_action")
         for key, matrix in (("payoff_me", game.payoff_me), ("payoff_partner", game.payoff_partner)):
             v = r.get(key)
