@@ -307,3 +307,19 @@ def test_a_suite_file_with_credentials_in_a_url_resumes_as_printed(server, tmp_p
     meta = json.loads((folder / "suite_metadata.json").read_text())
     assert meta["status"] == "finished" and [r["status"] for r in meta["runs"]] == ["finished", "finished"]
     assert not [p for p in folder.rglob("*") if p.is_file() and b"SECRET" in p.read_bytes()]
+
+
+def test_a_resume_interrupted_before_it_opened_its_folder_names_that_folder():
+    """A Ctrl-C in a resume's first moments (before its folder is opened) leaves the folder as it
+    was: the line names it and the command that finishes it, not "nothing to resume"."""
+    import typer
+
+    from stratbench.cli.main import _resume_hint, app
+
+    command = typer.main.get_command(app)
+    for args in (["nashgap", "--resume", "results/run a"], ["tom", "run", "--resume=results/t"]):
+        hint = _resume_hint(command, args, [])
+        folder = args[-1] if args[-2] == "--resume" else args[-1].partition("=")[2]
+        assert hint.startswith(f"interrupted before {folder} was changed; continue with: stratbench "), hint
+        assert hint.endswith(f" --resume {shlex.quote(folder)}") and "nothing to resume" not in hint
+    assert "nothing to resume" in _resume_hint(command, ["nashgap", "--num-games", "2"], [])

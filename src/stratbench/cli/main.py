@@ -85,9 +85,15 @@ def _resume_hint(command: Any, args: list[str], folders: list[Path]) -> str:
     runs a collection (scorecard, suite file, tiered suite: its folder, announced first, holds
     suite_metadata.json) resumes the collection; a run command the run folder announced last (the
     one interrupted). A command that cannot resume says so instead of naming a command that fails."""
-    if not folders:
-        return "interrupted before any result folder was written; nothing to resume"
     words, cmd = _command_words(command, args)
+    if not folders:
+        resumed = _resumed_folder(args)
+        if resumed is None:
+            return "interrupted before any result folder was written; nothing to resume"
+        given, url = _given_again(cmd, words, args[len(words):])  # (a resume stopped before it began)
+        again = f" --base-url {shlex.quote(url)}" if url else ""
+        return (f"interrupted before {resumed} was changed; continue with: "
+                f"stratbench {' '.join(words + given)} --resume {shlex.quote(resumed)}{again}")
     folder = folders[0] if (folders[0] / "suite_metadata.json").is_file() else folders[-1]
     options = {o for p in getattr(cmd, "params", []) for o in getattr(p, "opts", [])}
     if "--resume" not in options:
@@ -98,6 +104,16 @@ def _resume_hint(command: Any, args: list[str], folders: list[Path]) -> str:
     note = "credentials are never saved: put the password where *** is; " if url else ""
     return (f"interrupted: finished records are saved in {folder}; {note}continue with: "
             f"stratbench {' '.join(words + given)} --resume {shlex.quote(str(folder))}{again}")
+
+
+def _resumed_folder(args: list[str]) -> str | None:
+    """The folder a ``--resume FOLDER`` on the command line names, if any."""
+    for i, a in enumerate(args):
+        if a == "--resume" and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith("--resume="):
+            return a.partition("=")[2]
+    return None
 
 
 def _given_again(cmd: Any, words: list[str], rest: list[str]) -> tuple[list[str], str | None]:
