@@ -104,6 +104,7 @@ _CX = ["tmgbench", "run", "--form", "sequential", "--k", "3", "--num-tasks", "2"
        "--quiet"]
 EDITED_RECORDS = {
     "complex-score": (_CX, "tasks.jsonl", "correct", False, "correct False, but its answers score True"),
+    "complex-form": (_CX, "tasks.jsonl", "form", "parallel", "form 'parallel', but task 0 has 'sequential'"),
     "complex-task": (_CX, "tasks.jsonl", "task_game_ids", ["111", "112", "113"], "task_game_ids ['111', '112', '113'], "
                      "but task 0 has"),
     "nashgap-value": (_NASHGAP, "trials.jsonl", "llm_value", 1e300, "llm_value = 1e+300, but its policy has"),

@@ -322,7 +322,10 @@ def task_problem(rec: Record, tasks: dict[int, ComplexTask], player: str, prompt
                                                       for c in a)) for a in answers):
         return f"answers {answers!r} are not {task.n_answers} answers of choices 1-4 (or null)"
     again = score_complex(task, [frozenset(a) if a is not None else None for a in answers])
+    defined = task.to_json()
     for k, v in again.items():
         if rec.get(k) != v:
+            if k in defined:  # (the task's own definition, not a score)
+                return f"{k} {rec.get(k)!r}, but task {task.index} has {v!r}"
             return f"{k} {rec.get(k)!r}, but its answers score {v!r}"
     return None
