@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     holding its traceback, or the traceback itself with --debug or STRATBENCH_DEBUG=1."""
     from stratbench.cli.plan import CostStop
     from stratbench.cli.suite import expand_multi_value_flags
-    from stratbench.models.costs import EXIT_MAX_COST
+    from stratbench.models.costs import EXIT_MAX_COST, cost_session
     from stratbench.runner.lifecycle import on_run_folder
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -208,17 +208,15 @@ def main(argv: list[str] | None = None) -> None:
     command = typer.main.get_command(app)
     folders: list[Path] = []
     try:
-        with on_run_folder(folders.append), _sigterm_as_interrupt():
+        with on_run_folder(folders.append), _sigterm_as_interrupt(), cost_session({}):
             rv = command.main(args=args, prog_name="stratbench", standalone_mode=False)
     except _EXITS as e:
         code = getattr(e, "exit_code", 0)
         if isinstance(e.__cause__, KeyboardInterrupt):  # typer turns Ctrl-C into Exit(130)
-            print(_resume_hint(command, args, folders), file=sys.stderr)
-            code = 130
+            _interrupted(command, args, folders)
         sys.exit(code)
     except (KeyboardInterrupt, typer.Abort):
-        print(_resume_hint(command, args, folders), file=sys.stderr)
-        sys.exit(130)
+        _interrupted(command, args, folders)
     except CostStop as e:  # --max-cost: stopped as Ctrl-C stops, resumable
         hint = _resume_hint(command, args, folders).removeprefix("interrupted: ")
         print(f"{e}; {hint}", file=sys.stderr)
@@ -244,8 +242,23 @@ def main(argv: list[str] | None = None) -> None:
               f"{where}", file=sys.stderr)
         sys.exit(1)
     if rv == 130:  # typer (standalone_mode=False) returns a Ctrl-C as exit code 130
-        print(_resume_hint(command, args, folders), file=sys.stderr)
+        _interrupted(command, args, folders)
     sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _interrupted(command: Any, args: list[str], folders: list[Path]) -> None:
+    """A Ctrl-C (exit 130), or a provider that refused the API key (exit 2): one line, and how to
+    finish the run."""
+    from stratbench.models.costs import halted
+
+    why = halted()
+    hint = _resume_hint(command, args, folders)
+    if why is None:
+        print(hint, file=sys.stderr)
+        sys.exit(130)
+    hint = hint.removeprefix("interrupted: ").replace("finished records are saved in", "the run stays resumable in")
+    print(f"error: {_one_line(why)}; {hint}", file=sys.stderr)
+    sys.exit(2)
 
 
 def _one_line(text: str) -> str:

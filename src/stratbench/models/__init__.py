@@ -251,8 +251,11 @@ def open_model(spec: str, model_options: ModelOptions | None = None, *, no_cache
     session = costs.current()
     if session is not None and session.dry_run:  # no request, no cache read or written
         model, no_cache = costs.DryRunModel(model, session), True
-    elif session is not None and session.max_cost is not None:  # below the cache: a hit costs nothing
-        model = costs.CostGuard(model, session)
+    elif session is not None:  # a command's session (the CLI): never a test's or a library call's
+        if is_http_spec(spec):  # a refused key stops the command instead of an error per record
+            model = costs.RefusalGuard(model, session)
+        if session.max_cost is not None:  # below the cache: a hit costs nothing
+            model = costs.CostGuard(model, session)
     if not no_cache:
         # a backend whose scores depend on the sequence of its calls (llama.cpp with prefix reuse)
         # is served only answers stored before this session: see CachedModel

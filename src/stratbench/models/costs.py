@@ -41,8 +41,8 @@ from stratbench.models.base import (
 )
 from stratbench.models.prices import SHIPPED_PRICES, Price, load_price_table
 
-__all__ = ["APPROX", "CostGuard", "CostSession", "DryRunModel", "PlanLine", "approx_tokens", "cost_session",
-           "current", "load_prices", "planning"]
+__all__ = ["APPROX", "CostGuard", "CostSession", "DryRunModel", "PlanLine", "RefusalGuard", "approx_tokens",
+           "cost_session", "current", "halted", "load_prices", "planning"]
 
 APPROX = "prompt tokens at about 4 characters a token (no tokenizer of the hosted model here)"
 CHARS_PER_TOKEN = 4
@@ -195,6 +195,43 @@ class DryRunModel(_Wrapper):
         return out
 
 
+REFUSED = ("HTTP 401", "HTTP 403")  # a provider refusing the key or the account: every call would fail so
+_HALTED: list[str] = []  # why the command was stopped (read by the CLI after the interrupt)
+
+
+def halted() -> str | None:
+    """Why a refusal stopped the command (then forgotten), or None."""
+    return _HALTED.pop() if _HALTED else None
+
+
+async def _halt(why: str | None) -> None:
+    """Stop the command as Ctrl-C stops it (the run saves what it has; the folder resumes), once;
+    this call never returns (cancelled by the interrupt, as an HTTP call in flight is)."""
+    if why is not None and not _HALTED:
+        _HALTED.append(why)
+        signal.raise_signal(signal.SIGINT)
+    await asyncio.Event().wait()
+
+
+class RefusalGuard(_Wrapper):
+    """A hosted model whose provider refuses the API key or the account (HTTP 401/403) would fail
+    every call the same way: the first such reply stops the command (resumable, no error record
+    written for it) instead of filling the folder with errors."""
+
+    async def _checked(self, results: list[Any]) -> list[Any]:
+        for r in results:
+            if r.error and r.error.startswith(REFUSED):
+                await _halt(f"{self.spec}: {r.error.strip()} — the provider refuses every call so; no record "
+                            "was written for them")
+        return results
+
+    async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
+        return await self._checked(await self.inner.score(requests))
+
+    async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
+        return await self._checked(await self.inner.generate(requests))
+
+
 class CostGuard(_Wrapper):
     """Stops the command before a call whose worst case would take the cost past ``max_cost``."""
 
@@ -216,7 +253,7 @@ class CostGuard(_Wrapper):
         if not s.tripped:
             s.tripped = True
             signal.raise_signal(signal.SIGINT)
-        await asyncio.Event().wait()  # cancelled by the interrupt, as an HTTP call in flight is
+        await _halt(None)
 
     async def _guarded(self, requests: Sequence[Any], call: Any) -> list[Any]:
         s = self.session

@@ -50,7 +50,7 @@ def test_a_conversation_is_sent_as_the_messages_api_wants_it():
                           messages=(("system", "Play well."), ("user", "Q1"), ("assistant", "A1"), ("user", "Q2")))
     with FakeAnthropicServer(text="Action: 2\n\nand more") as s:
         (r, _raw), _ = _generate(s, req, GenerateRequest("raw prompt", max_tokens=16, temperature=1.0))
-        first, second = s.requests
+        first, second = sorted(s.requests, key=lambda q: -q.body["max_tokens"])  # (sent concurrently)
     # the blank-line stop, which the API refuses, ends the answer here, where it would have
     assert r.ok and r.text == "Action: 2" and r.finish_reason == "stop" and r.reasoning is None
     assert first.path == "/v1/messages" and first.headers["anthropic-version"]
@@ -129,3 +129,23 @@ def test_tom_with_claude_says_one_combination_that_works(cli):
     assert "--no-chat" not in r.stderr and "--chat" not in r.stderr
     r = cli(*base, "--prompting", "QA")
     assert r.returncode == 0 and "anthropic:claude-x" in r.stdout, r.stderr
+
+
+def test_a_refused_key_stops_the_run_with_one_line_and_no_error_records(tmp_path, cli, monkeypatch):
+    """A provider refusing the key (401) would fail every call: the run stops at the first refusal,
+    one line naming the model and the reply, exit 2, no error record; with the right key the
+    printed resume finishes it."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-WRONG")
+    with FakeAnthropicServer() as s:
+        r = cli("nashgap", "--model", "anthropic:claude-x", "--base-url", s.base_url, "--num-games", "2", "--seed", "1",
+                "--num-trials", "2", "--quiet", "--output-dir", str(tmp_path))
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert r.stderr.startswith("error: anthropic:claude-x: HTTP 401 authentication_error: invalid x-api-key"), r.stderr
+        assert "sk-ant-WRONG" not in r.stderr and "continue with: stratbench nashgap --resume" in r.stderr
+        (folder,) = tmp_path.iterdir()
+        assert (folder / "trials.jsonl").read_text() == ""  # no error record for a refused key
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        r = cli("nashgap", "--resume", str(folder))
+        assert r.returncode == 0, r.stderr
+        recs = [json.loads(x) for x in (folder / "trials.jsonl").read_text().splitlines()]
+        assert len(recs) == 4 and {x["status"] for x in recs} == {"parsed"}
