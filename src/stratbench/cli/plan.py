@@ -188,6 +188,7 @@ def plan_table(session: Any) -> str:
     lines.append("")
     lines.append("total: " + (f"at most {total:.2f} USD" if total is not None else
                               "unknown (no price for " + ", ".join(unpriced) + ")"))
-    lines.append(f"assumes: {costs.APPROX}; every generated reply its whole budget (output ≤); every answer "
-                 "parsed at its first try (a re-asked one costs more); nothing in the response cache")
+    lines.append(f"assumes: {costs.APPROX}; every generated reply its whole budget (output ≤); ToM's answers "
+                 "parsed at their first try (a re-asked one costs more), generated stories all failing their check "
+                 "(every retry counted); nothing in the response cache")
     return "\n".join(lines)
