@@ -119,6 +119,7 @@ EDITED_RECORDS = {
     "ch-payoff": (_CH, "rounds.jsonl", "row_payoff", 999.0, "row_payoff 999.0, but the game pays"),
     "ch-policy": (_CH, "rounds.jsonl", "row_policy", [1.5, -0.5], "no distribution over the game's 2 actions"),
     "ch-mechanism": (_CH, "rounds.jsonl", "mechanism", "zzz", "mechanism 'zzz' is not its match's ('baseline')"),
+    "ch-reference": (_CH, "rounds.jsonl", "row_policy", [0.5, 0.5], "but level-k:2 plays"),  # DATA-2
     "ch-null-policy": (_CH, "rounds.jsonl", "row_policy", None, "with neither a policy nor the raw answer"),
     "tmg-reference": (_TMG, "answers.jsonl", "distribution", {"4": 1.0}, "uniform answers {"),  # DATA-2
 }

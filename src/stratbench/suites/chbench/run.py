@@ -301,6 +301,30 @@ class ChbenchPlan(RunPlan):
             label="matches", unit_name="matches", record_key=lambda r: (r["match_id"], r["round"]),
             record_schema=RoundRecord, record_problem=self._record_problem)]
 
+    def _scripted_problem(self, r: Record, m: Any, seat: str) -> str | None:
+        """A scripted seat's move is fixed by the game, its seat and the round's seed: played again,
+        it must be the record's (an edited reference move is no reference)."""
+        import numpy as np
+
+        from stratbench.suites.chbench.players import ScriptedPlayer, scripted_agent
+        from stratbench.suites.chbench.repeated import COL, ROW, perspective
+
+        spec = m.row if seat == "row" else m.col
+        agent = scripted_agent(spec) if r.get(f"{seat}_status") == "ok" else None
+        if agent is None:
+            return None
+        s = ROW if seat == "row" else COL
+        players = self.__dict__.setdefault("_scripted", {})
+        player = players.setdefault(spec, ScriptedPlayer(spec, agent))
+        p = player.strategy(perspective(m.game.game, s), s)
+        a = int(np.random.default_rng(derive_seed(m.seed(self.config.seed), r["round"], s)).choice(p.size, p=p))
+        pol = r.get(f"{seat}_policy")
+        if r.get(f"{seat}_action") != a or not (isinstance(pol, list) and len(pol) == p.size
+                                                 and np.allclose(pol, p, rtol=0, atol=1e-9)):
+            return (f"{seat}_action {r.get(f'{seat}_action')!r} with policy {pol!r}, but {spec} plays {a} "
+                    f"from {[round(float(x), 6) for x in p]} in round {r['round']}")
+        return None
+
     def _reply_problem(self, r: Record, seat: str, n: int) -> str | None:
         """A sampled move read as parsed must read so again from its raw text, with the same action
         and answer form (a parse failure may be an echoed prompt line, which needs the prompt: it
@@ -353,7 +377,7 @@ class ChbenchPlan(RunPlan):
                 return f"{seat}_status {status!r} with {seat}_action {a!r}: a move has an action exactly when it did not fail"
             if isinstance(pol, list) and a is not None and 0 <= a < len(pol) and not pol[a] > 0:
                 return f"{seat}_action {a} has probability {pol[a]!r} in the policy it was drawn from"
-            why = self._reply_problem(r, seat, n)
+            why = self._reply_problem(r, seat, n) or self._scripted_problem(r, m, seat)
             if why:
                 return why
             mass = r.get(f"{seat}_label_mass")
