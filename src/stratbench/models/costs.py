@@ -204,13 +204,25 @@ def halted() -> str | None:
     return _HALTED.pop() if _HALTED else None
 
 
-async def _halt(why: str | None) -> None:
-    """Stop the command as Ctrl-C stops it (the run saves what it has; the folder resumes), once;
-    this call never returns (cancelled by the interrupt, as an HTTP call in flight is)."""
-    if why is not None and not _HALTED:
-        _HALTED.append(why)
-        signal.raise_signal(signal.SIGINT)
-    await asyncio.Event().wait()
+async def _interrupt() -> None:
+    """Stop the command as Ctrl-C stops it (the run saves what it has; the folder resumes); never
+    returns. No signal is sent, so a command whose caller ignores SIGINT (``nohup``, ``cmd &`` in a
+    script) stops all the same: asyncio's Ctrl-C handler, where it is installed, is called as the
+    signal would call it (it cancels the run, which saves its records and ends in
+    KeyboardInterrupt); elsewhere KeyboardInterrupt is raised here, as the signal would raise it."""
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler) and handler is not signal.default_int_handler:
+        handler(signal.SIGINT, None)
+        await asyncio.Event().wait()  # cancelled by the interrupt, as an HTTP call in flight is
+    raise KeyboardInterrupt
+
+
+async def _halt(why: str) -> None:
+    """Stop the command for `why` (named by the CLI after the interrupt)."""
+    if _HALTED:
+        await asyncio.Event().wait()  # (already stopping)
+    _HALTED.append(why)
+    await _interrupt()
 
 
 class RefusalGuard(_Wrapper):
@@ -250,10 +262,10 @@ class CostGuard(_Wrapper):
     async def _stop(self) -> None:
         """The command stops as Ctrl-C stops it (the run saves what it has; the folder resumes)."""
         s = self.session
-        if not s.tripped:
-            s.tripped = True
-            signal.raise_signal(signal.SIGINT)
-        await _halt(None)
+        if s.tripped:
+            await asyncio.Event().wait()  # (already stopping)
+        s.tripped = True
+        await _interrupt()
 
     async def _guarded(self, requests: Sequence[Any], call: Any) -> list[Any]:
         s = self.session

@@ -151,3 +151,27 @@ def test_the_shipped_prices_are_dated_and_sourced_and_a_users_table_goes_over_th
     prices = load_prices(str(f))
     assert prices[CLAUDE].input_per_million == 1 and prices["x:y"].output_per_million == 0
     assert prices["openai:gpt-4o"] == SHIPPED_PRICES["openai:gpt-4o"]
+
+
+def test_a_max_cost_stop_needs_no_signal(tmp_path):
+    """A command whose caller ignores SIGINT (``nohup``, ``cmd &`` in a script) still stops at
+    --max-cost (exit 3, resumable), and a refused key still stops it (exit 2): no signal is sent."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "stratbench", *args], capture_output=True, text=True, env=env,
+                              timeout=120, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+
+    with _Formatted() as s:
+        base = ("nashgap", "--model", CLAUDE, "--base-url", s.base_url, "--num-games", "4", "--num-trials", "2",
+                "--quiet")
+        r = run(*base, "--output-dir", str(tmp_path / "a"), "--max-cost", "0.0001")
+        assert r.returncode == 3 and "--max-cost 0.0001 USD" in r.stderr, r.stderr
+        env["ANTHROPIC_API_KEY"] = "sk-ant-WRONG"
+        r = run(*base, "--output-dir", str(tmp_path / "b"))
+        assert r.returncode == 2 and "HTTP 401" in r.stderr, r.stderr
