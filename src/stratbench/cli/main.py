@@ -22,7 +22,9 @@ from typer.exceptions import TyperException
 
 from stratbench import __version__
 from stratbench.cli.display import console
+from stratbench.cli.plan import CostStop
 from stratbench.errors import InputError
+from stratbench.models.costs import EXIT_MAX_COST, cost_session, halted  # (imported while signals are blocked)
 
 # Typer ≥ 0.29 vendors click (its usage errors derive from TyperException); older ones use click.
 _USAGE_ERRORS: tuple[type[Exception], ...] = (TyperException,)
@@ -194,9 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     """The error boundary: every bad input is one line `error: <file or flag>: <problem>` and exit
     code 2; Ctrl-C says how to resume (exit 130); anything else is a bug — one line naming the file
     holding its traceback, or the traceback itself with --debug or STRATBENCH_DEBUG=1."""
-    from stratbench.cli.plan import CostStop
     from stratbench.cli.suite import expand_multi_value_flags
-    from stratbench.models.costs import EXIT_MAX_COST, cost_session
     from stratbench.runner.lifecycle import on_run_folder
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -249,8 +249,6 @@ def main(argv: list[str] | None = None) -> None:
 def _interrupted(command: Any, args: list[str], folders: list[Path]) -> None:
     """A Ctrl-C (exit 130), or a provider that refused the API key (exit 2): one line, and how to
     finish the run."""
-    from stratbench.models.costs import halted
-
     why = halted()
     hint = _resume_hint(command, args, folders)
     if why is None:
