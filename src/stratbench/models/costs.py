@@ -131,7 +131,7 @@ def cost_session(prices: dict[str, Price], *, dry_run: bool = False, max_cost: f
         _SESSION = previous
 
 
-def load_prices(path: str | None, label: str = "--price-table") -> dict[str, Price]:
+def load_prices(path: str | None) -> dict[str, Price]:
     """The shipped table, with the entries of the user's file (the Nash-gap --price-table format)
     over it."""
     prices = dict(SHIPPED_PRICES)

@@ -301,7 +301,8 @@ class NashgapPlan(RunPlan):
             return None
         shown, prompt, order = prompts[(e.game_id, rot)]
         seed = derive_seed(self.config.llm_seed or 0, e.game_id, t, MODE_INDEX[mode])
-        d = settled(factory().decide(DecisionRequest(shown, mode, prompt, shown.row_labels, seed, e.game_id, t)))  # type: ignore[arg-type]
+        agent = self.__dict__.setdefault("_replayer", factory())  # one player: its solves are cached per game
+        d = settled(agent.decide(DecisionRequest(shown, mode, prompt, shown.row_labels, seed, e.game_id, t)))  # type: ignore[arg-type]
         want = make_record(e, t, mode, seed, prompt, d, self.agent_name, order, rot)
         for k in ("status", "seed", "llm_decision", "policy"):
             a, b = r.get(k), want[k]  # type: ignore[literal-required]
