@@ -48,6 +48,9 @@ class ModelOptions:
     # 1.0 (no penalty, as the local gguf:/embedded routes: llama-cpp-python's server would apply
     # 1.1 even at temperature 0, so greedy answers would differ); None sends nothing
     repeat_penalty: float | str | None = "auto"
+    # the run's sampling temperature, where it has one: a backend whose API takes a narrower range
+    # (Anthropic's 0..1) refuses it as it opens, before any folder, not in every record's error
+    temperature: float | None = None
 
 
 def is_http_spec(spec: str) -> bool:
@@ -176,14 +179,14 @@ def _anthropic(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageM
     if opts.chat is False:
         raise InputError(f"{spec}: the Messages API is a chat API; run it with --chat (or without --no-chat)")
     return AnthropicModel(name, base_url=opts.base_url, max_concurrency=opts.max_concurrency,
-                          timeout_s=opts.timeout_s, max_retries=opts.max_retries)
+                          timeout_s=opts.timeout_s, max_retries=opts.max_retries, temperature=opts.temperature)
 
 
 def _gemini(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
     from stratbench.models.gemini_api import GeminiModel
 
     return GeminiModel(name, base_url=opts.base_url, max_concurrency=opts.max_concurrency,
-                       timeout_s=opts.timeout_s, max_retries=opts.max_retries)
+                       timeout_s=opts.timeout_s, max_retries=opts.max_retries, temperature=opts.temperature)
 
 
 #: spec prefix → backend factory

@@ -15,7 +15,8 @@ What the SDK does and what stratbench keeps:
   turns are ``messages``; ``max_tokens`` is required by the API and is the request's budget;
   ``stop_sequences`` are the request's stops (a whitespace-only stop, such as a blank line, which
   the API refuses, is applied to the reply here instead: the answer ends where it would have); a temperature other than the API's default 1.0 is sent in the body (recent SDKs no
-  longer name it; a model that refuses it answers 400, an error record); a raw prompt (``chat=False``) is sent as one user turn, as on every chat endpoint.
+  longer name it; a model that refuses it answers 400, an error record); one above 1, which the
+  API refuses on every call, is refused as the model opens, before any folder; a raw prompt (``chat=False``) is sent as one user turn, as on every chat endpoint.
 - **The reply**: ``text`` blocks are the answer; extended-thinking ``thinking`` blocks are the
   reasoning (``redacted_thinking`` blocks are counted but hold no text); ``stop_reason`` becomes
   ``finish_reason`` ("max_tokens" → "length", so a reply cut inside its thinking is a parse
@@ -54,10 +55,11 @@ class AnthropicModel(SDKChatModel):
     """Claude over the Messages API (generation only: the API returns no log-probabilities)."""
 
     prefix, api, key_env, default_url = "anthropic", "the Messages API", KEY_ENV, DEFAULT_URL
+    max_temperature = 1.0
 
     def __init__(self, model: str, base_url: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,
-                 max_retries: int = 4) -> None:
-        super().__init__(model, base_url, max_concurrency, timeout_s, max_retries)
+                 max_retries: int = 4, temperature: float | None = None) -> None:
+        super().__init__(model, base_url, max_concurrency, timeout_s, max_retries, temperature)
         self._sdk = _sdk()
 
     def describe(self) -> dict[str, Any]:

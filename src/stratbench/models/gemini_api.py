@@ -61,8 +61,8 @@ class GeminiModel(SDKChatModel):
     prefix, api, key_env, default_url = "gemini", "the Gemini API", KEY_ENV, DEFAULT_URL
 
     def __init__(self, model: str, base_url: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,
-                 max_retries: int = 4) -> None:
-        super().__init__(model, base_url, max_concurrency, timeout_s, max_retries)
+                 max_retries: int = 4, temperature: float | None = None) -> None:
+        super().__init__(model, base_url, max_concurrency, timeout_s, max_retries, temperature)
         self._genai, self._types, self._errors = _sdk()
 
     def describe(self) -> dict[str, Any]:

@@ -41,9 +41,10 @@ class SDKChatModel(LanguageModel):
     api: ClassVar[str] = ""  # what the messages call the API ("the Messages API")
     key_env: ClassVar[str] = ""
     default_url: ClassVar[str] = ""
+    max_temperature: ClassVar[float] = 2.0  # the highest sampling temperature the API takes
 
     def __init__(self, model: str, base_url: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,
-                 max_retries: int = 4) -> None:
+                 max_retries: int = 4, temperature: float | None = None) -> None:
         super().__init__()
         from stratbench.models.openai_api import check_base_url
 
@@ -67,6 +68,10 @@ class SDKChatModel(LanguageModel):
             raise InputError(f"{self.spec}: timeout must be a positive number of seconds")
         if max_retries < 0:
             raise InputError(f"{self.spec}: max_retries must be >= 0")
+        if temperature is not None and not 0.0 <= temperature <= self.max_temperature:
+            # the API would refuse every call (HTTP 400): one line before anything is written
+            raise InputError(f"{self.spec}: --temperature {temperature:g}: {self.api} takes 0 to "
+                             f"{self.max_temperature:g}")
         self._key = key
         self.max_concurrency = max_concurrency
         self.timeout_s = float(timeout_s)

@@ -186,6 +186,7 @@ def check_job_models(jobs: Iterable[Job]) -> None:
     from stratbench.models import ModelOptions, is_http_spec, load_model, split_spec
 
     wanted: dict[tuple[str, str | None, str | None], dict[str, bool]] = {}
+    hottest: dict[tuple[str, str | None, str | None], float] = {}  # the highest temperature a model samples at
     for job in jobs:
         cfg = job.config
         for spec in _job_specs(cfg):
@@ -197,12 +198,16 @@ def check_job_models(jobs: Iterable[Job]) -> None:
             key = (spec, getattr(cfg, "base_url", None) if http else None,
                    getattr(cfg, "chat_template", None) if http else None)
             flags = wanted.setdefault(key, {"chat": False, "choice": False})
+            temperature = getattr(cfg, "temperature", None)
+            if isinstance(temperature, (int, float)):
+                hottest[key] = max(hottest.get(key, temperature), temperature)
             if getattr(cfg, "chat", False):
                 flags["chat"] = True
                 flags["choice"] |= getattr(cfg, "policy", None) == "choice"
     for (spec, base_url, chat_template), flags in wanted.items():
         model = load_model(spec, ModelOptions(base_url=base_url, chat=True if flags["chat"] else None,
-                                              chat_template=chat_template))
+                                              chat_template=chat_template,
+                                              temperature=hottest.get((spec, base_url, chat_template))))
         try:
             if flags["chat"]:
                 model.check_chat(scoring=flags["choice"])

@@ -149,3 +149,26 @@ def test_a_refused_key_stops_the_run_with_one_line_and_no_error_records(tmp_path
         assert r.returncode == 0, r.stderr
         recs = [json.loads(x) for x in (folder / "trials.jsonl").read_text().splitlines()]
         assert len(recs) == 4 and {x["status"] for x in recs} == {"parsed"}
+
+
+def test_a_temperature_the_api_refuses_is_one_line_before_any_folder(tmp_path, cli, monkeypatch):
+    """The Messages API takes temperatures 0 to 1; a higher one would be HTTP 400 on every call,
+    so every command (and a suite file) refuses it as the model opens, with nothing written."""
+    with pytest.raises(InputError, match=r"^anthropic:claude-x: --temperature 1\.5: the Messages API takes 0 to 1$"):
+        load_model("anthropic:claude-x", ModelOptions(temperature=1.5))
+    load_model("anthropic:claude-x", ModelOptions(temperature=1.0))
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")
+    load_model("gemini:gemini-1.5-pro", ModelOptions(temperature=1.5))  # Gemini takes 0 to 2
+    url = ("--base-url", "http://127.0.0.1:9")
+    (tmp_path / "s.toml").write_text('models = ["anthropic:claude-x"]\n[nashgap]\nnum_games = 2\ntemperature = 1.5\n')
+    for n, args in enumerate((
+            ("nashgap", "--model", "anthropic:claude-x", "--num-games", "2", *url),
+            ("chbench", "run", "--models", "anthropic:claude-x", "--opponents", "level-k:1", "--games", "1", *url),
+            ("tmgbench", "run", "--model", "anthropic:claude-x", "--games", "421", *url),
+            ("tom", "run", "--model", "anthropic:claude-x", "--prompting", "QA", *url),
+            ("suite", "run", str(tmp_path / "s.toml")))):
+        out = tmp_path / f"out{n}"
+        r = cli(*args, *(("--temperature", "1.5") if args[0] != "suite" else ()), "--output-dir", str(out))
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert "anthropic:claude-x: --temperature 1.5: the Messages API takes 0 to 1" in r.stderr, r.stderr
+        assert not out.exists()

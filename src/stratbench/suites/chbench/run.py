@@ -171,7 +171,8 @@ class PlayerFactory:
                                 chat=self.config.chat or None, prefix_reuse=self.config.prefix_reuse,
                                 timeout_s=self.config.timeout, max_retries=self.config.retries,
                                 wait_for_server_s=self.config.wait_for_server,
-                                chat_template=self.config.chat_template if is_http_spec(spec) else None)
+                                chat_template=self.config.chat_template if is_http_spec(spec) else None,
+                                temperature=self.config.temperature)
             self._models[key] = open_model(spec, opts, no_cache=self.config.no_cache)  # reuse: own cache identity
         return self._models[key]
 

@@ -78,7 +78,7 @@ def player_from_config(config: NashgapConfig) -> Agent:
         model_options=ModelOptions(base_url=config.base_url, max_concurrency=config.max_concurrency,
                                    chat=config.chat or None, timeout_s=config.timeout,
                                    max_retries=config.retries, wait_for_server_s=config.wait_for_server,
-                                   chat_template=config.chat_template),
+                                   chat_template=config.chat_template, temperature=config.temperature),
         no_cache=config.no_cache, temperature=config.temperature, max_tokens=config.max_tokens,
         chat=config.chat,
     )

@@ -106,7 +106,8 @@ def model_options(config: Any) -> Any:
     return ModelOptions(base_url=config.base_url, max_concurrency=config.max_concurrency, chat=config.chat or None,
                         timeout_s=config.timeout, max_retries=config.retries,
                         wait_for_server_s=config.wait_for_server,
-                        chat_template=getattr(config, "chat_template", None))
+                        chat_template=getattr(config, "chat_template", None),
+                        temperature=getattr(config, "temperature", None))
 
 
 def check_resume_shard(given: Any, saved: Shard, flag_folder: str) -> None:

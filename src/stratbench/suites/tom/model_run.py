@@ -210,7 +210,8 @@ class TomRunPlan(RunPlan):
         c = self.config
         opts = ModelOptions(prefix_reuse=self.lm, base_url=c.base_url, max_concurrency=c.max_concurrency,
                             chat=bool(c.chat), timeout_s=c.timeout, max_retries=c.retries,
-                            wait_for_server_s=c.wait_for_server, chat_template=c.chat_template)
+                            wait_for_server_s=c.wait_for_server, chat_template=c.chat_template,
+                            temperature=c.temperature)
         # prefix-reuse scores are cached under their own identity (describe() names prefix_reuse),
         # so a re-run is served from the cache like any other
         model = open_model(c.model, opts, no_cache=c.no_cache)
