@@ -91,7 +91,10 @@ def _run_and_edit(tmp_path, cli, args: list[str], file: str, key: str, value: ob
     (folder,) = (tmp_path / "o").iterdir()
     lines = (folder / file).read_text().splitlines()
     rec = json.loads(lines[0])
-    rec[key] = value
+    if callable(value):  # an edit computed from the record (and the next one)
+        value(rec, [json.loads(x) for x in lines[1:]])
+    else:
+        rec[key] = value
     (folder / file).write_text("\n".join([json.dumps(rec), *lines[1:]]) + "\n")
     return folder
 
@@ -139,19 +142,39 @@ def test_a_record_edited_to_a_value_no_run_writes_is_refused(tmp_path, cli, case
     assert r.returncode == 0 and why in r.stderr and "the report leaves out its numbers" in r.stderr, r.stderr
 
 
+def _next_start(rec, rest):  # another state the partner could start in, not the one its seed draws
+    rec["initial_state"] = (rest[0]["initial_state"] + 1) % 3
+
+
+def _undrawn_action(rec, rest):  # another action its policy gives a chance, not the one drawn, paid as played
+    from stratbench.suites.tom.games import get_game
+
+    game, a, b = get_game(rec["game"]), rec["my_action"], rec["partner_action"]
+    other = next(i for i, p in enumerate(rec["policy"]) if p > 0 and i != a)
+    rec.update(my_action=other, payoff_me=float(game.payoff_me[other, b]),
+               payoff_partner=float(game.payoff_partner[other, b]))
+
+
+def _unlikely_prediction(rec, rest):
+    assert min(rec["tom_policy"]) < max(rec["tom_policy"])
+    rec["prediction"] = rec["tom_policy"].index(min(rec["tom_policy"]))
+
+
 @pytest.mark.parametrize("key,value,why", [("payoff_me", 999.0, "payoff_me 999.0, but the game pays"),
                                            ("policy", [0.5, 0.5], "policy [0.5, 0.5] is no distribution"),
                                            ("prompting", "SP", "prompting 'SP', but this run's is 'LM'"),
-                                           ("initial_state", "next", "but episode 0's seed starts the partner in")])
+                                           ("initial_state", _next_start, "but episode 0's seed starts the partner in"),
+                                           ("my_action", _undrawn_action, "but round 0's seed draws"),
+                                           ("prediction", _unlikely_prediction,
+                                            "but its tom_policy's most likely action is"),
+                                           ("status", "error", "status 'error' (the round that stopped its episode), "
+                                            "but it has partner_action")])
 def test_an_edited_tom_round_is_refused(tmp_path, cli, fake_server, key, value, why):
+    """Also what the round's own fields fix: the action its seed draws from its policy, the
+    prediction its ToM distribution makes, a stopped round's missing moves."""
     folder = _run_and_edit(tmp_path, cli, ["tom", "run", "--model", "openai-compatible:fake", "--base-url",
                                            fake_server.base_url, "--rounds", "4", "--episodes", "1", "--seed", "5"],
                            "rounds.jsonl", key, value)
-    if value == "next":  # another state the partner could start in, not the one its seed draws
-        lines = (folder / "rounds.jsonl").read_text().splitlines()
-        rec = json.loads(lines[0])
-        rec[key] = (json.loads(lines[1])[key] + 1) % 3
-        (folder / "rounds.jsonl").write_text("\n".join([json.dumps(rec), *lines[1:]]) + "\n")
     before = _snapshot(folder)
     r = cli("tom", "run", "--resume", str(folder))
     assert r.returncode == 2 and r.stderr.startswith(f"error: {folder}/rounds.jsonl: line 1: ") and why in r.stderr

@@ -313,6 +313,45 @@ class TomRunPlan(RunPlan):
             v = r.get(key)
             if isinstance(v, int) and v < 0:
                 return f"{key} {v} is below 0"
+        return self._play_problem(r) or self._lm_problem(r)
+
+    def _play_problem(self, r: Record) -> str | None:
+        """A round is played to its payoffs (status parsed) or it is the round that stopped its
+        episode, where the partner never acted: a stopped round with the partner's move or payoffs,
+        or a played round without them, is not what the run wrote."""
+        played = ("my_action", "partner_action", "payoff_me", "payoff_partner")
+        if r.get("status") == "parsed":
+            missing = [k for k in played if r.get(k) is None]
+            if missing:
+                return f"status 'parsed', but it has no {', '.join(missing)}"
+            return None
+        there = [k for k in played[1:] if r.get(k) is not None]
+        if there:
+            return f"status {r.get('status')!r} (the round that stopped its episode), but it has {', '.join(there)}"
+        return None
+
+    def _lm_problem(self, r: Record) -> str | None:
+        """LM prompting: the action is drawn from the round's policy with the round's seed, and the
+        prediction is the ToM distribution's most likely action; both are drawn again here, so an
+        edited action, prediction or policy is refused (as a resume would play it otherwise)."""
+        pol, tom, a = r.get("policy"), r.get("tom_policy"), r.get("my_action")
+        e, t = r.get("episode"), r.get("t")
+        if self.lm and isinstance(pol, list) and isinstance(a, int) and isinstance(e, int) and isinstance(t, int):
+            import numpy as np
+
+            try:
+                drawn = int(np.random.default_rng(derive_seed(derive_seed(self.config.seed, e), t)).choice(
+                    len(pol), p=pol))
+            except ValueError:  # probabilities that do not sum to 1 closely enough to draw from
+                return f"policy {pol!r} is no distribution the action could be drawn from"
+            if drawn != a:
+                return f"my_action {a}, but round {t}'s seed draws {drawn} from its policy"
+        pred = r.get("prediction")
+        if self.lm and isinstance(tom, list) and tom and isinstance(pred, int) and 0 <= pred < len(tom):
+            if tom[pred] < max(tom) * (1 - 1e-9):
+                return f"prediction {pred}, but its tom_policy's most likely action is {tom.index(max(tom))}"
+        elif self.lm and isinstance(tom, list) and pred is None and r.get("status") == "parsed":
+            return "prediction null, but the round has a tom_policy"
         return None
 
     async def play(self, e: int) -> list[Record]:
