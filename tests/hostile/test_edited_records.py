@@ -201,6 +201,14 @@ def test_a_tom_shard_cut_after_it_finished_is_not_merged(tmp_path, cli, fake_ser
     r = cli("merge", str(one), str(two), "--output-dir", str(tmp_path / "m"))
     assert r.returncode == 2 and "rounds.jsonl: the shards' records of episode 0 stop short" in r.stderr, r.stderr
     assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
+    r = cli(*args[:-2], "--output-dir", str(tmp_path / "whole"))  # a whole run cut so: the records are named
+    assert r.returncode == 0, r.stderr
+    (whole,) = (tmp_path / "whole").iterdir()
+    lines = (whole / "rounds.jsonl").read_text().splitlines()
+    (whole / "rounds.jsonl").write_text("\n".join(lines[:2] + lines[4:]) + "\n")
+    r = cli("report", str(whole), "--output", str(tmp_path / "rep"))
+    assert r.returncode == 0 and "summary.json" not in r.stderr, r.stderr
+    assert "rounds.jsonl: the run's records of episode 0 stop short (2 records) though the run finished" in r.stderr
 
 
 def test_a_scorecard_whose_run_was_edited_shows_no_table_and_resumes_nothing(tmp_path, cli, fake_server):

@@ -564,9 +564,11 @@ def merge_streams(plan: RunPlan, folders: Sequence[Path], out: Path) -> Outcome:
         if stream.unit_partial is not None:
             for unit, group in _groups(recs, stream.record_unit).items():
                 if stream.unit_partial(group):
-                    raise InputError(f"{stream.file}: the shards' records of {stream.unit_name[:-1]} {unit} stop short "
-                                     f"({len(group)} records) though their runs finished: a records file was cut or "
-                                     "edited; finish that shard again with --resume")
+                    whose = ("the shards' records", "their runs", "a records file was", "that shard") if len(folders) > 1 \
+                        else ("the run's records", "the run", "it was", "the run")
+                    raise InputError(f"{stream.file}: {whose[0]} of {stream.unit_name[:-1]} {unit} stop short "
+                                     f"({len(group)} records) though {whose[1]} finished: {whose[2]} cut or "
+                                     f"edited; finish {whose[3]} again with --resume")
         recs = dedupe(recs, stream.record_key, out / stream.file)  # one record per id across shards
         recs.sort(key=stream.sort_key)
         write_jsonl_atomic(out / stream.file, recs)

@@ -80,7 +80,7 @@ def check_run(folder: Path) -> None:
             saved, recomputed = _read(saved_file), _read(again)
             if _differs(saved, recomputed):
                 raise InputError(f"{saved_file}: does not agree with the run's records "
-                                 f"({_first_difference(saved, recomputed)}), edited by hand")
+                                 f"({_first_difference(saved, recomputed)}): the summary or the records were edited by hand")
 
 
 def _read(path: Path) -> Any:
