@@ -189,6 +189,39 @@ def test_compare_reads_records_as_a_resume_does(tmp_path, cli):
     assert r.returncode == 2 and r.stderr.startswith(f"error: {folder}/trials.jsonl: line 1: status"), r.stderr
 
 
+def _other_action(rec, rest):  # the round's action changed (and paid as played), its answer's text kept
+    from stratbench.suites.tom.games import get_game
+
+    game, b = get_game(rec["game"]), rec["partner_action"]
+    a = (rec["my_action"] + 1) % 3
+    rec.update(my_action=a, payoff_me=float(game.payoff_me[a, b]), payoff_partner=float(game.payoff_partner[a, b]))
+
+
+def _failed_answer_parsed(rec, rest):  # the first stopped round's unreadable answer marked parsed and played
+    stopped = next(r for r in [rec, *rest] if r["status"] == "parse_failed")
+    call = [c for c in stopped["calls"] if c["kind"] == "action"][-1]
+    call.update(status="parsed", parse="strict")
+    call.pop("reason", None)
+    stopped.update(status="parsed", my_action=0, partner_action=0, payoff_me=0.0, payoff_partner=0.0)
+    rec.clear()
+    rec.update(stopped)
+
+
+@pytest.mark.parametrize("edit,why", [(_other_action, "my_action 2, but its action call's answer reads 1"),
+                                      (_failed_answer_parsed, "(action) is 'parsed', but its text gives no answer")],
+                         ids=["action", "parsed"])
+def test_a_generated_tom_answer_is_read_again_from_its_text(tmp_path, cli, fake_server, edit, why):
+    """QA prompting: the round's action is what its answer's text reads, as the episode read it."""
+    folder = _run_and_edit(tmp_path, cli, ["tom", "run", "--model", "openai-compatible:fake", "--base-url",
+                                           fake_server.base_url, "--prompting", "QA", "--rounds", "3",
+                                           "--episodes", "1", "--seed", "5"], "rounds.jsonl", "", edit)
+    before = _snapshot(folder)
+    r = cli("tom", "run", "--resume", str(folder))
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {folder}/rounds.jsonl: line 1: ") and why in r.stderr, \
+        r.stderr
+    assert _snapshot(folder) == before
+
+
 def test_a_tom_shard_cut_after_it_finished_is_not_merged(tmp_path, cli, fake_server):
     args = ["tom", "run", "--model", "openai-compatible:fake", "--base-url", fake_server.base_url, "--rounds", "4",
             "--episodes", "2", "--seed", "5", "--output-dir", str(tmp_path / "s")]

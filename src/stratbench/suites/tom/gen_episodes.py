@@ -252,6 +252,34 @@ def _plan_parser(text: str) -> tuple[Any, str | None, ParseMode | None]:
     return None, "empty 'Plan:' field", None
 
 
+def answer_stem(s: GenSettings, kind: str) -> str:
+    """The answer stem a call's reply followed (raw models; chat replies have none): what
+    :func:`arun_gen_episode` put before the reply when it parsed it."""
+    if s.chat:
+        return ""
+    cot = s.prompting in ("CoT", "CoT3", "S2ACoT")
+    if kind == "tom":
+        return "Thoughts:" if cot else "Option:"
+    if s.prompting == "PlansInsights":
+        return "Plans:"
+    return "Thoughts:" if cot or s.prompting == "Reflexion" else "Option:"
+
+
+def read_call_again(s: GenSettings, labels: tuple[str, ...], call: dict[str, Any]) -> int | None:
+    """The action (or, for a ``tom`` call, the predicted action) a recorded ``action``/``tom``
+    call's text gives when read again as the episode read it; None when it gives none. A record
+    read back is checked with it, so an answer edited into a record is refused, never counted."""
+    text = call.get("text")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    parse = _plans_insights_parser(labels) if (call.get("kind") == "action" and s.prompting == "PlansInsights") \
+        else _option_parser(labels)
+    value = parse(answer_stem(s, str(call.get("kind"))) + text)[0]
+    if isinstance(value, tuple):
+        value = value[0]
+    return value if isinstance(value, int) else None
+
+
 async def arun_gen_episode(
     model: LanguageModel,
     game: RepeatedGame | str,

@@ -313,7 +313,7 @@ class TomRunPlan(RunPlan):
             v = r.get(key)
             if isinstance(v, int) and v < 0:
                 return f"{key} {v} is below 0"
-        return self._play_problem(r) or self._lm_problem(r)
+        return self._play_problem(r) or self._lm_problem(r) or self._gen_problem(r)
 
     def _play_problem(self, r: Record) -> str | None:
         """A round is played to its payoffs (status parsed) or it is the round that stopped its
@@ -352,6 +352,45 @@ class TomRunPlan(RunPlan):
                 return f"prediction {pred}, but its tom_policy's most likely action is {tom.index(max(tom))}"
         elif self.lm and isinstance(tom, list) and pred is None and r.get("status") == "parsed":
             return "prediction null, but the round has a tom_policy"
+        return None
+
+    def _gen_problem(self, r: Record) -> str | None:
+        """Generation strategies: every answer read as parsed is read again from its text as the
+        episode read it, and the round's action and prediction are the last such answers (a
+        SocialLM prediction the scored labels' most likely one)."""
+        calls = r.get("calls")
+        if self.lm or not isinstance(calls, list):
+            return None
+        from stratbench.suites.tom.games import get_game
+        from stratbench.suites.tom.gen_episodes import read_call_again
+        from stratbench.suites.tom.gen_prompts import GenPrompts
+
+        s = self.config.gen_settings()
+        labels = self.__dict__.get("_labels")
+        if labels is None:
+            labels = self.__dict__["_labels"] = tuple(
+                GenPrompts(get_game(self.config.game), s.label_set, self.config.rounds, payoffs=s.payoffs,
+                           history=s.history).labels)
+        answers: dict[str, int] = {}
+        for i, call in enumerate(calls):
+            kind = call.get("kind") if isinstance(call, dict) else None
+            if kind not in ("action", "tom") or call.get("status") != "parsed":
+                continue
+            if "logprobs" in call:  # SocialLM's scored prediction: the labels' most likely one
+                lps = [x if isinstance(x, (int, float)) else float("-inf") for x in call["logprobs"]]
+                if lps:
+                    answers[kind] = max(range(len(lps)), key=lambda k: (lps[k], -k))
+                continue
+            value = read_call_again(s, labels, call)
+            if value is None:
+                return f"calls[{i}] ({kind}) is 'parsed', but its text gives no answer when read again"
+            answers[kind] = value
+        for key, kind in (("my_action", "action"), ("prediction", "tom")):
+            v = r.get(key)
+            if isinstance(v, int) and kind in answers and v != answers[kind]:
+                return f"{key} {v}, but its {kind} call's answer reads {answers[kind]}"
+            if r.get("status") == "parsed" and key == "my_action" and "action" not in answers:
+                return "status 'parsed', but no action call of the round was parsed"
         return None
 
     async def play(self, e: int) -> list[Record]:
