@@ -346,3 +346,36 @@ def test_a_reference_players_trial_is_played_again(tmp_path, cli):
         assert r.returncode == 2 and f"trials.jsonl: line 1: llm_decision {rec['llm_decision']}, but random plays" \
             in r.stderr, r.stderr
     assert _snapshot(folder) == before
+
+
+@pytest.mark.parametrize("args,why", [(_NASHGAP, "summary.json: no num_trials_per_game"),
+                                      (_TMG, "summary.json: no player"),
+                                      (_CH, "summary.json: lacks 8 of the 8 values")], ids=["nashgap", "tmgbench", "chbench"])
+def test_an_emptied_summary_is_named_by_report_and_compare(tmp_path, cli, args, why):
+    """A summary.json emptied by hand: one line naming it (report: a warning, the run left out;
+    compare: exit 2), never an internal error, never a run shown with nothing said."""
+    r = cli(*args, "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    (folder / "summary.json").write_text("{}")
+    r = cli("report", str(folder), "--output", str(tmp_path / "rep"))
+    assert r.returncode == 0 and why in r.stderr and "the report leaves out its numbers" in r.stderr, r.stderr
+    if args[0] != "chbench":  # (CHBench's compare reads the records alone)
+        r = cli("compare", str(folder), str(folder))
+        assert r.returncode == 2 and why in r.stderr and "internal error" not in r.stderr, r.stderr
+
+
+def test_merge_and_compare_never_write_into_a_result_folder(tmp_path, cli):
+    """Not into their inputs, and not into any other run's folder either: a file dropped there
+    would be read as the run's (a comparison written over trials.jsonl destroyed its records)."""
+    for i in (1, 2):
+        assert cli(*_NASHGAP, "--shard", f"{i}/2", "--output-dir", str(tmp_path / "s")).returncode == 0
+    assert cli(*_NASHGAP, "--output-dir", str(tmp_path / "o")).returncode == 0
+    (other,) = (tmp_path / "o").iterdir()
+    before = _snapshot(other)
+    one, two = sorted((tmp_path / "s").iterdir())
+    r = cli("compare", str(one), str(two), "--allow-partial", "--output", str(other / "trials.jsonl"))
+    assert r.returncode == 2 and f"inside the result folder {other}" in r.stderr, r.stderr
+    r = cli("merge", str(one), str(two), "--output-dir", str(other / "merged"))
+    assert r.returncode == 2 and f"inside the result folder {other}" in r.stderr, r.stderr
+    assert _snapshot(other) == before and not (other / "merged").exists()

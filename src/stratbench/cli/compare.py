@@ -94,6 +94,11 @@ def check_output_file(output: str, inputs: tuple[str, ...]) -> Path:
         f = Path(folder).resolve()
         if target == f or f in target.parents:
             raise InputError(f"--output {output}: inside the result folder {folder}; write the comparison elsewhere")
+    from stratbench.runner.folders import enclosing_result_folder
+
+    inside = enclosing_result_folder(out.parent)
+    if inside is not None:
+        raise InputError(f"--output {output}: inside the result folder {inside}; write the comparison elsewhere")
     if out.is_dir():
         raise InputError(f"--output {output}: is a folder; give a file name")
     if not out.parent.is_dir():

@@ -75,11 +75,17 @@ def load_price_table(path: str | None) -> dict[str, dict[str, float]]:
     from stratbench.files import read_json
 
     data = read_json(path, "--price-table")  # unreadable, not JSON, too deep, NaN: one line naming the flag
-    ok = isinstance(data, dict) and all(
-        isinstance(v, dict) and all(isinstance(v.get(k, 0), (int, float)) and not isinstance(v.get(k, 0), bool)
-                                    and v.get(k, 0) >= 0 for k in ("input_per_million", "output_per_million"))
-        for v in data.values())
-    if not ok:
-        raise InputError(f"--price-table {path}: expected {{spec: {{\"input_per_million\": number, "
-                         f"\"output_per_million\": number}}}}")
+    keys = ("input_per_million", "output_per_million")
+    shape = (f"--price-table {path}: expected {{spec: {{\"input_per_million\": number, "
+             f"\"output_per_million\": number}}}}")
+    if not isinstance(data, dict):
+        raise InputError(shape)
+    for spec, v in data.items():
+        # both prices, and nothing else: a missing or misspelt price is never read as free
+        if not isinstance(v, dict) or set(v) != set(keys):
+            got = ", ".join(sorted(map(str, v))) if isinstance(v, dict) else type(v).__name__
+            raise InputError(f"{shape}; {spec!r} has {got or 'no prices'}")
+        if not all(isinstance(v[k], (int, float)) and not isinstance(v[k], bool) and 0 <= v[k] < float("inf")
+                   for k in keys):
+            raise InputError(f"{shape}; {spec!r} has a price that is no number of dollars at or above 0")
     return data

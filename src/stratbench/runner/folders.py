@@ -89,6 +89,18 @@ def run_metadata(suite: str, config: dict[str, Any], kind: str) -> dict[str, Any
     }
 
 
+def enclosing_result_folder(path: str | Path) -> Path | None:
+    """The result folder (a run, suite or scorecard folder: one with a run.json or
+    suite_metadata.json) that ``path`` is or lies inside, if any. Outputs of merge and compare
+    are refused there: a result folder is written by its own run only, and a file dropped into
+    it (or over one of its files) would be read as the run's."""
+    p = Path(path).resolve()
+    for folder in (p, *p.parents):
+        if (folder / "run.json").is_file() or (folder / "suite_metadata.json").is_file():
+            return folder
+    return None
+
+
 def read_run_json(folder: str | Path, prefix: str = "") -> dict[str, Any]:
     """A result folder's run.json, checked against its written schema (`runner.schema.RunMeta`),
     or one InputError line (`prefix` names the flag, e.g. "--resume ") — the one reader behind

@@ -102,6 +102,12 @@ def check_output_outside(folders: Sequence[Path], output_dir: str | Path, what: 
             where = "is" if out == src else "is inside"
             raise InputError(f"--output-dir {output_dir}: {where} the {what} {f}; merge writes a new folder, "
                              "never into one of its inputs (give another --output-dir)")
+    from stratbench.runner.folders import enclosing_result_folder
+
+    inside = enclosing_result_folder(output_dir)
+    if inside is not None:
+        raise InputError(f"--output-dir {output_dir}: inside the result folder {inside}; a result folder is "
+                         "written by its own run only (give another --output-dir)")
 
 
 def _sum_totals(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:

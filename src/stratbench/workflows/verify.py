@@ -78,6 +78,12 @@ def check_run(folder: Path) -> None:
             if not saved_file.is_file():
                 raise InputError(f"{saved_file}: missing (the run's records give one)")
             saved, recomputed = _read(saved_file), _read(again)
+            if isinstance(recomputed, dict) and recomputed:
+                # (an older release's summary may lack a key or two; one that lacks most is no summary)
+                missing = [k for k in recomputed if not isinstance(saved, dict) or k not in saved]
+                if 2 * len(missing) > len(recomputed):
+                    raise InputError(f"{saved_file}: lacks {len(missing)} of the {len(recomputed)} values its run's "
+                                     f"records give ({', '.join(missing[:3])}, …): the summary was edited by hand")
             if _differs(saved, recomputed):
                 raise InputError(f"{saved_file}: does not agree with the run's records "
                                  f"({_first_difference(saved, recomputed)}): the summary or the records were edited by hand")

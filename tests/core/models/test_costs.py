@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from fake_anthropic_server import FakeAnthropicServer
 
+from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
 from stratbench.models.cache import request_key
 from stratbench.models.costs import DryRunModel, approx_tokens, cost_session, load_prices
@@ -147,10 +148,17 @@ def test_the_shipped_prices_are_dated_and_sourced_and_a_users_table_goes_over_th
     for spec, p in SHIPPED_PRICES.items():
         assert ":" in spec and p.as_of and p.source.startswith("https://") and 0 < p.input_per_million <= p.output_per_million * 1.0 + 1e-9
     f = tmp_path / "p.json"
-    f.write_text(json.dumps({CLAUDE: {"input_per_million": 1, "output_per_million": 1}, "x:y": {"input_per_million": 2}}))
+    f.write_text(json.dumps({CLAUDE: {"input_per_million": 1, "output_per_million": 1},
+                             "x:y": {"input_per_million": 2, "output_per_million": 3}}))
     prices = load_prices(str(f))
-    assert prices[CLAUDE].input_per_million == 1 and prices["x:y"].output_per_million == 0
+    assert prices[CLAUDE].input_per_million == 1 and prices["x:y"].output_per_million == 3
     assert prices["openai:gpt-4o"] == SHIPPED_PRICES["openai:gpt-4o"]
+    for entry, why in (({"input_per_million": 2}, "has input_per_million"),  # a missing price is not free
+                       ({"input_per_million": 1, "output_per_milion": 9}, "has input_per_million, output_per_milion"),
+                       ({}, "has no prices"), ({"input_per_million": 1, "output_per_million": -1}, "has a price that")):
+        f.write_text(json.dumps({"x:y": entry}))
+        with pytest.raises(InputError, match=f"'x:y' {why}"):
+            load_prices(str(f))
 
 
 def test_a_max_cost_stop_needs_no_signal(tmp_path):

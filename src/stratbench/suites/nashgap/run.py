@@ -363,7 +363,14 @@ class NashgapPlan(RunPlan):
             for f in folders:
                 if not (f / summary_file).is_file():
                     raise InputError(f"{f}: no {summary_file}; finish the shard with --resume {f}")
-                shard_summaries.append(read_json(f / summary_file))
+                sm = read_json(f / summary_file)
+                want = {"num_trials_per_game": int, "agent": str, "policy": str}
+                bad = [k for k, t in want.items() if not isinstance(sm, dict) or not isinstance(sm.get(k), t)
+                       or isinstance(sm.get(k), bool)]
+                if bad:
+                    raise InputError(f"{f}/{summary_file}: no {bad[0]} (the summary was edited or cut); "
+                                     f"finish the run again with --resume {f}")
+                shard_summaries.append(sm)
             first = shard_summaries[0]
             for f, sm in zip(folders, shard_summaries):
                 for k in ("num_trials_per_game", "agent", "policy", "order_rotations"):

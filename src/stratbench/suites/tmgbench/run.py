@@ -33,7 +33,6 @@ and a run resumes from its folder. :func:`merge_atomic` puts the shards of one r
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 import time
@@ -47,6 +46,7 @@ import numpy as np
 
 from stratbench.checks import check_config
 from stratbench.errors import InputError
+from stratbench.files import read_json
 from stratbench.models.base import GenerateRequest, LanguageModel
 from stratbench.models.labels import choice_request
 from stratbench.players import no_answer, scored_policy
@@ -577,7 +577,13 @@ class AtomicPlan(RunPlan):
         for f in folders:
             if not (f / "summary.json").is_file():
                 raise InputError(f"{f}: no summary.json; finish the shard with --resume {f}")
-            summaries.append(json.loads((f / "summary.json").read_text()))
+            sm = read_json(f / "summary.json")
+            bad = [k for k, t in (("player", str), ("policy", str), ("repeats", int))
+                   if not isinstance(sm, dict) or not isinstance(sm.get(k), t) or isinstance(sm.get(k), bool)]
+            if bad:
+                raise InputError(f"{f}/summary.json: no {bad[0]} (the summary was edited or cut); "
+                                 f"finish the run again with --resume {f}")
+            summaries.append(sm)
         first = summaries[0]
         for f, sm in zip(folders, summaries):
             for k in ("player", "policy", "repeats"):
