@@ -115,6 +115,7 @@ EDITED_RECORDS = {
     "nashgap-first-listed": (_NASHGAP, "trials.jsonl", "first_listed_prob", 0.9, "first_listed_prob 0.9, but its policy"),
     "nashgap-agent": (_NASHGAP, "trials.jsonl", "agent", "other", "agent 'other', but this run's player is 'random'"),
     "nashgap-label-mass": (_NASHGAP, "trials.jsonl", "label_mass", 0.9, "without the log-probabilities"),
+    "nashgap-seed": (_NASHGAP, "trials.jsonl", "seed", 12345, "seed 12345, but the run's llm_seed"),
     "ch-status": (_CH, "rounds.jsonl", "row_status", "parse_failed", "a move has an action exactly when it did not"),
     "tmg-distribution": (_TMG, "answers.jsonl", "distribution", {"1": 5.0}, "sums to 5.0, not 1"),
     "tmg-player": (_TMG, "answers.jsonl", "player", "oracle", "player 'oracle', but this run's player is 'uniform'"),
@@ -379,3 +380,35 @@ def test_merge_and_compare_never_write_into_a_result_folder(tmp_path, cli):
     r = cli("merge", str(one), str(two), "--output-dir", str(other / "merged"))
     assert r.returncode == 2 and f"inside the result folder {other}" in r.stderr, r.stderr
     assert _snapshot(other) == before and not (other / "merged").exists()
+
+
+def _undrawn_row(rec, rest):  # another row its policy gives a chance, not the one its seed drew
+    rec["llm_decision"] = next(i for i, p in enumerate(rec["policy"]) if p > 0 and i != rec["llm_decision"])
+
+
+@pytest.mark.parametrize("key,value,why", [("status", "parse_failed", "a trial that failed decided nothing"),
+                                           ("renormalized", True, "renormalized true on a log-probability trial"),
+                                           ("llm_decision", _undrawn_row, "but its seed draws row")],
+                         ids=["status", "renormalized", "decision"])
+def test_an_edited_log_prob_trial_is_refused(tmp_path, cli, fake_server, key, value, why):
+    """A log-prob trial's decision is the row its seed draws from its policy; a failed trial
+    decided nothing; only a stated distribution is ever rescaled."""
+    folder = _run_and_edit(tmp_path, cli, ["nashgap", "--model", "openai-compatible:fake", "--base-url",
+                                           fake_server.base_url, "--num-games", "2", "--num-trials", "2", "--seed", "3",
+                                           "--quiet"], "trials.jsonl", key, value)
+    before = _snapshot(folder)
+    r = cli("nashgap", "--resume", str(folder))
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {folder}/trials.jsonl: line 1: ") and why in r.stderr, \
+        r.stderr
+    assert _snapshot(folder) == before
+
+
+def test_an_edited_llm_seed_in_run_json_is_refused(tmp_path, cli):
+    """run.json's llm_seed edited: a resume would go on under another seed beside the old records."""
+    r = cli(*_NASHGAP, "--output-dir", str(tmp_path / "o"))
+    (folder,) = (tmp_path / "o").iterdir()
+    meta = json.loads((folder / "run.json").read_text())
+    meta["config"]["llm_seed"] = 10
+    (folder / "run.json").write_text(json.dumps(meta))
+    r = cli("nashgap", "--resume", str(folder))
+    assert r.returncode == 2 and "but the run's llm_seed 10 gives" in r.stderr and "run.json's llm_seed" in r.stderr

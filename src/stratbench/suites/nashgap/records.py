@@ -168,6 +168,12 @@ def record_problem(rec: dict[str, Any], rows: dict[int, int] | None = None,
     if isinstance(lps, list) and any(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 1e-6
                                      for x in lps):
         return f"logprobs {lps!r} hold a log-probability above 0, which is no probability"
+    if rec.get("status") in ("parse_failed", "error"):  # nothing was decided: no policy, no decision
+        held = [k for k in ("policy", "llm_decision") if rec.get(k) is not None]
+        if held:
+            return f"status {rec.get('status')!r}, but it has a {held[0]} (a trial that failed decided nothing)"
+    if rec.get("renormalized") and lps is not None:
+        return "renormalized true on a log-probability trial (only a stated distribution is rescaled)"
     if rec.get("status") == "parse_failed":
         e = games.get(rec.get("game_id")) if games is not None else None  # type: ignore[arg-type]
         return _answer_problem(rec, e) if e is not None else None
@@ -242,4 +248,6 @@ def _answer_problem(rec: dict[str, Any], e: GameEntry) -> str | None:
         return f"llm_decision {got!r}, but its raw_response says {want!r}"
     if rec.get("parse") != a.parse:
         return f"parse {rec.get('parse')!r}, but its raw_response is a {a.parse} answer"
+    if bool(rec.get("renormalized")) != bool(getattr(a, "renormalized", False)):
+        return f"renormalized {rec.get('renormalized')!r}, but its raw_response reads otherwise"
     return None

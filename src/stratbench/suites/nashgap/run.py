@@ -285,8 +285,33 @@ class NashgapPlan(RunPlan):
             record_key=lambda r: (r["game_id"], r["trial_id"]),
             record_schema=TrialRecord,
             record_problem=lambda r: (record_problem(r, rows, games, mode, self.agent_name or None, k_rot)
+                                      or self._seed_problem(r, mode)
                                       or self._replay_problem(r, games, prompts, mode)),
         )
+
+    def _seed_problem(self, r: Record, mode: str) -> str | None:
+        """A trial's seed is derived from the run's llm_seed, its game and trial; a log-prob pure
+        trial's decision is the row that seed draws from its policy (as the player drew it). An
+        edited seed, decision, or llm_seed in run.json (a resume would go on under another seed)
+        is refused."""
+        g, t, seed = r.get("game_id"), r.get("trial_id"), r.get("seed")
+        if not isinstance(g, int) or not isinstance(t, int):
+            return None
+        want = derive_seed(self.config.llm_seed or 0, g, t, MODE_INDEX[mode])
+        if seed != want:
+            return (f"seed {seed!r}, but the run's llm_seed {self.config.llm_seed} gives {want} for game {g}, trial {t} "
+                    "(run.json's llm_seed or the record was edited)")
+        pol = r.get("policy")
+        if mode == "pure" and r.get("status") == "parsed" and r.get("logprobs") is not None and isinstance(pol, list) \
+                and pol and all(isinstance(x, (int, float)) for x in pol):
+            order = rotation_order(len(pol), int(r.get("rotation") or 0))
+            try:
+                k = int(np.random.default_rng(want).choice(len(pol), p=[pol[i] for i in order]))
+            except ValueError:
+                return f"policy {pol!r} is no distribution its decision could be drawn from"
+            if r.get("llm_decision") != order[k]:
+                return f"llm_decision {r.get('llm_decision')!r}, but its seed draws row {order[k]} from its policy"
+        return None
 
     def _replay_problem(self, r: Record, games: dict[int, GameEntry],
                         prompts: dict[tuple[int, int], tuple[NormalFormGame, str, list[int]]], mode: str) -> str | None:
