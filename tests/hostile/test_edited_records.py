@@ -125,6 +125,7 @@ EDITED_RECORDS = {
     "ch-mechanism": (_CH, "rounds.jsonl", "mechanism", "zzz", "mechanism 'zzz' is not its match's ('baseline')"),
     "ch-reference": (_CH, "rounds.jsonl", "row_policy", [0.5, 0.5], "but level-k:2 plays"),  # DATA-2
     "ch-null-policy": (_CH, "rounds.jsonl", "row_policy", None, "with neither a policy nor the raw answer"),
+    "ch-round-status": (_CH, "rounds.jsonl", "status", "parse_failed", "but its moves make the round 'complete'"),
     "tmg-reference": (_TMG, "answers.jsonl", "distribution", {"4": 1.0}, "uniform answers {"),  # DATA-2
 }
 
@@ -412,3 +413,23 @@ def test_an_edited_llm_seed_in_run_json_is_refused(tmp_path, cli):
     (folder / "run.json").write_text(json.dumps(meta))
     r = cli("nashgap", "--resume", str(folder))
     assert r.returncode == 2 and "but the run's llm_seed 10 gives" in r.stderr and "run.json's llm_seed" in r.stderr
+
+
+def _undrawn_move(rec, rest):  # the row seat's action changed to another its policy allows, paid as played
+    from stratbench.suites.chbench.catalogue import select_games
+
+    a = next(i for i, p in enumerate(rec["row_policy"]) if p > 0 and i != rec["row_action"])
+    (ch,) = select_games(str(rec["game_id"]))
+    g = ch.game
+    rec.update(row_action=a, row_payoff=float(g.payoff_row[a, rec["col_action"]]),
+               col_payoff=float(g.payoff_col[a, rec["col_action"]]))
+
+
+def test_a_scored_chbench_move_is_the_one_its_seed_draws(tmp_path, cli, fake_server):
+    folder = _run_and_edit(tmp_path, cli, ["chbench", "run", "--models", "openai-compatible:fake", "--opponents",
+                                           "level-k:1", "--base-url", fake_server.base_url, "--rounds", "2", "--games",
+                                           "1", "--seed", "5", "--quiet"], "rounds.jsonl", "", _undrawn_move)
+    before = _snapshot(folder)
+    r = cli("chbench", "run", "--resume", str(folder))
+    assert r.returncode == 2 and "but the round's seed draws" in r.stderr, r.stderr
+    assert _snapshot(folder) == before

@@ -95,3 +95,17 @@ def test_nashgap_reads_the_answer_never_the_reasoning(tmp_path, cli, max_tokens,
         else:  # cut inside its thinking: no action, although the thinking names one
             assert rec["raw_response"] == "" and rec["llm_decision"] is None and rec["finish_reason"] == "length"
             assert rec["error"].startswith("the reply ended inside its reasoning")
+
+
+def test_chbench_names_a_reply_cut_inside_its_reasoning(tmp_path, cli):
+    """CHBench's moves say what the other suites say of a reply cut inside its thinking."""
+    long_think = "<think>" + "If I choose 1 the other player answers 2, and so on. " * 20 + "</think>\n\n2"
+    with FakeOpenAIServer(canned_text=long_think) as s:
+        r = cli("chbench", "run", "--models", "openai-compatible:r1", "--opponents", "level-k:1", "--base-url",
+                s.base_url, "--policy", "sample", "--rounds", "1", "--games", "1", "--seed", "1", "--quiet",
+                "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (rounds,) = (tmp_path / "o").glob("*/rounds.jsonl")
+    rec = json.loads(rounds.read_text().splitlines()[0])
+    assert rec["row_status"] == "parse_failed" and rec["row_action"] is None
+    assert rec["row_error"].startswith("the reply ended inside its reasoning"), rec["row_error"]

@@ -42,7 +42,7 @@ from stratbench.games.normal_form import NormalFormGame
 from stratbench.models.base import GenerateRequest, GenerateResult, LanguageModel, Message
 from stratbench.models.labels import choice_request
 from stratbench.parsing.actions import ActionParse, parse_action
-from stratbench.players import check_policy, scored_policy
+from stratbench.players import check_policy, no_answer, scored_policy
 from stratbench.suites.chbench.fit import CHAgent
 from stratbench.suites.chbench.hierarchy import GameBatch
 from stratbench.suites.chbench.prompts import (
@@ -263,7 +263,8 @@ class ModelPlayer:
         if not g.ok:
             return Move(None, "error", prompt=shown, error=g.error, extra=extra, tokens_in=tokens_in,
                         tokens_out=tokens_out, latency_s=time.perf_counter() - t0)
-        parsed = parse_action(text, labels)
+        cut = no_answer(g)  # a reasoning model cut inside its thinking: no answer, never one read from it
+        parsed = ActionParse(None, cut) if cut else parse_action(text, labels)
         echo = echoed_line(parsed, (prompt, *(c for _, c in messages)))
         if echo is not None:
             parsed = ActionParse(None, f"the answer's line repeats the prompt ({echo!r}): not an answer")

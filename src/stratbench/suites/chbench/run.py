@@ -378,6 +378,17 @@ class ChbenchPlan(RunPlan):
                 return f"{seat}_status {status!r} with {seat}_action {a!r}: a move has an action exactly when it did not fail"
             if isinstance(pol, list) and a is not None and 0 <= a < len(pol) and not pol[a] > 0:
                 return f"{seat}_action {a} has probability {pol[a]!r} in the policy it was drawn from"
+            if status == "parsed" and isinstance(pol, list) and isinstance(a, int) and r.get(f"{seat}_raw") is None:
+                # a scored move: its action is the one the round's seed draws from its policy
+                import numpy as np
+
+                seed = derive_seed(m.seed(self.config.seed), r["round"], 0 if seat == "row" else 1)
+                try:
+                    drawn = int(np.random.default_rng(seed).choice(len(pol), p=pol))
+                except ValueError:
+                    return f"{seat}_policy {pol!r} is no distribution its action could be drawn from"
+                if drawn != a:
+                    return f"{seat}_action {a}, but the round's seed draws {drawn} from its policy"
             why = self._reply_problem(r, seat, n) or self._scripted_problem(r, m, seat)
             if why:
                 return why
@@ -390,6 +401,10 @@ class ChbenchPlan(RunPlan):
                     return f"{seat}_{k} {v} is below 0"
         a, b = r.get("row_action"), r.get("col_action")
         both = a is not None and b is not None
+        seats = {r.get("row_status"), r.get("col_status")}
+        status = "complete" if both else "error" if "error" in seats else "parse_failed"
+        if r.get("status") != status:  # a round's status is what its two moves make it
+            return f"status {r.get('status')!r}, but its moves make the round {status!r}"
         for seat, matrix in (("row", m.game.game.payoff_row), ("col", m.game.game.payoff_col)):
             v, pays = r.get(f"{seat}_payoff"), float(matrix[a, b]) if both else None
             if (v is None) != (pays is None) or (v is not None and pays is not None and abs(v - pays) > 1e-9):
