@@ -195,7 +195,9 @@ class DryRunModel(_Wrapper):
         return out
 
 
-REFUSED = ("HTTP 401", "HTTP 403")  # a provider refusing the key or the account: every call would fail so
+#: a provider refusing the key or the account: every call would fail so (Gemini answers a bad key
+#: with 400 API_KEY_INVALID, named so by its backend)
+REFUSED = ("HTTP 401", "HTTP 403", "HTTP 400 API_KEY_INVALID")
 _HALTED: list[str] = []  # why the command was stopped (read by the CLI after the interrupt)
 
 

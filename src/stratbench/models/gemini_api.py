@@ -25,6 +25,7 @@ What the SDK does and what stratbench keeps:
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -55,6 +56,18 @@ def _name(value: Any) -> str | None:
     return str(getattr(value, "name", value))
 
 
+class _ExplicitKey(logging.Filter):
+    """The SDK looks at GOOGLE_API_KEY and GEMINI_API_KEY even when given a key, and warns "Using
+    GOOGLE_API_KEY" when both are set — untrue here (the key is GEMINI_API_KEY's, given
+    explicitly): that line is dropped, the SDK's other warnings are kept."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Both GOOGLE_API_KEY and GEMINI_API_KEY are set")
+
+
+logging.getLogger("google_genai._api_client").addFilter(_ExplicitKey())
+
+
 class GeminiModel(SDKChatModel):
     """Gemini over generateContent (generation only: no scored answers)."""
 
@@ -74,6 +87,7 @@ class GeminiModel(SDKChatModel):
                                    http_status_codes=_RETRY_CODES)
         opts = t.HttpOptions(base_url=self.base_url, timeout=int(self.timeout_s * 1000), retry_options=retry)
         return self._genai.Client(api_key=self._key, vertexai=False, http_options=opts)
+
 
     async def _close(self, client: Any) -> None:
         close = getattr(getattr(client, "aio", None), "aclose", None)
@@ -96,8 +110,12 @@ class GeminiModel(SDKChatModel):
         try:
             resp = await client.aio.models.generate_content(model=self.model, contents=contents, config=config)
         except self._errors.APIError as e:
+            status = e.status or ""
+            if e.code == 400 and ("API_KEY_INVALID" in str(getattr(e, "details", "")) or
+                                  "API key not valid" in str(e.message or "")):
+                status = "API_KEY_INVALID"  # Gemini's answer to a bad key (400, not 401): a refused key
             return GenerateResult(None, latency_s=time.perf_counter() - t0,
-                                  error=f"HTTP {e.code} {e.status or ''}: {str(e.message or '')[:300]}".replace(" :", ":"))
+                                  error=f"HTTP {e.code} {status}: {str(e.message or '')[:300]}".replace(" :", ":"))
         except Exception as e:  # noqa: BLE001 - transport failures (after the SDK's retries): an error record
             return GenerateResult(None, latency_s=time.perf_counter() - t0,
                                   error=f"request failed: {type(e).__name__}: {str(e)[:300]}")

@@ -104,3 +104,17 @@ def test_a_nashgap_run_of_gemini_samples(tmp_path, cli):
     r = cli("models", "--json")
     row = {x["spec"]: x for x in json.loads(r.stdout)}["gemini:<model>"]
     assert row["key_env"] == "GEMINI_API_KEY" and row["key"] == "set"
+
+
+def test_a_key_gemini_refuses_stops_the_run_with_one_line(tmp_path, cli, monkeypatch):
+    """Gemini answers a bad key with HTTP 400 API_KEY_INVALID (not 401): the run stops at the first
+    such reply, one line, exit 2, no error records, as for a refused key elsewhere."""
+    monkeypatch.setenv("GEMINI_API_KEY", "gm-WRONG")
+    with FakeGeminiServer(text="Action: 1") as s:
+        r = cli("nashgap", "--model", "gemini:gemini-x", "--base-url", s.base_url, "--num-games", "1",
+                "--num-trials", "2", "--seed", "1", "--quiet", "--output-dir", str(tmp_path))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("error: gemini:gemini-x: HTTP 400 API_KEY_INVALID: API key not valid"), r.stderr
+    assert "gm-WRONG" not in r.stderr
+    (folder,) = tmp_path.iterdir()
+    assert (folder / "trials.jsonl").read_text() == ""
