@@ -105,8 +105,15 @@ _CH = ["chbench", "run", "--models", "level-k:2", "--opponents", "level-k:1", "-
        "--seed", "5", "--quiet"]
 _CX = ["tmgbench", "run", "--form", "sequential", "--k", "3", "--num-tasks", "2", "--model", "oracle", "--seed", "1",
        "--quiet"]
+def _oracle_wrong(rec, rest):  # the oracle's answers all changed, with the score they would get
+    wrong = [[next(c for c in (1, 2, 3, 4) if [c] != e)] for e in rec["expected"]]
+    rec.update(answers=wrong, per_game_correct=[False] * len(wrong), n_correct_games=0, all_correct=False,
+               correct=False)
+
+
 EDITED_RECORDS = {
     "complex-score": (_CX, "tasks.jsonl", "correct", False, "correct False, but its answers score True"),
+    "complex-reference": (_CX, "tasks.jsonl", "answers", _oracle_wrong, "but oracle answers [[1], [1], [1]] in task 0"),
     "complex-form": (_CX, "tasks.jsonl", "form", "parallel", "form 'parallel', but task 0 has 'sequential'"),
     "complex-task": (_CX, "tasks.jsonl", "task_game_ids", ["111", "112", "113"], "task_game_ids ['111', '112', '113'], "
                      "but task 0 has"),
@@ -432,4 +439,19 @@ def test_a_scored_chbench_move_is_the_one_its_seed_draws(tmp_path, cli, fake_ser
     before = _snapshot(folder)
     r = cli("chbench", "run", "--resume", str(folder))
     assert r.returncode == 2 and "but the round's seed draws" in r.stderr, r.stderr
+    assert _snapshot(folder) == before
+
+
+def _complex_parsed(rec, rest):  # an unreadable complex-form task marked parsed with the right answers
+    rec.update(status="parsed", parse="strict", answers=rec["expected"], per_game_correct=[True] * len(rec["expected"]),
+               n_correct_games=len(rec["expected"]), all_correct=True, correct=True, parse_failed=False)
+
+
+def test_a_complex_form_task_is_read_again_from_its_replies(tmp_path, cli, fake_server):
+    folder = _run_and_edit(tmp_path, cli, ["tmgbench", "run", "--form", "sequential", "--k", "2", "--num-tasks", "1",
+                                           "--model", "openai-compatible:fake", "--base-url", fake_server.base_url,
+                                           "--seed", "2", "--quiet"], "tasks.jsonl", "", _complex_parsed)
+    before = _snapshot(folder)
+    r = cli("tmgbench", "run", "--resume", str(folder))
+    assert r.returncode == 2 and "but its raw_responses read as parse_failed when read again" in r.stderr, r.stderr
     assert _snapshot(folder) == before

@@ -328,4 +328,31 @@ def task_problem(rec: Record, tasks: dict[int, ComplexTask], player: str, prompt
             if k in defined:  # (the task's own definition, not a score)
                 return f"{k} {rec.get(k)!r}, but task {task.index} has {v!r}"
             return f"{k} {rec.get(k)!r}, but its answers score {v!r}"
+    return _answers_problem(rec, task, player)
+
+
+def _answers_problem(rec: Record, task: ComplexTask, player: str) -> str | None:
+    """A reference player's answers are fixed by its task (the oracle's the expected cells, the
+    empty player's none); a model's are its replies read again as the run read them: an edited
+    answer or status beside the model's own text is no result."""
+    answers = rec.get("answers")
+    if player in COMPLEX_SCRIPTED:
+        want = [sorted(a) for a in task.expected] if player == "oracle" else [[] for _ in range(task.n_answers)]
+        if rec.get("status") != "ok" or answers != want:
+            return f"answers {answers!r}, but {player} answers {want!r} in task {task.index}"
+        return None
+    replies = rec.get("raw_responses")
+    status = rec.get("status")
+    if status not in ("parsed", "parse_failed"):
+        return None
+    steps = task.k if task.form == "sequential" else 1
+    if not isinstance(replies, list) or len(replies) != steps or not all(isinstance(x, str) for x in replies):
+        return f"status {status!r} without the {steps} raw_responses it was read from"
+    detail = parse_complex_answer_detail(replies if task.form == "sequential" else replies[0], task)
+    again = "parsed" if all(p.ok for p in detail) else "parse_failed"
+    if status != again:
+        return f"status {status!r}, but its raw_responses read as {again} when read again"
+    said = [sorted(p.cells or ()) for p in detail]
+    if again == "parsed" and answers != said:
+        return f"answers {answers!r}, but its raw_responses say {said!r}"
     return None
