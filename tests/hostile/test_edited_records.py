@@ -455,3 +455,18 @@ def test_a_complex_form_task_is_read_again_from_its_replies(tmp_path, cli, fake_
     r = cli("tmgbench", "run", "--resume", str(folder))
     assert r.returncode == 2 and "but its raw_responses read as parse_failed when read again" in r.stderr, r.stderr
     assert _snapshot(folder) == before
+
+
+def test_a_tom_partner_state_is_where_its_state_machine_goes(tmp_path, cli, fake_server):
+    folder = _run_and_edit(tmp_path, cli, ["tom", "run", "--model", "openai-compatible:fake", "--base-url",
+                                           fake_server.base_url, "--rounds", "3", "--episodes", "1", "--seed", "5",
+                                           "--partner", "tit_for_tat"], "rounds.jsonl", "", lambda rec, rest: None)
+    lines = (folder / "rounds.jsonl").read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["partner_state"] = next(s for s in range(3) if s != rec["partner_state"])
+    (folder / "rounds.jsonl").write_text("\n".join([lines[0], json.dumps(rec), *lines[2:]]) + "\n")
+    before = _snapshot(folder)
+    r = cli("tom", "run", "--resume", str(folder))
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {folder}/rounds.jsonl: line 2: partner_state"), r.stderr
+    assert "but the partner moves to" in r.stderr, r.stderr
+    assert _snapshot(folder) == before

@@ -313,7 +313,30 @@ class TomRunPlan(RunPlan):
             v = r.get(key)
             if isinstance(v, int) and v < 0:
                 return f"{key} {v} is below 0"
-        return self._play_problem(r) or self._lm_problem(r) or self._gen_problem(r)
+        return self._play_problem(r) or self._state_problem(r) or self._lm_problem(r) or self._gen_problem(r)
+
+    def _state_problem(self, r: Record) -> str | None:
+        """The partner's state in round t is where its state machine goes from round t-1's state
+        and both moves (round 0's is the seeded start, checked above): checked when the round
+        before was read first, as a records file has them."""
+        e, t, state = r.get("episode"), r.get("t"), r.get("partner_state")
+        if not isinstance(e, int) or not isinstance(t, int):
+            return None
+        seen: dict[tuple[int, int], tuple[Any, Any, Any]] = self.__dict__.setdefault("_seen_states", {})
+        seen[(e, t)] = (state, r.get("my_action"), r.get("partner_action"))
+        prev = seen.get((e, t - 1))
+        if prev is None or not all(isinstance(x, int) for x in prev) or not isinstance(state, int):
+            return None
+        partner = self.__dict__.get("_partner")
+        if partner is None:
+            from stratbench.suites.tom.games import get_game
+            from stratbench.suites.tom.partners import make_partner
+
+            partner = self.__dict__["_partner"] = make_partner(self.config.partner, get_game(self.config.game))
+        want = partner.update(*prev)
+        if state != want:
+            return f"partner_state {state}, but the partner moves to {want} after round {t - 1}'s moves"
+        return None
 
     def _play_problem(self, r: Record) -> str | None:
         """A round is played to its payoffs (status parsed) or it is the round that stopped its
