@@ -133,6 +133,8 @@ EDITED_RECORDS = {
     "ch-reference": (_CH, "rounds.jsonl", "row_policy", [0.5, 0.5], "but level-k:2 plays"),  # DATA-2
     "ch-null-policy": (_CH, "rounds.jsonl", "row_policy", None, "with neither a policy nor the raw answer"),
     "ch-round-status": (_CH, "rounds.jsonl", "status", "parse_failed", "but its moves make the round 'complete'"),
+    "ch-error": (_CH, "rounds.jsonl", "row_error", "boom", "row_error 'boom' on a ok move"),
+    "ch-latency": (_CH, "rounds.jsonl", "row_latency_s", -1, "row_latency_s -1 is below 0"),
     "tmg-reference": (_TMG, "answers.jsonl", "distribution", {"4": 1.0}, "uniform answers {"),  # DATA-2
 }
 

@@ -392,6 +392,13 @@ class ChbenchPlan(RunPlan):
             why = self._reply_problem(r, seat, n) or self._scripted_problem(r, m, seat)
             if why:
                 return why
+            if status in ("ok", "parsed") and r.get(f"{seat}_error") is not None:
+                return f"{seat}_error {r.get(f'{seat}_error')!r} on a {status} move (only a failed move has one)"
+            if pol is not None and r.get(f"{seat}_raw") is not None:
+                return f"{seat}_raw beside a {seat}_policy: a move is scored or generated, not both"
+            lat = r.get(f"{seat}_latency_s")
+            if isinstance(lat, (int, float)) and not isinstance(lat, bool) and not lat >= 0:
+                return f"{seat}_latency_s {lat!r} is below 0"
             mass = r.get(f"{seat}_label_mass")
             if mass is not None and not (isinstance(mass, (int, float)) and 0 <= mass <= 1 + 1e-6):
                 return f"{seat}_label_mass {mass!r} is no probability"
