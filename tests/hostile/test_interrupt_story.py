@@ -323,3 +323,32 @@ def test_a_resume_interrupted_before_it_opened_its_folder_names_that_folder():
         assert hint.startswith(f"interrupted before {folder} was changed; continue with: stratbench "), hint
         assert hint.endswith(f" --resume {shlex.quote(folder)}") and "nothing to resume" not in hint
     assert "nothing to resume" in _resume_hint(command, ["nashgap", "--num-games", "2"], [])
+
+
+_LATE = """
+import atexit, os, signal, sys, time
+from stratbench.cli import entry, main as cli_main
+def late():  # a signal landing while the interpreter shuts down, after the command finished
+    os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+    time.sleep(0.2)
+atexit.register(late)
+cli_main.main = lambda: sys.exit(0)
+entry.run()
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_after_the_command_finished_changes_nothing(sig):
+    """Once the command's outcome is decided (its exit code and line), a late Ctrl-C or SIGTERM
+    neither prints a traceback nor ends the process by the signal."""
+    r = subprocess.run([sys.executable, "-c", _LATE, sig], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stderr == "", (r.returncode, r.stderr)
+
+
+def test_a_resume_interrupted_before_it_began_names_its_folder():
+    from stratbench.cli.entry import INTERRUPTED_EARLY, _early_line
+
+    line = _early_line(["nashgap", "--resume", "runs/my run", "--quiet"])
+    assert line == "interrupted before runs/my run was changed; continue with: stratbench nashgap --resume 'runs/my run' --quiet"
+    assert _early_line(["tom", "run", "--resume=r1"]).startswith("interrupted before r1 was changed")
+    assert _early_line(["nashgap", "--num-games", "2"]) == INTERRUPTED_EARLY

@@ -35,6 +35,34 @@ def run() -> None:
             if block:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)  # a pending signal is delivered here
         cli_main.main()
+    except SystemExit:
+        _settled()  # the command's outcome is decided: a late signal must not turn it into a death by signal
+        raise
     except KeyboardInterrupt:  # before main()'s own error boundary: nothing was written
-        print(INTERRUPTED_EARLY, file=sys.stderr)
+        _settled()
+        print(_early_line(sys.argv[1:]), file=sys.stderr)
         sys.exit(130)
+
+
+def _settled() -> None:
+    """Ignore Ctrl-C and SIGTERM from here to the exit: the command has finished or is stopping
+    with its line printed, and a signal landing now (in the interpreter's shutdown, the joining
+    of worker threads) would otherwise end the process by the signal, with no line, after a run
+    that finished."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in _SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+
+def _early_line(args: list[str]) -> str:
+    """The line for a signal before the command began: a resume names its folder (unchanged) and
+    the command that finishes it (the same command again)."""
+    import shlex
+
+    for i, a in enumerate(args):
+        folder = a.partition("=")[2] if a.startswith("--resume=") else (
+            args[i + 1] if a == "--resume" and i + 1 < len(args) else None)
+        if folder:
+            again = " ".join(shlex.quote(x) for x in args)
+            return f"interrupted before {folder} was changed; continue with: stratbench {again}"
+    return INTERRUPTED_EARLY

@@ -249,6 +249,9 @@ def main(argv: list[str] | None = None) -> None:
 def _interrupted(command: Any, args: list[str], folders: list[Path]) -> None:
     """A Ctrl-C (exit 130), or a provider that refused the API key (exit 2): one line, and how to
     finish the run."""
+    for sig in (signal.SIGINT, signal.SIGTERM):  # stopping already: a second signal does not cut the line short
+        with contextlib.suppress(ValueError):  # (off the main thread)
+            signal.signal(sig, signal.SIG_IGN)
     why = halted()
     hint = _resume_hint(command, args, folders)
     if why is None:
