@@ -35,9 +35,15 @@ def _mask_userinfo(userinfo: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """``url`` with the password of its userinfo (or a userinfo without one) replaced by ``***``;
-    a URL without credentials is returned unchanged. Never raises, even for a malformed URL."""
-    if not isinstance(url, str) or "@" not in url:
+    """``url`` with the password of its userinfo (or a userinfo without one) replaced by ``***``,
+    and its query and fragment too (``?***``: where a key may travel); a URL without either is
+    returned unchanged. Never raises, even for a malformed URL."""
+    if not isinstance(url, str):
+        return url
+    if "?" in url or "#" in url:  # a query or fragment may carry a key (?api_key=…): never shown
+        head = url.split("#", 1)[0].split("?", 1)[0]
+        return redact_url(head) + ("?***" if "?" in url.split("#", 1)[0] else "") + ("#***" if "#" in url else "")
+    if "@" not in url:
         return url
     try:
         parts = urlsplit(url)

@@ -249,6 +249,9 @@ def test_redaction_helpers():
     assert redact_url("http://token@host/v1") == "http://***@host/v1"
     assert redact_url("http://host/v1") == "http://host/v1"
     assert redact_url("http://[::1") == "http://[::1"  # malformed: never raises
+    # a key in a query (?api_key=…) is masked as a password is: the URL is refused, never echoed whole
+    assert redact_url(f"http://host/v1?api_key={PASSWORD}") == "http://host/v1?***"
+    assert redact_url(f"http://u:{PASSWORD}@h/v1?k={PASSWORD}#x") == "http://u:***@h/v1?***#***"
     argv = ["stratbench", "--base-url", f"http://u:{PASSWORD}@h/v1", f"--base-url=https://u:{PASSWORD}@h"]
     assert PASSWORD not in redact_text(str(argv)) and PASSWORD not in json.dumps(redact_json({"argv": argv}))
     assert redact_text("mail me@example.com, see http://host/a@b") == "mail me@example.com, see http://host/a@b"
