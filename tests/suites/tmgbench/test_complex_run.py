@@ -51,7 +51,7 @@ def test_complex_merge_refuses_a_task_held_twice_or_lost(tmp_path):
     shards = [run_complex(ComplexConfig(model="oracle", form="sequential", k=3, num_tasks=4, seed=5, shard=f"{i}/2",
                                         output_dir=str(tmp_path / "s"))).folder for i in (1, 2)]
     recs = read_jsonl(shards[1] / "tasks.jsonl")
-    write_jsonl_atomic(shards[1] / "tasks.jsonl", recs + recs[:1])
+    write_jsonl_atomic(shards[1] / "tasks.jsonl", recs + [{**recs[0], "latency_s": 99.0}])  # another record, same task
     with pytest.raises(InputError, match="the shards hold 1 tasks twice"):
         merge_runs(shards, tmp_path / "m")
     write_jsonl_atomic(shards[1] / "tasks.jsonl", recs[:1])

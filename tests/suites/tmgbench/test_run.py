@@ -178,7 +178,10 @@ def test_merge_refuses_an_answer_held_twice(tmp_path):
     shards = [run_tmgbench(TmgbenchConfig(model="uniform", games="111,122,444", seed=8, shard=f"{i}/2",
                                           output_dir=str(tmp_path / "s"))).folder for i in (1, 2)]
     recs = read_jsonl(shards[0] / "answers.jsonl")
-    write_jsonl_atomic(shards[0] / "answers.jsonl", recs + recs[:1])  # one answer copied within a shard
+    write_jsonl_atomic(shards[0] / "answers.jsonl", recs + recs[:1])  # a line written twice: dropped with a note
+    merged = merge_runs(shards, tmp_path / "ok")
+    assert len(read_jsonl(merged / "answers.jsonl")) == 3
+    write_jsonl_atomic(shards[0] / "answers.jsonl", recs + [{**recs[0], "latency_s": 99.0}])  # another record, same answer
     with pytest.raises(InputError, match="the shards hold 1 answers twice"):
         merge_runs(shards, tmp_path / "m")
     write_jsonl_atomic(shards[0] / "answers.jsonl", recs[1:])  # one answer lost

@@ -126,15 +126,18 @@ def shard_units(shard: Shard, units: list[T], what: str) -> list[T]:
 def refuse_repeated_units(folders: Sequence[Path], file: str, unit_of: Callable[[Record], Hashable], what: str) -> None:
     """Before merging shards whose units write one record each: InputError when any unit has more
     than one record (in one shard or across shards), which only a copied or edited file can cause."""
-    seen: set[Hashable] = set()
+    seen: dict[Hashable, tuple[int, Record]] = {}
     repeated = 0
-    for f in folders:
+    for k, f in enumerate(folders):
         for r in read_jsonl(Path(f) / file):
             key = unit_of(r)
-            repeated += key in seen
-            seen.add(key)
-    if repeated:
+            if key in seen and seen[key] != (k, r):  # (a line written twice, as it was: dropped with a note)
+                repeated += 1
+            seen.setdefault(key, (k, r))
+    if repeated and len(folders) > 1:
         raise InputError(f"the shards hold {repeated} {what} twice; merge each shard of one run once")
+    if repeated:
+        raise InputError(f"{Path(folders[0]) / file}: {repeated} {what} written twice with different records")
 
 
 def selected_games(games: str | None) -> list[RGGame]:
