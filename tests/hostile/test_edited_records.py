@@ -275,7 +275,8 @@ def test_a_scorecard_whose_run_was_edited_shows_no_table_and_resumes_nothing(tmp
 
 
 @pytest.mark.parametrize("mode,edit,why", [
-    ("pure", {"status": "parse_failed"}, "status 'parse_failed', but its raw_response reads as parsed when read again"),
+    ("pure", {"status": "parse_failed", "policy": None, "llm_decision": None},
+     "status 'parse_failed', but its raw_response reads as parsed when read again"),
     ("pure", {"raw_response": "no answer here"}, "status 'parsed', but its raw_response reads as parse_failed"),
     ("pure", {"parse": "flexible"}, "parse 'flexible', but its raw_response is a strict answer"),
     ("mixed", {"raw_response": '{"0": 0.25, "1": 0.75}'}, "but its raw_response says [0.25, 0.75]"),

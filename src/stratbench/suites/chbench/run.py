@@ -323,7 +323,7 @@ class ChbenchPlan(RunPlan):
         if r.get(f"{seat}_action") != a or not (isinstance(pol, list) and len(pol) == p.size
                                                  and np.allclose(pol, p, rtol=0, atol=1e-9)):
             return (f"{seat}_action {r.get(f'{seat}_action')!r} with policy {pol!r}, but {spec} plays {a} "
-                    f"from {[round(float(x), 6) for x in p]} in round {r['round']}")
+                    f"from {[round(float(x), 6) for x in p]} in round {r['round']} with run.json's seed {self.config.seed}")
         return None
 
     def _reply_problem(self, r: Record, seat: str, n: int) -> str | None:
@@ -388,7 +388,8 @@ class ChbenchPlan(RunPlan):
                 except ValueError:
                     return f"{seat}_policy {pol!r} is no distribution its action could be drawn from"
                 if drawn != a:
-                    return f"{seat}_action {a}, but the round's seed draws {drawn} from its policy"
+                    return (f"{seat}_action {a}, but the round's seed draws {drawn} from its policy (with run.json's "
+                            f"seed {self.config.seed})")
             why = self._reply_problem(r, seat, n) or self._scripted_problem(r, m, seat)
             if why:
                 return why

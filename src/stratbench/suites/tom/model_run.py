@@ -287,7 +287,8 @@ class TomRunPlan(RunPlan):
                     np.random.default_rng(derive_seed(derive_seed(c.seed, e), *PARTNER_STREAM)))
             s0 = starts[e]
             if r.get("initial_state") != s0:
-                return f"initial_state {r.get('initial_state')!r}, but episode {e}'s seed starts the partner in {s0}"
+                return (f"initial_state {r.get('initial_state')!r}, but episode {e}'s seed starts the partner in {s0} "
+                        f"(with run.json's seed {c.seed})")
             if r.get("t") == 0 and "partner_state" in r and r["partner_state"] != s0:
                 return f"partner_state {r['partner_state']!r} in round 0, but the partner starts in {s0}"
         a, b = r.get("my_action"), r.get("partner_action")
@@ -368,7 +369,8 @@ class TomRunPlan(RunPlan):
             except ValueError:  # probabilities that do not sum to 1 closely enough to draw from
                 return f"policy {pol!r} is no distribution the action could be drawn from"
             if drawn != a:
-                return f"my_action {a}, but round {t}'s seed draws {drawn} from its policy"
+                return (f"my_action {a}, but round {t}'s seed draws {drawn} from its policy (with run.json's seed "
+                        f"{self.config.seed})")
         pred = r.get("prediction")
         if self.lm and isinstance(tom, list) and tom and isinstance(pred, int) and 0 <= pred < len(tom):
             if tom[pred] < max(tom) * (1 - 1e-9):
