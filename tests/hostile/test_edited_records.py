@@ -473,3 +473,12 @@ def test_a_tom_partner_state_is_where_its_state_machine_goes(tmp_path, cli, fake
     assert r.returncode == 2 and r.stderr.startswith(f"error: {folder}/rounds.jsonl: line 2: partner_state"), r.stderr
     assert "but the partner moves to" in r.stderr, r.stderr
     assert _snapshot(folder) == before
+
+
+def test_compare_of_complex_form_runs_says_so_without_blaming_the_records(tmp_path, cli):
+    r = cli(*_CX, "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    r = cli("compare", str(folder), str(folder))
+    assert r.returncode == 2 and "complex-form runs are not compared yet" in r.stderr, r.stderr
+    assert "edited by hand" not in r.stderr

@@ -62,6 +62,8 @@ def compare_runs(run_a: str | Path, run_b: str | Path, seed: int = 0, allow_part
         check_run(folder)  # a finished run's records read as a resume reads them, its summaries agreeing
     try:
         ua, ub = suite.compare_units(fa), suite_for_run(mb, str(fb)).compare_units(fb)
+    except InputError:  # (a suite's own refusal says what it is: not a hand edit)
+        raise
     except (KeyError, TypeError, ValueError, IndexError) as e:  # records no run writes (edited by hand)
         raise InputError(f"{fa} / {fb}: a record cannot be compared ({type(e).__name__}: {e}); were the records "
                          "edited by hand?") from None
