@@ -125,6 +125,7 @@ EDITED_RECORDS = {
     "nashgap-seed": (_NASHGAP, "trials.jsonl", "seed", 12345, "seed 12345, but the run's llm_seed"),
     "ch-status": (_CH, "rounds.jsonl", "row_status", "parse_failed", "a move has an action exactly when it did not"),
     "tmg-distribution": (_TMG, "answers.jsonl", "distribution", {"1": 5.0}, "sums to 5.0, not 1"),
+    "tmg-policy": (_TMG, "answers.jsonl", "policy", "sample", "policy 'sample', but this run's is 'scripted'"),
     "tmg-player": (_TMG, "answers.jsonl", "player", "oracle", "player 'oracle', but this run's player is 'uniform'"),
     "tmg-cell": (_TMG, "answers.jsonl", "col", 9, "game 421 at row 1, col 9; it is at row 1, col 1"),
     "ch-payoff": (_CH, "rounds.jsonl", "row_payoff", 999.0, "row_payoff 999.0, but the game pays"),
@@ -178,6 +179,7 @@ def _unlikely_prediction(rec, rest):
                                            ("my_action", _undrawn_action, "but round 0's seed draws"),
                                            ("prediction", _unlikely_prediction,
                                             "but its tom_policy's most likely action is"),
+                                           ("tom_status", "parse_failed", "on an LM-prompting round, which has none"),
                                            ("status", "error", "status 'error' (the round that stopped its episode), "
                                             "but it has partner_action")])
 def test_an_edited_tom_round_is_refused(tmp_path, cli, fake_server, key, value, why):
@@ -388,6 +390,9 @@ def test_merge_and_compare_never_write_into_a_result_folder(tmp_path, cli):
     one, two = sorted((tmp_path / "s").iterdir())
     r = cli("compare", str(one), str(two), "--allow-partial", "--output", str(other / "trials.jsonl"))
     assert r.returncode == 2 and f"inside the result folder {other}" in r.stderr, r.stderr
+    (tmp_path / "link.json").symlink_to(other / "trials.jsonl")  # nor through a link to a run's file
+    r = cli("compare", str(one), str(two), "--allow-partial", "--output", str(tmp_path / "link.json"))
+    assert r.returncode == 2 and f"inside the result folder {other}" in r.stderr, r.stderr
     r = cli("merge", str(one), str(two), "--output-dir", str(other / "merged"))
     assert r.returncode == 2 and f"inside the result folder {other}" in r.stderr, r.stderr
     assert _snapshot(other) == before and not (other / "merged").exists()
@@ -450,13 +455,21 @@ def _complex_parsed(rec, rest):  # an unreadable complex-form task marked parsed
                n_correct_games=len(rec["expected"]), all_correct=True, correct=True, parse_failed=False)
 
 
-def test_a_complex_form_task_is_read_again_from_its_replies(tmp_path, cli, fake_server):
+def _complex_ok(rec, rest):
+    _complex_parsed(rec, rest)
+    rec["status"] = "ok"
+
+
+@pytest.mark.parametrize("edit,why", [(_complex_parsed, "but its raw_responses read as parse_failed when read again"),
+                                      (_complex_ok, "status 'ok', but openai-compatible:fake is a model")],
+                         ids=["parsed", "ok"])
+def test_a_complex_form_task_is_read_again_from_its_replies(tmp_path, cli, fake_server, edit, why):
     folder = _run_and_edit(tmp_path, cli, ["tmgbench", "run", "--form", "sequential", "--k", "2", "--num-tasks", "1",
                                            "--model", "openai-compatible:fake", "--base-url", fake_server.base_url,
-                                           "--seed", "2", "--quiet"], "tasks.jsonl", "", _complex_parsed)
+                                           "--seed", "2", "--quiet"], "tasks.jsonl", "", edit)
     before = _snapshot(folder)
     r = cli("tmgbench", "run", "--resume", str(folder))
-    assert r.returncode == 2 and "but its raw_responses read as parse_failed when read again" in r.stderr, r.stderr
+    assert r.returncode == 2 and why in r.stderr, r.stderr
     assert _snapshot(folder) == before
 
 

@@ -96,7 +96,7 @@ def check_output_file(output: str, inputs: tuple[str, ...]) -> Path:
             raise InputError(f"--output {output}: inside the result folder {folder}; write the comparison elsewhere")
     from stratbench.runner.folders import enclosing_result_folder
 
-    inside = enclosing_result_folder(out.parent)
+    inside = enclosing_result_folder(out.resolve().parent)  # (a symlink is followed to where it writes)
     if inside is not None:
         raise InputError(f"--output {output}: inside the result folder {inside}; write the comparison elsewhere")
     if out.is_dir():

@@ -343,6 +343,8 @@ def _answers_problem(rec: Record, task: ComplexTask, player: str) -> str | None:
         return None
     replies = rec.get("raw_responses")
     status = rec.get("status")
+    if status == "ok":  # (a model's task is parsed, parse_failed or error: only a reference player's is ok)
+        return f"status 'ok', but {player} is a model, whose answers are read from its replies"
     if status not in ("parsed", "parse_failed"):
         return None
     steps = task.k if task.form == "sequential" else 1

@@ -399,7 +399,7 @@ _SUBSET = re.compile(r"1?2?3?4?")  # an answer subset's key: its choice numbers 
 
 
 def record_problem(rec: Record, games: Mapping[str, RGGame], config: TmgbenchConfig, player: str,
-                   scripted: bool = False) -> str | None:
+                   scripted: bool = False, policy: str | None = None) -> str | None:
     """Why an answer read back cannot be one this run wrote (its records are summarised as they
     stand, so an edited one would be a result): another player's, setting's or prompting's answer;
     a game the run does not play, or not at its grid cell; a standard answer that is not the
@@ -412,6 +412,8 @@ def record_problem(rec: Record, games: Mapping[str, RGGame], config: TmgbenchCon
         return f"game {rec.get('game_id')!r}, which this run does not play"
     if (rec.get("row"), rec.get("col")) != (g.row, g.col):
         return f"game {g.id} at row {rec.get('row')!r}, col {rec.get('col')!r}; it is at row {g.row}, col {g.col}"
+    if policy is not None and "policy" in rec and rec["policy"] != policy:  # (it decides which metrics count it)
+        return f"policy {rec['policy']!r}, but this run's is {policy!r}"
     for key, want in (("setting", config.setting), ("prompting", config.prompting)):
         if key in rec and rec[key] != want:
             return f"{key} {rec[key]!r}, but this run's is {want!r}"
@@ -552,7 +554,8 @@ class AtomicPlan(RunPlan):
                        sort_key=_record_order, concurrency=config.max_concurrency, label="tmgbench",
                        unit_name="answers", record_key=_record_unit, record_schema=AnswerRecord,
                        record_problem=lambda r: record_problem(r, games, config, self.spec,
-                                                               scripted=self.policy == "scripted"))]
+                                                               scripted=self.policy == "scripted",
+                                                               policy=self.policy))]
 
     def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
         summary = _write_outputs(folder, records[ANSWERS], self.config, self.spec, self.policy, self.repeats)

@@ -371,6 +371,8 @@ class TomRunPlan(RunPlan):
             if drawn != a:
                 return (f"my_action {a}, but round {t}'s seed draws {drawn} from its policy (with run.json's seed "
                         f"{self.config.seed})")
+        if self.lm and "tom_status" in r:  # (generation strategies' field: LM prompting's prediction is scored)
+            return f"tom_status {r['tom_status']!r} on an LM-prompting round, which has none"
         pred = r.get("prediction")
         if self.lm and isinstance(tom, list) and tom and isinstance(pred, int) and 0 <= pred < len(tom):
             if tom[pred] < max(tom) * (1 - 1e-9):
