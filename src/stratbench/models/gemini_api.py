@@ -88,7 +88,6 @@ class GeminiModel(SDKChatModel):
         opts = t.HttpOptions(base_url=self.base_url, timeout=int(self.timeout_s * 1000), retry_options=retry)
         return self._genai.Client(api_key=self._key, vertexai=False, http_options=opts)
 
-
     async def _close(self, client: Any) -> None:
         close = getattr(getattr(client, "aio", None), "aclose", None)
         if close is not None:

@@ -11,9 +11,10 @@ from stratbench.players.policy import (
     ExactPolicy,
     Policy,
     check_policy,
+    draw,
     exact_policy,
     scored_policy,
 )
 from stratbench.players.replies import no_answer
 
-__all__ = ["EXACT_POLICIES", "POLICIES", "ExactPolicy", "Policy", "check_policy", "exact_policy", "no_answer", "scored_policy"]
+__all__ = ["EXACT_POLICIES", "POLICIES", "ExactPolicy", "Policy", "check_policy", "draw", "exact_policy", "no_answer", "scored_policy"]

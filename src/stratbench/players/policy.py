@@ -15,11 +15,14 @@ exact policy live here once.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from stratbench.errors import InputError
 from stratbench.models.base import ScoreResult
 from stratbench.models.labels import LabelPolicy, label_policy
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Policy = Literal["logprob", "choice", "sample"]
 POLICIES: tuple[Policy, ...] = ("logprob", "choice", "sample")
@@ -27,6 +30,15 @@ POLICIES: tuple[Policy, ...] = ("logprob", "choice", "sample")
 EXACT_POLICIES: tuple[Policy, ...] = ("logprob", "choice")
 
 ExactPolicy = LabelPolicy
+
+
+def draw(probs: Sequence[float] | np.ndarray, seed: int) -> int:
+    """The action a seeded player takes from ``probs`` (numpy's generator seeded with ``seed``).
+    One function for the play and for a record read back, so a draw is repeated exactly;
+    ValueError where ``probs`` is no distribution numpy draws from."""
+    import numpy as np
+
+    return int(np.random.default_rng(seed).choice(len(probs), p=probs))
 
 
 def check_policy(policy: str | None, where: str = "--policy") -> None:

@@ -101,6 +101,20 @@ def enclosing_result_folder(path: str | Path) -> Path | None:
     return None
 
 
+def read_summary(path: Path, want: dict[str, type]) -> dict[str, Any]:
+    """A finished run's summary file with the keys a merge reads of it (name → type), or one line
+    naming the file and the first one missing (an emptied or cut summary), never a KeyError."""
+    from stratbench.files import read_json
+
+    sm = read_json(path)
+    bad = [k for k, t in want.items() if not isinstance(sm, dict) or not isinstance(sm.get(k), t)
+           or isinstance(sm.get(k), bool)]
+    if bad:
+        raise InputError(f"{path}: no {bad[0]} (the summary was edited or cut); finish the run again with "
+                         f"--resume {path.parent}")
+    return sm  # type: ignore[no-any-return]
+
+
 def read_run_json(folder: str | Path, prefix: str = "") -> dict[str, Any]:
     """A result folder's run.json, checked against its written schema (`runner.schema.RunMeta`),
     or one InputError line (`prefix` names the flag, e.g. "--resume ") — the one reader behind

@@ -42,7 +42,7 @@ from stratbench.games.normal_form import NormalFormGame
 from stratbench.models.base import GenerateRequest, GenerateResult, LanguageModel, Message
 from stratbench.models.labels import choice_request
 from stratbench.parsing.actions import ActionParse, parse_action
-from stratbench.players import check_policy, no_answer, scored_policy
+from stratbench.players import check_policy, draw, no_answer, scored_policy
 from stratbench.suites.chbench.fit import CHAgent
 from stratbench.suites.chbench.hierarchy import GameBatch
 from stratbench.suites.chbench.prompts import (
@@ -117,7 +117,7 @@ class ScriptedPlayer:
 
     async def act(self, view: RoundView) -> Move:
         p = self.strategy(view.game, view.seat)
-        a = int(np.random.default_rng(view.seed).choice(p.size, p=p))
+        a = draw(p, view.seed)
         return Move(a, "ok", policy=[float(x) for x in p])
 
 
@@ -249,7 +249,7 @@ class ModelPlayer:
             if isinstance(pol, str):  # the call failed, or its numbers are no probabilities
                 return Move(None, "error", prompt=shown, error=pol, extra=extra, tokens_in=tokens_in,
                             tokens_out=tokens_out, latency_s=time.perf_counter() - t0)
-            a = int(np.random.default_rng(view.seed).choice(n, p=pol.probs))
+            a = draw(pol.probs, view.seed)
             extra["label_mass"] = pol.mass
             return Move(a, "parsed", policy=pol.probs, prompt=shown, extra=extra,
                         tokens_in=tokens_in, tokens_out=tokens_out, latency_s=time.perf_counter() - t0)

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from stratbench.checks import Ints, Rule, check_config, check_units
 from stratbench.errors import InputError
+from stratbench.players import draw
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.lifecycle import (
     FolderSpec,
@@ -318,7 +319,7 @@ class ChbenchPlan(RunPlan):
         players = self.__dict__.setdefault("_scripted", {})
         player = players.setdefault(spec, ScriptedPlayer(spec, agent))
         p = player.strategy(perspective(m.game.game, s), s)
-        a = int(np.random.default_rng(derive_seed(m.seed(self.config.seed), r["round"], s)).choice(p.size, p=p))
+        a = draw(p, derive_seed(m.seed(self.config.seed), r["round"], s))
         pol = r.get(f"{seat}_policy")
         if r.get(f"{seat}_action") != a or not (isinstance(pol, list) and len(pol) == p.size
                                                  and np.allclose(pol, p, rtol=0, atol=1e-9)):
@@ -380,11 +381,9 @@ class ChbenchPlan(RunPlan):
                 return f"{seat}_action {a} has probability {pol[a]!r} in the policy it was drawn from"
             if status == "parsed" and isinstance(pol, list) and isinstance(a, int) and r.get(f"{seat}_raw") is None:
                 # a scored move: its action is the one the round's seed draws from its policy
-                import numpy as np
-
                 seed = derive_seed(m.seed(self.config.seed), r["round"], 0 if seat == "row" else 1)
                 try:
-                    drawn = int(np.random.default_rng(seed).choice(len(pol), p=pol))
+                    drawn = draw(pol, seed)
                 except ValueError:
                     return f"{seat}_policy {pol!r} is no distribution its action could be drawn from"
                 if drawn != a:

@@ -27,7 +27,7 @@ from stratbench.errors import InputError
 from stratbench.models import ModelOptions, open_model
 from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
 from stratbench.models.labels import choice_request
-from stratbench.players import Policy, check_policy, exact_policy, no_answer
+from stratbench.players import Policy, check_policy, draw, exact_policy, no_answer
 from stratbench.suites.nashgap.answers import read_sampled
 from stratbench.suites.nashgap.players import SCRIPTED_AGENTS, Agent, Decision, DecisionRequest
 
@@ -86,11 +86,10 @@ class ModelAgent(Agent):
             return Decision("error", error=pol, latency_s=res.latency_s, usage=usage, logprobs=res.logprobs,
                             rendered=rendered)
         probs = np.asarray(pol.probs)
-        rng = np.random.default_rng(request.seed)
         d = Decision("parsed", policy=pol.probs, latency_s=res.latency_s, usage=usage,
                      label_mass=pol.mass, logprobs=[float(x) for x in res.logprobs], rendered=rendered)  # type: ignore[union-attr]
         if request.mode == "pure":
-            d.action = int(rng.choice(len(probs), p=probs))
+            d.action = draw(probs, request.seed)
         else:
             d.strategy = probs.tolist()
         return d

@@ -248,6 +248,6 @@ def _answer_problem(rec: dict[str, Any], e: GameEntry) -> str | None:
         return f"llm_decision {got!r}, but its raw_response says {want!r}"
     if rec.get("parse") != a.parse:
         return f"parse {rec.get('parse')!r}, but its raw_response is a {a.parse} answer"
-    if bool(rec.get("renormalized")) != bool(getattr(a, "renormalized", False)):
+    if bool(rec.get("renormalized")) != a.renormalized:
         return f"renormalized {rec.get('renormalized')!r}, but its raw_response reads otherwise"
     return None

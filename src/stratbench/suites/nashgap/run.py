@@ -19,10 +19,11 @@ import numpy as np
 
 from stratbench.checks import check_config
 from stratbench.errors import InputError
-from stratbench.files import parse_json, read_json, read_text
+from stratbench.files import parse_json, read_text
 from stratbench.games.normal_form import NormalFormGame, load_games
 from stratbench.models.labels import check_closed
-from stratbench.runner.folders import read_run_json
+from stratbench.players import draw
+from stratbench.runner.folders import read_run_json, read_summary
 from stratbench.runner.jsonl import write_atomic, write_json_atomic
 from stratbench.runner.lifecycle import (
     RUNTIME_KEYS,
@@ -306,7 +307,7 @@ class NashgapPlan(RunPlan):
                 and pol and all(isinstance(x, (int, float)) for x in pol):
             order = rotation_order(len(pol), int(r.get("rotation") or 0))
             try:
-                k = int(np.random.default_rng(want).choice(len(pol), p=[pol[i] for i in order]))
+                k = draw([pol[i] for i in order], want)
             except ValueError:
                 return f"policy {pol!r} is no distribution its decision could be drawn from"
             if r.get("llm_decision") != order[k]:
@@ -388,14 +389,8 @@ class NashgapPlan(RunPlan):
             for f in folders:
                 if not (f / summary_file).is_file():
                     raise InputError(f"{f}: no {summary_file}; finish the shard with --resume {f}")
-                sm = read_json(f / summary_file)
-                want = {"num_trials_per_game": int, "agent": str, "policy": str}
-                bad = [k for k, t in want.items() if not isinstance(sm, dict) or not isinstance(sm.get(k), t)
-                       or isinstance(sm.get(k), bool)]
-                if bad:
-                    raise InputError(f"{f}/{summary_file}: no {bad[0]} (the summary was edited or cut); "
-                                     f"finish the run again with --resume {f}")
-                shard_summaries.append(sm)
+                shard_summaries.append(read_summary(f / summary_file,
+                                                    {"num_trials_per_game": int, "agent": str, "policy": str}))
             first = shard_summaries[0]
             for f, sm in zip(folders, shard_summaries):
                 for k in ("num_trials_per_game", "agent", "policy", "order_rotations"):

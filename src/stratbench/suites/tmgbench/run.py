@@ -46,11 +46,10 @@ import numpy as np
 
 from stratbench.checks import check_config
 from stratbench.errors import InputError
-from stratbench.files import read_json
 from stratbench.models.base import GenerateRequest, LanguageModel
 from stratbench.models.labels import choice_request
 from stratbench.players import no_answer, scored_policy
-from stratbench.runner.folders import read_run_json
+from stratbench.runner.folders import read_run_json, read_summary
 from stratbench.runner.jsonl import read_jsonl, write_json_atomic, write_jsonl_atomic
 from stratbench.runner.lifecycle import (
     FolderSpec,
@@ -580,13 +579,7 @@ class AtomicPlan(RunPlan):
         for f in folders:
             if not (f / "summary.json").is_file():
                 raise InputError(f"{f}: no summary.json; finish the shard with --resume {f}")
-            sm = read_json(f / "summary.json")
-            bad = [k for k, t in (("player", str), ("policy", str), ("repeats", int))
-                   if not isinstance(sm, dict) or not isinstance(sm.get(k), t) or isinstance(sm.get(k), bool)]
-            if bad:
-                raise InputError(f"{f}/summary.json: no {bad[0]} (the summary was edited or cut); "
-                                 f"finish the run again with --resume {f}")
-            summaries.append(sm)
+            summaries.append(read_summary(f / "summary.json", {"player": str, "policy": str, "repeats": int}))
         first = summaries[0]
         for f, sm in zip(folders, summaries):
             for k in ("player", "policy", "repeats"):

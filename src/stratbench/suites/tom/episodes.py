@@ -39,7 +39,7 @@ import numpy as np
 
 from stratbench.models.base import LanguageModel
 from stratbench.models.labels import choice_request
-from stratbench.players import scored_policy
+from stratbench.players import draw, scored_policy
 from stratbench.seeding import derive_seed
 from stratbench.suites.tom.games import RepeatedGame, get_game
 from stratbench.suites.tom.partners import FiniteStatePartner, make_partner
@@ -134,7 +134,7 @@ async def arun_lm_episode(
                 rec.update(status="error", error=f"action: {act}")
                 ok = False
         if ok and not isinstance(act, str):
-            a = int(np.random.default_rng(derive_seed(seed, t)).choice(len(act.probs), p=act.probs))
+            a = draw(act.probs, derive_seed(seed, t))
             rec.update(policy=act.probs, my_action=a)
             if chat:
                 rec["label_mass"] = act.mass

@@ -361,11 +361,10 @@ class TomRunPlan(RunPlan):
         pol, tom, a = r.get("policy"), r.get("tom_policy"), r.get("my_action")
         e, t = r.get("episode"), r.get("t")
         if self.lm and isinstance(pol, list) and isinstance(a, int) and isinstance(e, int) and isinstance(t, int):
-            import numpy as np
+            from stratbench.players import draw
 
             try:
-                drawn = int(np.random.default_rng(derive_seed(derive_seed(self.config.seed, e), t)).choice(
-                    len(pol), p=pol))
+                drawn = draw(pol, derive_seed(derive_seed(self.config.seed, e), t))
             except ValueError:  # probabilities that do not sum to 1 closely enough to draw from
                 return f"policy {pol!r} is no distribution the action could be drawn from"
             if drawn != a:
