@@ -6,12 +6,31 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install demo test bench bench-scorecard clean chromium
 
-# llama-cpp-python builds from source (a few minutes on 2 cores, once: pip caches the wheel).
-export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF
+# llama-cpp-python builds from source (a few minutes on 2 cores, once per machine: the wheel is kept
+# in WHEELS). It is built for one fixed instruction set, never for the build machine's own CPU
+# (llama.cpp's default): on x86-64 that is x86-64-v3 (AVX2, FMA, F16C, BMI2; no AVX-512, no AMX), so
+# every x86-64 machine from about 2015 on runs the same kernels and gets the same log-probabilities,
+# and a CPU with AMX does not get llama.cpp's AMX path (it crashed with SIGSEGV on such a machine).
+# tests/test_machines.py checks the build in use. CMAKE_ARGS from the environment replaces these.
+LLAMA_CPP := llama-cpp-python==0.3.36
+ifeq ($(shell uname -m),x86_64)
+LLAMA_CPU := -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+	-DGGML_BMI2=ON -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+else
+LLAMA_CPU := -DGGML_NATIVE=OFF
+endif
+export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF $(LLAMA_CPU)
+# pip's own wheel cache ignores CMAKE_ARGS (it would hand back a wheel built with other flags): the
+# wheel is kept in a folder named after the version, the flags and the Python that built it
+WHEEL_KEY := $(shell printf '%s|%s|%s' '$(LLAMA_CPP)' '$(CMAKE_ARGS)' "$$($(PYTHON) -c 'import sys; print(sys.version)' 2>/dev/null)" | sha256sum | cut -c1-16)
+WHEELS ?= $(HOME)/.cache/stratbench/wheels/$(WHEEL_KEY)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	ls $(WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || \
+		$(BIN)/python -m pip wheel -q --no-deps --no-cache-dir -w $(WHEELS) '$(LLAMA_CPP)'
+	$(BIN)/python -m pip install -q $(WHEELS)/llama_cpp_python-*.whl
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 

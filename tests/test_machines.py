@@ -123,3 +123,24 @@ def test_the_comparison_can_fail(probes):
     assert len(disagreements(base, other)) == 1
     other["solver"][key]["value"] = base["solver"][key]["value"] * (1 + 1e-14)
     assert disagreements(base, other) == []
+
+
+def test_llama_cpp_is_built_for_the_pinned_instruction_set():
+    """`make install` builds llama.cpp for x86-64-v3 (AVX2, FMA, F16C), not for the machine it is built
+    on: another CPU's kernels would give other log-probabilities, and llama.cpp's AMX path crashed
+    (SIGSEGV) on a machine whose CPU has AMX. A build made otherwise (pip's own, or an older wheel) is
+    caught here, and run.json records what a run used."""
+    import platform
+
+    import llama_cpp  # noqa: F401  (loaded, so run.json's versions name its build)
+
+    from stratbench.runner.folders import llama_cpu_features, package_versions
+
+    if platform.machine() != "x86_64":
+        pytest.skip("the pinned instruction set is x86-64's; other machines build llama.cpp's generic target")
+    feats = set(llama_cpu_features() or [])
+    assert {"AVX", "AVX2", "FMA", "F16C"} <= feats, feats
+    extra = sorted(f for f in feats if f.startswith(("AVX512", "AMX", "AVX_VNNI")))
+    assert not extra, (f"llama.cpp was built with {extra}: not the pinned build (rm -rf .venv and run make install, "
+                       "which builds it with the Makefile's CMAKE_ARGS)")
+    assert package_versions()["llama_cpp_cpu"] == " ".join(llama_cpu_features() or [])

@@ -106,6 +106,19 @@ def template():
     return ChatTemplate.load(embedded_instruct_path()[0])
 
 
+def fresh_server_prompt(url: str) -> None:
+    """Make llama-cpp-python's server evaluate the next prompt from its first token, as the local
+    route does. The server keeps the last prompt's KV cache and evaluates only what follows the
+    longest common prefix; llama.cpp's numbers depend on how a prompt is split into decodes, and a
+    greedy answer can change with it (seen: ToM Reflexion's second call, 'Your answer is: Option J'
+    fresh, 'Thoughts: ...' on the reused prefix). A one-token prompt that shares no first token with
+    a chat prompt leaves nothing to reuse."""
+    import httpx
+
+    r = httpx.post(url + "/completions", json={"prompt": "x", "max_tokens": 1, "temperature": 0.0}, timeout=60)
+    assert r.status_code == 200, r.text
+
+
 @pytest.fixture(scope="module")
 def twice(server, template):
     """`twice(run, make, out)`: the same config (`make(model, base_url, folder)`) run locally and
@@ -127,6 +140,7 @@ def twice(server, template):
 
         async def spy_post(self, path, body):
             bodies.append(copy.deepcopy(body) | {"path": path})
+            fresh_server_prompt(server)
             if path == "chat/completions":
                 conv = [(m["role"], m["content"]) for m in body["messages"]]
                 requests.append((template.render(conv)[0], body["max_tokens"], tuple(body.get("stop", ()))))

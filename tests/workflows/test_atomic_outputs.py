@@ -297,6 +297,18 @@ def test_merge_refuses_shards_of_different_versions(shard_copies, tmp_path, pack
     assert tree(tmp_path) == before
 
 
+def test_merge_refuses_shards_whose_local_model_ran_on_other_llama_kernels(shard_copies, tmp_path):
+    """A shard whose llama.cpp build had other instruction sets computed other log-probabilities."""
+    for shard, cpu in zip(shard_copies, ("SSE3 AVX AVX2 F16C FMA", "SSE3 AVX AVX2 F16C FMA AVX512")):
+        meta = json.loads((shard / "run.json").read_text())
+        meta["versions"]["llama_cpp_cpu"] = cpu
+        (shard / "run.json").write_text(json.dumps(meta))
+    before = tree(tmp_path)
+    code, _, err = cli(["merge", *map(str, shard_copies), "--output-dir", "out"], tmp_path)
+    assert "llama_cpp_cpu SSE3 AVX AVX2 F16C FMA AVX512" in one_line(code, err)
+    assert tree(tmp_path) == before
+
+
 SUITE_FILE = """
 models = ["random"]
 seeds = [1, 2]

@@ -65,7 +65,32 @@ def package_versions(extra: tuple[str, ...] = ()) -> dict[str, str | None]:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = None
+    cpu = llama_cpu_features()
+    if cpu is not None:  # a run that loaded a local model: the kernels its log-probabilities come from
+        out["llama_cpp_cpu"] = " ".join(cpu)
     return out
+
+
+def llama_cpu_features() -> list[str] | None:
+    """The instruction sets the loaded llama.cpp build was compiled for ("AVX2", "FMA", ...), or None
+    where no run loaded llama.cpp (it is not imported for that). They decide which kernels compute a
+    local model's log-probabilities: `make install` pins them (see the Makefile), and run.json
+    records them so that two runs' numbers can be told apart by build."""
+    mod = sys.modules.get("llama_cpp")
+    info = getattr(mod, "llama_print_system_info", None)
+    if info is None:
+        return None
+    try:
+        text = info().decode("utf-8", "replace")
+    except Exception:  # an unexpected binding: the record stays without it
+        return None
+    feats = []
+    for part in text.split("|"):
+        name, _, value = part.rpartition("=")
+        name = name.split(":")[-1].strip()
+        if name and value.strip() == "1":
+            feats.append(name)
+    return feats
 
 
 def run_metadata(suite: str, config: dict[str, Any], kind: str) -> dict[str, Any]:

@@ -44,7 +44,9 @@ IGNORED_CONFIG_KEYS = frozenset({
 
 # Packages whose version must be the same in every shard: stratbench itself and the numerical
 # libraries the records and summaries are computed with (seeded draws, solvers, bootstrap CIs).
-VERSION_KEYS = ("stratbench", "numpy", "scipy")
+VERSION_KEYS = ("stratbench", "numpy", "scipy", "llama_cpp_cpu")
+"""run.json "versions" keys two shards must agree on: the code and numerical libraries, and the
+instruction sets of the llama.cpp build a local model ran on (other kernels, other log-probabilities)."""
 
 MergeFn = Callable[[list[Path], Path], Any]
 

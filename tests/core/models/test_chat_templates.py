@@ -243,7 +243,9 @@ def test_prefix_reuse_scores_chat_prompts(instruct):
             (r,) = run(reuse.score([req]))
             (x,) = run(instruct.score([req]))
             assert r.ok and r.rendered == x.rendered and r.n_tokens == x.n_tokens
-            assert r.logprobs == pytest.approx(x.logprobs, abs=0.05)
+            # llama.cpp's numbers depend on how a prompt is split into decodes (measured: up to 0.064 nat
+            # here with the pinned x86-64-v3 build, 0.05 with an AVX-512 one)
+            assert r.logprobs == pytest.approx(x.logprobs, abs=0.1)
         (last,) = run(reuse.score([ScoreRequest(STEM, LABELS, messages=growing[1])]))
         assert last.tokens_in < len(reuse.tokenize(last.rendered, False, special=True))  # the prefix was reused
     finally:
