@@ -351,3 +351,96 @@ def test_a_saved_model_edited_to_an_unknown_backend_names_the_folder(tmp_path, c
     r = cli("nashgap", "--resume", str(folder))
     assert r.returncode == 2 and r.stderr.startswith(f"error: --resume {folder}: unknown model backend 'nosuch'"), r.stderr
     assert _snapshot(folder) == before
+
+
+# -- suite versions: a run is carried on only by the definition of its suite that started it ------
+
+def _nashgap_runs(tmp_path: Path, cli, n: int = 1, shards: bool = False) -> list[Path]:
+    out = []
+    for i in range(1, n + 1):
+        extra = ["--shard", f"{i}/{n}"] if shards else []
+        r = cli("nashgap", "--model", "random", "--num-games", "2", "--num-trials", "2", "--seed", "5", "--quiet",
+                *extra, "--output-dir", str(tmp_path / f"o{i}"))
+        assert r.returncode == 0, r.stderr
+        (folder,) = (tmp_path / f"o{i}").iterdir()
+        out.append(folder)
+    return out
+
+
+def _set_version(folder: Path, v: object) -> None:
+    meta = json.loads((folder / "run.json").read_text())
+    meta["suite_version"] = v
+    (folder / "run.json").write_text(json.dumps(meta))
+
+
+def test_a_new_run_records_its_suite_version(tmp_path, cli):
+    from stratbench.suites import get_suite
+
+    (folder,) = _nashgap_runs(tmp_path, cli)
+    assert json.loads((folder / "run.json").read_text())["suite_version"] == get_suite("nashgap").version == 1
+
+
+@pytest.mark.parametrize("v,why", [
+    (2, "written by version 2 of the nashgap suite; this stratbench has version 1 (upgrade stratbench)"),
+    (0, "suite_version must be a positive integer (got 0)"),
+    ("1", "suite_version must be a positive integer (got '1')"),
+])
+def test_a_run_of_another_suite_version_is_not_resumed_merged_or_compared(tmp_path, cli, v, why):
+    a, b = _nashgap_runs(tmp_path, cli, 2, shards=True)
+    _set_version(b, v)
+    before = {p: p.read_bytes() for f in (a, b) for p in f.iterdir()}
+    r = cli("nashgap", "--resume", str(b))
+    assert r.returncode == 2 and r.stderr.strip() == f"error: --resume {b}: {why}", r.stderr
+    r = cli("merge", str(a), str(b), "--output-dir", str(tmp_path / "m"))
+    assert r.returncode == 2 and why in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    r = cli("compare", str(a), str(b))
+    assert r.returncode == 2 and why in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert {p: p.read_bytes() for f in (a, b) for p in f.iterdir()} == before
+    assert not (tmp_path / "m").exists()
+
+
+def _inproc(*argv: str) -> tuple[int, str]:
+    """`stratbench argv` in this process (so a monkeypatched suite version applies): (exit code, stderr)."""
+    import contextlib
+    import io
+
+    from stratbench.cli.main import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main(list(argv))
+            code = 0
+        except SystemExit as e:
+            code = int(e.code or 0)
+    return code, err.getvalue()
+
+
+def test_an_older_suite_version_is_reported_as_saved_but_never_resumed_or_compared_with_a_newer(
+        tmp_path, cli, monkeypatch):
+    """A suite that bumped its version (here, as if nashgap were at 2): its version-1 runs are shown by the
+    report as they were saved, but no resume, merge or compare mixes them with the new definition."""
+    a, b = _nashgap_runs(tmp_path, cli, 2)
+    _set_version(b, 2)
+    from stratbench.suites import get_suite
+    from stratbench.suites.nashgap.run import NashgapPlan
+    from stratbench.workflows.verify import check_run
+
+    monkeypatch.setattr(type(get_suite("nashgap")), "version", 2)
+    monkeypatch.setattr(NashgapPlan, "version", 2)
+    code, err = _inproc("compare", str(a), str(b))
+    assert code == 2 and "is a run of version 1 of the nashgap suite and" in err, err
+    code, err = _inproc("merge", str(a), "--output-dir", str(tmp_path / "m"))
+    assert code == 2 and "a run of version 1 of the nashgap suite; this stratbench runs version 2" in err, err
+    meta = json.loads((a / "run.json").read_text())
+    (a / "summary.json").write_text((a / "summary.json").read_text().replace("{", '{"mean_nash_gap": 99, ', 1))
+    check_run(a)  # an older definition's run is not recomputed: shown as saved
+    monkeypatch.undo()
+    with pytest.raises(Exception, match="mean_nash_gap"):
+        check_run(a)  # (the same edit in a run of this version is caught)
+    meta["status"] = "running"
+    (a / "run.json").write_text(json.dumps(meta))
+    monkeypatch.setattr(type(get_suite("nashgap")), "version", 2)
+    monkeypatch.setattr(NashgapPlan, "version", 2)
+    code, err = _inproc("nashgap", "--resume", str(a))
+    assert code == 2 and "a run of version 1 of the nashgap suite; this stratbench runs version 2" in err, err

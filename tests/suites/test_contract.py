@@ -92,3 +92,25 @@ def test_a_suite_implements_what_it_promises(suite):
         assert _overrides(suite, "jobs"), f"{suite.name} takes a suite-file section but plans no jobs"
     if suite.compare_metrics:
         assert _overrides(suite, "compare_units"), f"{suite.name} names compare metrics but gives no units"
+
+
+def _plans(package: str) -> list[type]:
+    from stratbench.runner.lifecycle import RunPlan
+
+    pkg = importlib.import_module(package)
+    out = []
+    for info in pkgutil.iter_modules(pkg.__path__):
+        mod = importlib.import_module(f"{package}.{info.name}")
+        out += [c for c in vars(mod).values() if isinstance(c, type) and issubclass(c, RunPlan) and c is not RunPlan]
+    return out
+
+
+@pytest.mark.parametrize("suite", SUITES, ids=IDS)
+def test_a_suite_writes_its_own_version(suite):
+    """run.json's suite_version is the suite entry's version: every RunPlan of the suite's package that
+    writes one of its kinds says the same number (a suite that bumps one and not the other is caught)."""
+    assert isinstance(suite.version, int) and suite.version >= 1
+    plans = [p for p in _plans(type(suite).__module__.rsplit(".", 1)[0])
+             if getattr(p, "suite", None) == suite.family and getattr(p, "kind", None) in suite.kinds]
+    for p in plans:
+        assert p.version == suite.version, f"{p.__name__} writes suite_version {p.version}, {suite.name} is {suite.version}"

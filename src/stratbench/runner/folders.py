@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -93,9 +94,10 @@ def llama_cpu_features() -> list[str] | None:
     return feats
 
 
-def run_metadata(suite: str, config: dict[str, Any], kind: str) -> dict[str, Any]:
+def run_metadata(suite: str, config: dict[str, Any], kind: str, suite_version: int = 1) -> dict[str, Any]:
     """A new run.json: `suite` names the benchmark, `kind` which of its run types wrote the folder
-    (tmgbench atomic/complex, tom run/baseline, chbench run/fit), so readers never guess."""
+    (tmgbench atomic/complex, tom run/baseline, chbench run/fit), so readers never guess, and
+    `suite_version` which definition of the suite (`runner.schema.SUITE_VERSION_DOC`)."""
     from stratbench.redact import redact_json
     from stratbench.runner.schema import FORMAT_VERSION
 
@@ -103,6 +105,7 @@ def run_metadata(suite: str, config: dict[str, Any], kind: str) -> dict[str, Any
         "suite": suite,
         "format_version": FORMAT_VERSION,
         "kind": kind,
+        "suite_version": suite_version,
         "config": redact_json(config),
         "versions": package_versions(),
         "git": git_revision(),
@@ -163,6 +166,31 @@ def read_run_json(folder: str | Path, prefix: str = "") -> dict[str, Any]:
                          "\"config\" table)")
     check_schema([meta], RunMeta, f"{prefix}{f}/run.json", numbered=False)
     return migrate_run_json(meta, f"{prefix}{f}/run.json")
+
+
+def suite_version_of(meta: Mapping[str, Any], where: str) -> int:
+    """run.json's ``suite_version`` (1 where absent: folders written before it existed), or one line."""
+    v = meta.get("suite_version", 1)
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise InputError(f"{where}: suite_version must be a positive integer (got {v!r})")
+    return v
+
+
+def check_suite_version(meta: Mapping[str, Any], version: int, where: str, *, older_ok: bool = False) -> int:
+    """The folder's suite version, or one line when this code cannot carry its run on: a newer one is
+    a definition this release does not know; an older one (unless ``older_ok``: a report shows what
+    it holds) was measured by a definition this release no longer computes, so resuming or merging it
+    here would mix two benchmarks in one run."""
+    v = suite_version_of(meta, where)
+    suite = meta.get("suite")
+    if v > version:
+        raise InputError(f"{where}: written by version {v} of the {suite} suite; this stratbench has version "
+                         f"{version} (upgrade stratbench)")
+    if v < version and not older_ok:
+        raise InputError(f"{where}: a run of version {v} of the {suite} suite; this stratbench runs version {version}, "
+                         "which computes its runs differently: finish it with the stratbench that started it, or "
+                         "start a new run")
+    return v
 
 
 def migrate_run_json(meta: dict[str, Any], where: str) -> dict[str, Any]:

@@ -32,10 +32,17 @@ import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from stratbench.errors import InputError, OutputWriteError
-from stratbench.runner.folders import create_run_folder, now_iso, output_dir_ready, read_run_json, run_metadata
+from stratbench.runner.folders import (
+    check_suite_version,
+    create_run_folder,
+    now_iso,
+    output_dir_ready,
+    read_run_json,
+    run_metadata,
+)
 from stratbench.runner.jsonl import (
     JsonlWriter,
     read_jsonl,
@@ -143,6 +150,7 @@ class RunPlan(abc.ABC):
 
     suite: str  # run.json "suite"
     kind: str  # run.json "kind"
+    version: ClassVar[int] = 1  # run.json "suite_version": the suite entry's `version` (schema.SUITE_VERSION_DOC)
 
     # -- before any folder exists -----------------------------------------------------------------
     @abc.abstractmethod
@@ -435,6 +443,7 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
                 if str(e).startswith("run.json's saved config"):  # (rebuild_config knows no folder)
                     raise InputError(f"--resume {folder}/{e}") from None
                 raise
+            check_suite_version(meta, plan.version, f"--resume {folder}")
             try:
                 plan.open()
             except InputError as e:  # the model its saved config names (or this command's flags for it)
@@ -451,7 +460,8 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
             spec = plan.folder_spec()
             folder = _new_folder(spec)
             stack.enter_context(folder_lock(folder))
-            meta = run_metadata(plan.suite, plan.config_json(), plan.kind)  # type: ignore[assignment]
+            meta = run_metadata(plan.suite, plan.config_json(), plan.kind,  # type: ignore[assignment]
+                                suite_version=plan.version)
             try:
                 plan.write_inputs(folder)
             except BaseException:  # no run.json yet: nothing to resume, no folder left behind

@@ -22,6 +22,13 @@ same keys, so they resume, merge and report unchanged). A folder of a newer form
 with one line instead of being misread. Bump it, with a step in `runner.folders.migrate_run_json`,
 whenever a key changes meaning or a reader could misread an older folder."""
 
+SUITE_VERSION_DOC = """A suite's version (run.json ``suite_version``; ``SuiteBase.version`` and the
+``version`` of its `RunPlan`s): which definition of the benchmark — its games, prompts, answer
+reading and metrics — a run's records come from, as lm-eval's task versions and inspect_ai's
+``task_version`` say it. A suite bumps it when a change makes a new run's numbers incomparable with
+an older run's. A run is resumed and merged only by the version that started it, and compared only
+with a run of the same version; a folder of a newer version than the code knows is refused."""
+
 Status = Literal["ok", "parsed", "parse_failed", "error"]
 """A record's status, in every suite: `ok` (a scripted player), `parsed` (a model answer was
 understood), `parse_failed` (it was not: nothing is guessed), `error` (no answer; the reason is kept)."""
@@ -71,6 +78,7 @@ class RunMeta(TypedDict, total=False):
 
     suite: Required[str]
     format_version: int  # FORMAT_VERSION of the release that created the folder (absent: 1)
+    suite_version: int  # the version of the suite's definition that wrote the run (absent: 1)
     kind: str  # absent in folders written before it existed: inferred from the config
     config: Required[dict[str, Any]]  # the full resolved config: enough to repeat or resume the run
     versions: dict[str, str | None]  # stratbench, python and key packages

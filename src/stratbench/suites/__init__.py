@@ -58,8 +58,11 @@ def all_suites() -> list[SuiteBase[Any]]:
 
 def suite_for_run(meta: Mapping[str, Any], where: str = "") -> SuiteBase[Any]:
     """The suite that wrote a run.json (by its "suite" and "kind")."""
+    from stratbench.runner.folders import check_suite_version
+
     for s in all_suites():
         if s.owns(meta):
+            check_suite_version(meta, s.version, where or f"{meta.get('suite')} run", older_ok=True)
             return s
     what = f"{meta.get('suite')!r}" + (f" ({meta.get('kind')})" if meta.get("kind") else "")
     raise InputError(f"{where + ': ' if where else ''}no registered suite reads {what} runs")

@@ -133,6 +133,9 @@ class SuiteBase(Generic[C]):
     family: ClassVar[str] = ""
     kinds: ClassVar[tuple[str, ...]] = ("run",)
     description: ClassVar[str] = ""
+    # the suite's definition (runner.schema.SUITE_VERSION_DOC); the RunPlans it runs write the same
+    # number (RunPlan.version), which the contract test checks over every registered suite
+    version: ClassVar[int] = 1
     #: the summary keys the report shows first, in order (any other key with a CI follows)
     headline_keys: ClassVar[tuple[str, ...]] = ()
     #: how the report ranks comparable runs (None: no leaderboard)

@@ -55,6 +55,13 @@ def compare_runs(run_a: str | Path, run_b: str | Path, seed: int = 0, allow_part
     if ma.get("suite") != mb.get("suite"):
         raise InputError(f"cannot compare a {ma.get('suite')} run with a {mb.get('suite')} run")
     suite = suite_for_run(ma, str(fa))
+    suite_for_run(mb, str(fb))
+    from stratbench.runner.folders import suite_version_of
+
+    va, vb = suite_version_of(ma, str(fa)), suite_version_of(mb, str(fb))
+    if va != vb:
+        raise InputError(f"{fa} is a run of version {va} of the {ma.get('suite')} suite and {fb} of version {vb}: "
+                         "their numbers come from different definitions of the benchmark and are not compared")
     from stratbench.workflows.verify import check_run
 
     for folder in (fa, fb):

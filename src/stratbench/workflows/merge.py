@@ -54,4 +54,8 @@ def merge_runs(folders: Sequence[str | Path], output_dir: str | Path = "results"
         return suite.merge_collection(paths, output_dir)
     meta = read_run_json(paths[0])
     suite = suite_for_run(meta, str(paths[0]))
+    from stratbench.runner.folders import check_suite_version
+
+    for p in paths:  # a merge recomputes the summaries: only this code's definition of the suite can
+        check_suite_version(read_run_json(p), suite.version, str(p))
     return merge_run_folders(paths, output_dir, suite.merge, allow_partial=allow_partial)

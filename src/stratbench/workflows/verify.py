@@ -55,7 +55,8 @@ def check_run(folder: Path) -> None:
     """InputError naming the file when a finished run's run.json, records or summaries are not
     what the run wrote (a newer format, a record no run writes, a summary value the records do not
     give). An unfinished run (running, interrupted) passes: it is shown as it stands, its status
-    marked; so does one shard of a run."""
+    marked; so does one shard of a run, and a run of an older version of its suite (this code
+    computes that suite differently, so it cannot recompute the run's summaries)."""
     from stratbench.suites import suite_for_run
 
     meta = read_run_json(folder)
@@ -63,6 +64,10 @@ def check_run(folder: Path) -> None:
     if meta.get("status") != "finished" or shard is not None:  # (an unsharded run saves None)
         return  # (one shard alone is no run a merge can recompute: its merge with the others is)
     suite = suite_for_run(meta, str(folder))
+    from stratbench.runner.folders import suite_version_of
+
+    if suite_version_of(meta, str(folder)) < suite.version:
+        return  # measured by an older definition of the suite, which this code cannot recompute: shown as saved
     with tempfile.TemporaryDirectory(prefix="stratbench-check-") as tmp:
         out = Path(tmp) / "run"
         out.mkdir()
