@@ -175,7 +175,6 @@ def tmgbench_stories_generate(
 ) -> int:
     """Generate story files with a model; keep only stories whose matrix equals the classic game's."""
     from stratbench.checks import check_config
-    from stratbench.suites.tmgbench.config import check_runtime
     from stratbench.suites.tmgbench.stories_gen import StoryGenConfig
 
     cfg = StoryGenConfig(model=model, games=games, variants=variants, topics=topics,
@@ -184,7 +183,6 @@ def tmgbench_stories_generate(
                          max_concurrency=max_concurrency, output_dir=output_dir, timeout=timeout, retries=retries,
                          wait_for_server=wait_for_server)
     check_config(cfg)  # the shared checks of flag values (story generation has no validate of its own)
-    check_runtime(cfg)
     with progress_bar(quiet) as progress:
         res = get_suite("tmgbench-stories").run(cfg, progress=progress, resume_dir=resume)
     s = res.summary

@@ -319,17 +319,17 @@ def test_bad_policy_and_runtime_settings_are_refused_before_any_model_loads(tmp_
 
 
 def test_runtime_settings_reach_the_model_and_a_resume_takes_them_from_its_command(tmp_path, monkeypatch):
-    from stratbench.suites.tmgbench import run as run_mod
+    from stratbench.players.runtime import RuntimeOptions
 
     seen = []
-    real = run_mod.model_options
+    real = RuntimeOptions.model_options
 
-    def spy(config):
-        opts = real(config)
+    def spy(config, *args, **kwargs):
+        opts = real(config, *args, **kwargs)
         seen.append((opts.timeout_s, opts.max_retries, opts.wait_for_server_s))
         return opts
 
-    monkeypatch.setattr(run_mod, "model_options", spy)
+    monkeypatch.setattr(RuntimeOptions, "model_options", spy)
     with FakeOpenAIServer(canned_text=STRICT) as server:
         res = run_tmgbench(TmgbenchConfig(model="openai-compatible:fake", base_url=server.base_url, games="111,444",
                                           repeats=1, seed=1, no_cache=True, timeout=7.5, retries=2, wait_for_server=3.0,

@@ -16,7 +16,7 @@ records — shared with ``stratbench merge`` (:func:`merge_chbench`).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from itertools import combinations_with_replacement
 from pathlib import Path
 from typing import Any, ClassVar
@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from stratbench.checks import Ints, Rule, check_config, check_units
 from stratbench.errors import InputError
 from stratbench.players import draw
+from stratbench.players.runtime import RuntimeOptions
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.lifecycle import (
     FolderSpec,
@@ -53,8 +54,9 @@ ROUNDS_FILE = "rounds.jsonl"
 
 
 @dataclass
-class ChbenchConfig:
-    """Everything a CHBench run depends on (recorded in run.json; `--resume` reloads it)."""
+class ChbenchConfig(RuntimeOptions):
+    """Everything a CHBench run depends on (recorded in run.json; `--resume` reloads it); how its
+    models run: `RuntimeOptions` (4 calls in flight by default)."""
 
     FIELD_RULES: ClassVar[dict[str, Rule]] = {"k_hat": K_HAT_RULE}
 
@@ -65,18 +67,8 @@ class ChbenchConfig:
     games: str = "all"
     seed: int = 0
     policy: str | None = None
-    temperature: float = 1.0
     chat: bool = False
-    base_url: str | None = None
     max_concurrency: int = 4
-    timeout: float = 60.0  # HTTP backends: seconds one request may take
-    retries: int = 4  # HTTP backends: retries of a failed request
-    wait_for_server: float = 0.0  # HTTP backends: seconds to wait for an unreachable server
-    # HTTP players: the model's GGUF / tokenizer_config.json / .jinja (`--chat-template`): exact
-    # `choice` scoring of the chat conversation over the completions endpoint. Saved with the run
-    # (a resumed run keeps it); run.json records it only when set
-    chat_template: str | None = None
-    no_cache: bool = False
     prefix_reuse: bool = False
     self_play: bool = True
     k_hat: int = 4
@@ -164,17 +156,14 @@ class PlayerFactory:
         self.policies: dict[str, str] = {}
 
     def _model(self, spec: str, seat: int) -> Any:
-        from stratbench.models import ModelOptions, is_http_spec, open_model
+        from stratbench.models import is_http_spec
 
         key = (spec, seat if self.config.prefix_reuse else 0)
         if key not in self._models:
-            opts = ModelOptions(base_url=self.config.base_url, max_concurrency=self.config.max_concurrency,
-                                chat=self.config.chat or None, prefix_reuse=self.config.prefix_reuse,
-                                timeout_s=self.config.timeout, max_retries=self.config.retries,
-                                wait_for_server_s=self.config.wait_for_server,
-                                chat_template=self.config.chat_template if is_http_spec(spec) else None,
-                                temperature=self.config.temperature)
-            self._models[key] = open_model(spec, opts, no_cache=self.config.no_cache)  # reuse: own cache identity
+            c = self.config
+            self._models[key] = c.open_model(  # reuse: own cache identity
+                spec, chat=c.chat or None, prefix_reuse=c.prefix_reuse,
+                chat_template=c.chat_template if is_http_spec(spec) else None)
         return self._models[key]
 
     def policy_for(self, spec: str) -> str:
@@ -276,8 +265,7 @@ class ChbenchPlan(RunPlan):
         return FolderSpec(self.config.output_dir, "chbench")
 
     def config_json(self) -> dict[str, Any]:
-        # --chat-template recorded only when given: run.json stays as it was without it
-        return {k: v for k, v in asdict(self.config).items() if k != "chat_template" or v is not None}
+        return self.config.to_json()
 
     # -- writing
     def update_meta(self, meta: RunMeta, new: bool) -> None:

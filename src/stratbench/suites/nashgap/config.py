@@ -12,15 +12,17 @@ from stratbench.checks import check_config, check_units
 from stratbench.errors import InputError
 from stratbench.games.normal_form import MAX_ACTIONS
 from stratbench.models.prices import load_price_table  # noqa: F401 - (its old home: imported from here)
+from stratbench.players.runtime import RuntimeOptions
 from stratbench.runner.shard import Shard, as_shard
 from stratbench.suites.nashgap.games import BUCKETS, DEFAULT_PAYOFF_MAX, DEFAULT_PAYOFF_MIN
 from stratbench.suites.nashgap.players import Agent, resolve_player_spec
 
 
 @dataclass
-class NashgapConfig:
+class NashgapConfig(RuntimeOptions):
     """Everything that defines a Nash-gap run; stored whole in run.json so a run can be resumed
-    and repeated. Flag names and defaults follow the original benchmark's CLI."""
+    and repeated. Flag names and defaults follow the original benchmark's CLI. How its model runs
+    (server, timeouts, concurrency, cache, temperature, chat template): `RuntimeOptions`."""
 
     num_games: int = 100
     num_trials: int = 100
@@ -36,18 +38,6 @@ class NashgapConfig:
     # known, else logprob where the backend has log-probs, else sample
     policy: str | None = None
     order_rotations: int = 1
-    base_url: str | None = None
-    # HTTP backends (runtime settings: a resumed run takes them from the resuming command)
-    timeout: float = 60.0  # seconds one request may take
-    retries: int = 4  # retries of a failed request
-    wait_for_server: float = 0.0  # seconds to wait for an unreachable server before calls fail
-    # HTTP backends: the model's GGUF / tokenizer_config.json / .jinja (`--chat-template`): exact
-    # `choice` scoring of the chat prompt over the completions endpoint. Saved with the run (a
-    # resumed run keeps it); run.json records it only when set
-    chat_template: str | None = None
-    max_concurrency: int = 8
-    no_cache: bool = False
-    temperature: float = 1.0
     max_tokens: int = 512
     chat: bool = False
     price_table: str | None = None  # JSON: {spec: {"input_per_million": $, "output_per_million": $}}

@@ -11,7 +11,6 @@ statistics, never replaced. The run goes through the shared lifecycle
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -72,14 +71,8 @@ SINGLE_FILES = ("trials.jsonl", "summary.json")
 
 
 def player_from_config(config: NashgapConfig) -> Agent:
-    from stratbench.models import ModelOptions
-
     return make_agent(
-        config.player, config.policy,
-        model_options=ModelOptions(base_url=config.base_url, max_concurrency=config.max_concurrency,
-                                   chat=config.chat or None, timeout_s=config.timeout,
-                                   max_retries=config.retries, wait_for_server_s=config.wait_for_server,
-                                   chat_template=config.chat_template, temperature=config.temperature),
+        config.player, config.policy, model_options=config.model_options(chat=config.chat or None),
         no_cache=config.no_cache, temperature=config.temperature, max_tokens=config.max_tokens,
         chat=config.chat,
     )
@@ -220,9 +213,7 @@ class NashgapPlan(RunPlan):
                           f"{prefix}_latest" + (f"_{tag}" if tag else "") if c.overwrite else None)
 
     def config_json(self) -> dict[str, Any]:
-        # --chat-template recorded only when given: run.json stays as it was without it
-        d = {k: v for k, v in asdict(self.config).items() if k != "chat_template" or v is not None}
-        return {**d, "player": self.config.player}
+        return {**self.config.to_json(), "player": self.config.player}
 
     # -- writing ------------------------------------------------------------------------------
     def write_inputs(self, folder: Path) -> None:

@@ -54,8 +54,6 @@ from stratbench.suites.tmgbench.config import (
     SUITE,
     TmgbenchConfig,
     check_resume_shard,
-    check_runtime,
-    model_options,
     refuse_repeated_units,
     shard_units,
 )
@@ -202,7 +200,7 @@ class ComplexPlan(RunPlan):
     def resume_from(self, meta: RunMeta, folder: Path) -> None:
         check_meta(meta, folder, SUITE, (self.kind,))
         given = self.config
-        check_runtime(given)
+        given.check_runtime()
         self.config = rebuild_config(ComplexConfig, meta["config"], given=self.config)  # shard included
         check_resume_shard(given.shard, self.config.shard_spec, str(folder))
         self._build()
@@ -224,9 +222,8 @@ class ComplexPlan(RunPlan):
     def open(self) -> None:
         c = self.config
         if c.player not in COMPLEX_SCRIPTED:
-            from stratbench.models import open_model
 
-            self.model = open_model(c.player, model_options(c), no_cache=c.no_cache)
+            self.model = c.open_model(c.player, chat=c.chat or None)
             if c.chat:
                 self.model.check_chat()  # one line for a model without a chat template
 

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from stratbench.checks import RULES, Floats, Ints, Rule, check_config, check_value, flag_name, list_items
+from stratbench.checks import RULES, check_config, check_value, list_items
 from stratbench.errors import InputError
 from stratbench.players import check_policy
+from stratbench.players.runtime import RuntimeOptions
 from stratbench.runner.jsonl import read_jsonl
 from stratbench.runner.schema import Record
 from stratbench.runner.shard import Shard, as_shard
@@ -21,14 +22,13 @@ T = TypeVar("T")
 SUITE = "tmgbench"  # run.json "suite" of atomic and complex runs
 METHODS = ("DA", "CoT", "FoToM", "SoToM", "reFoToM", "reSoToM")
 SCRIPTED = ("oracle", "empty", "uniform")
-# the shared runtime flags --timeout, --retries, --wait-for-server (the shared table's rule wins
-# where it has one)
-RUNTIME_RULES: dict[str, Rule] = {"timeout": Floats(0.001, 86_400.0), "retries": Ints(0, 100),
-                                  "wait_for_server": Floats(0.0, 86_400.0)}
 
 
 @dataclass
-class TmgbenchConfig:
+class TmgbenchConfig(RuntimeOptions):
+    """A TMGBench atomic run (complex forms: `complex_run.ComplexConfig`); how its model runs:
+    `RuntimeOptions`."""
+
     model: str | None = None
     policy: str | None = None
     prompting: str = "DA"
@@ -37,20 +37,8 @@ class TmgbenchConfig:
     repeats: int = 4
     seed: int | None = None
     output_dir: str = "results"
-    max_concurrency: int = 8
-    no_cache: bool = False
-    temperature: float = 1.0
     max_tokens: int = 1024
     chat: bool = False
-    base_url: str | None = None
-    # HTTP backends (runtime settings: a resumed run takes them from the resuming command)
-    timeout: float = 60.0  # seconds one request may take
-    retries: int = 4  # retries of a failed request
-    wait_for_server: float = 0.0  # seconds to wait for an unreachable server
-    # HTTP backends: the model's GGUF / tokenizer_config.json / .jinja (`--chat-template`): exact
-    # `choice` scoring over the completions endpoint and, from a GGUF, the top-k walk that makes
-    # `--policy logprob` over HTTP practical
-    chat_template: str | None = None
     games: str | None = None  # comma-separated ids; default all 144
     stories_dir: str | None = None  # story setting: folder of {id}_{k}.txt story files
     # `--shard i/n` ("2/3") or run.json's {"index", "count"}; None = the whole run. Atomic runs split
@@ -67,7 +55,6 @@ class TmgbenchConfig:
 
     def validate(self) -> None:
         check_config(self)
-        check_runtime(self)
         if self.prompting not in METHODS:
             raise InputError(f"unknown --prompting {self.prompting!r}; known: {', '.join(METHODS)}")
         if self.setting not in ("classic", "story"):
@@ -91,23 +78,6 @@ class TmgbenchConfig:
             check_chat_template(self.chat_template, [self.player])
         if not self.shard_spec.whole and self.seed is None:
             raise InputError(f"--shard {self.shard_spec} needs --seed: every shard must draw the same samples")
-
-
-def check_runtime(config: Any) -> None:
-    """--timeout, --retries and --wait-for-server: one line naming the flag for a bad value."""
-    for name, rule in RUNTIME_RULES.items():
-        check_value(flag_name(name), getattr(config, name), RULES.get(name, rule))
-
-
-def model_options(config: Any) -> Any:
-    """The `ModelOptions` of a run's model from its config (TMGBench runs and story generation)."""
-    from stratbench.models import ModelOptions
-
-    return ModelOptions(base_url=config.base_url, max_concurrency=config.max_concurrency, chat=config.chat or None,
-                        timeout_s=config.timeout, max_retries=config.retries,
-                        wait_for_server_s=config.wait_for_server,
-                        chat_template=getattr(config, "chat_template", None),
-                        temperature=getattr(config, "temperature", None))
 
 
 def check_resume_shard(given: Any, saved: Shard, flag_folder: str) -> None:

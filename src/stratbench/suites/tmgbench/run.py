@@ -73,8 +73,6 @@ from stratbench.suites.tmgbench.config import (
     SUITE,
     TmgbenchConfig,
     check_resume_shard,
-    check_runtime,
-    model_options,
     refuse_repeated_units,
     selected_games,
     shard_units,
@@ -169,9 +167,8 @@ class _Player:
         if self.spec in SCRIPTED:
             self.policy = "scripted"
             return
-        from stratbench.models import open_model
 
-        self.model = open_model(self.spec, model_options(config), no_cache=config.no_cache)
+        self.model = config.open_model(self.spec, chat=config.chat or None)
         http = is_http(self.model)
         scorable = self.model.supports_logprobs and (not http or http_walks(self.model))
         self.policy = config.policy or ("logprob" if scorable and not config.chat else "sample")
@@ -512,7 +509,7 @@ class AtomicPlan(RunPlan):
         check_meta(meta, folder, SUITE, (self.kind,))
         given = self.config
         check_config(given, only=("max_concurrency",))
-        check_runtime(given)
+        given.check_runtime()
         # the saved config, with this command's concurrency; it keeps its shard
         self.config = rebuild_config(TmgbenchConfig, meta["config"], given=given)
         check_resume_shard(given.shard, self.config.shard_spec, str(folder))

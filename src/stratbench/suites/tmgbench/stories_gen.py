@@ -10,12 +10,13 @@ executed by the shared lifecycle; an interrupted generation is finished with `--
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from stratbench.errors import GameFormatError, InputError
 from stratbench.models.base import GenerateRequest, LanguageModel
+from stratbench.players.runtime import RuntimeOptions
 from stratbench.runner.jsonl import write_atomic, write_json_atomic
 from stratbench.runner.lifecycle import (
     FolderSpec,
@@ -30,7 +31,7 @@ from stratbench.runner.lifecycle import (
 )
 from stratbench.runner.schema import Record, RunMeta
 from stratbench.seeding import derive_seed, fresh_seed
-from stratbench.suites.tmgbench.config import check_runtime, model_options, selected_games
+from stratbench.suites.tmgbench.config import selected_games
 from stratbench.suites.tmgbench.games import RGGame, game_by_id
 from stratbench.suites.tmgbench.prompts import STORY_TOPICS, generation_prompt
 from stratbench.suites.tmgbench.records import StoriesSummary, StoryAttemptRecord
@@ -43,22 +44,18 @@ STORY_DIR = "story-based"
 
 
 @dataclass
-class StoryGenConfig:
+class StoryGenConfig(RuntimeOptions):
+    """`tmgbench stories generate`; how its model runs: `RuntimeOptions` (no chat template: a story is
+    generated, never scored)."""
+
     model: str | None = None
     games: str | None = None  # comma-separated ids; default all 144
     variants: int = 5
     topics: str | None = None  # comma-separated; default the paper's named topics
     max_attempts: int = 3
     seed: int | None = None
-    temperature: float = 1.0
     max_tokens: int = 2048
     chat: bool = False  # send the generation prompt as a user message (the model's chat template)
-    base_url: str | None = None
-    timeout: float = 60.0  # HTTP: seconds one request may take (runtime: from the resuming command)
-    retries: int = 4  # HTTP: retries of a failed request
-    wait_for_server: float = 0.0  # HTTP: seconds to wait for an unreachable server
-    no_cache: bool = False
-    max_concurrency: int = 8
     output_dir: str = "results"
 
 
@@ -127,7 +124,7 @@ class StoryGenPlan(RunPlan):
 
     def resume_from(self, meta: RunMeta, folder: Path) -> None:
         check_meta(meta, folder, "tmgbench-stories", ("stories",))
-        check_runtime(self.config)
+        self.config.check_runtime()
         self.config = rebuild_config(StoryGenConfig, meta["config"], given=self.config)
         self.spec = (self.config.model or "embedded").strip()
         self._select()
@@ -135,10 +132,9 @@ class StoryGenPlan(RunPlan):
         self.out_dir.mkdir(exist_ok=True)
 
     def open(self) -> None:
-        from stratbench.models import open_model
 
         c = self.config
-        self.model = open_model(self.spec, model_options(c), no_cache=c.no_cache)
+        self.model = c.open_model(self.spec, chat=c.chat or None)
         if c.chat:
             self.model.check_chat()  # one line for a model without a chat template
 
@@ -146,7 +142,7 @@ class StoryGenPlan(RunPlan):
         return FolderSpec(self.config.output_dir, "stories")
 
     def config_json(self) -> dict[str, Any]:
-        return {**asdict(self.config), "player": self.spec}
+        return {**self.config.to_json(), "player": self.spec}
 
     def write_inputs(self, folder: Path) -> None:
         self.out_dir = folder / STORY_DIR

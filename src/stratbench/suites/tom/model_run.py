@@ -47,12 +47,13 @@ backends; local backends serialise calls anyway.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-from stratbench.checks import Floats, Ints, Rule, check_config, check_units, check_value
+from stratbench.checks import Ints, Rule, check_config, check_units
 from stratbench.errors import InputError
+from stratbench.players.runtime import RuntimeOptions
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.jsonl import write_bytes_atomic, write_json_atomic
 from stratbench.runner.lifecycle import (
@@ -79,8 +80,9 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class TomRunConfig:
-    """Everything `tom run` needs; stored as run.json's ``config``."""
+class TomRunConfig(RuntimeOptions):
+    """Everything `tom run` needs; stored as run.json's ``config``. How its model runs:
+    `RuntimeOptions` (sampling at 0.7 by default)."""
 
     FIELD_RULES: ClassVar[dict[str, Rule]] = {"memory": Ints(1, 9)}  # Reflexion's plans (the paper: 1-3)
 
@@ -97,34 +99,18 @@ class TomRunConfig:
     history: bool = True
     payoffs: bool = True
     chat: bool | None = None  # None: chat for openai: specs, completion-style prompts otherwise
-    temperature: float = 0.7
+    temperature: float = 0.7  # (RuntimeOptions: 1.0)
     max_tokens: int = 384
     max_tries: int = 3
     memory: int = 1
     keep_prompts: bool = False
     shard: Any = None
-    base_url: str | None = None
-    max_concurrency: int = 8
-    no_cache: bool = False
     output_dir: str = "results"
-    timeout: float = 60.0  # --timeout: seconds one HTTP request may take
-    retries: int = 4  # --retries: of a failed HTTP request
-    wait_for_server: float = 0.0  # --wait-for-server: seconds to wait for a server that is down
-    # --chat-template, HTTP models: the model's GGUF / tokenizer_config.json / .jinja, for exact
-    # scoring of the options after the chat template over the completions endpoint (LM prompting
-    # with --chat, Social LM's prediction). Saved with the run (a resumed run keeps it); run.json
-    # records it only when set
-    chat_template: str | None = None
 
     def validate(self) -> None:
         """The shared checks of flag values (seed, temperature, counts, ...)."""
         check_config(self, flags={"label_set": "--labels"})
         check_units(self.episodes * self.rounds, "--episodes × --rounds")
-        check_value("--timeout", self.timeout, Floats(0.0, 86_400.0))
-        if self.timeout == 0:
-            raise InputError("--timeout must be more than 0 (got 0)")
-        check_value("--retries", self.retries, Ints(0, 100))
-        check_value("--wait-for-server", self.wait_for_server, Floats(0.0, 86_400.0))
 
     @property
     def policy(self) -> str:
@@ -205,16 +191,10 @@ class TomRunPlan(RunPlan):
         self.config = saved.resolve()
 
     def open(self) -> None:
-        from stratbench.models import ModelOptions, open_model
-
         c = self.config
-        opts = ModelOptions(prefix_reuse=self.lm, base_url=c.base_url, max_concurrency=c.max_concurrency,
-                            chat=bool(c.chat), timeout_s=c.timeout, max_retries=c.retries,
-                            wait_for_server_s=c.wait_for_server, chat_template=c.chat_template,
-                            temperature=c.temperature)
         # prefix-reuse scores are cached under their own identity (describe() names prefix_reuse),
         # so a re-run is served from the cache like any other
-        model = open_model(c.model, opts, no_cache=c.no_cache)
+        model = c.open_model(c.model, chat=bool(c.chat), prefix_reuse=self.lm)
         try:
             if c.prompting in ("LM", "SocialLM") and not model.supports_logprobs:
                 raise InputError(f"{c.model}: --prompting {c.prompting} scores the options by their log-probabilities, "
@@ -236,8 +216,7 @@ class TomRunPlan(RunPlan):
         return FolderSpec(self.config.output_dir, "tom", tag=shard_tag(as_shard(self.config.shard)))
 
     def config_json(self) -> dict[str, Any]:
-        # --chat-template recorded only when given: run.json stays as it was without it
-        return {k: v for k, v in asdict(self.config).items() if k != "chat_template" or v is not None}
+        return self.config.to_json()
 
     def update_meta(self, meta: RunMeta, new: bool) -> None:
         assert self.model is not None
