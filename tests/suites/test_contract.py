@@ -114,3 +114,52 @@ def test_a_suite_writes_its_own_version(suite):
              if getattr(p, "suite", None) == suite.family and getattr(p, "kind", None) in suite.kinds]
     for p in plans:
         assert p.version == suite.version, f"{p.__name__} writes suite_version {p.version}, {suite.name} is {suite.version}"
+
+
+# -- scripted players: one roster per suite, the suite's own players ---------------------------------
+
+MODEL_SPECS = ("embedded", "embedded-instruct", "openai:gpt-4o", "gguf:ckpt.gguf", "openai-compatible:m")
+
+
+@pytest.mark.parametrize("suite", SUITES, ids=IDS)
+def test_no_scripted_roster_takes_a_model_spec(suite):
+    assert not any(suite.scripted.matches(s) for s in MODEL_SPECS)
+
+
+def test_each_roster_is_its_suites_own_players():
+    """The rosters the workflows ask are the players each suite plays (declared where the suite
+    module stays light; held equal here)."""
+    from stratbench.suites import get_suite
+    from stratbench.suites.chbench.players import scripted_agent
+    from stratbench.suites.nashgap.players import SCRIPTED_AGENTS
+    from stratbench.suites.tmgbench.complex_run import COMPLEX_SCRIPTED
+    from stratbench.suites.tmgbench.config import SCRIPTED
+
+    assert set(get_suite("nashgap").scripted.names) == set(SCRIPTED_AGENTS) == set(get_suite("tiered").scripted.names)
+    assert set(get_suite("tmgbench").scripted.names) == set(SCRIPTED)
+    assert set(get_suite("tmgbench-complex").scripted.names) == set(COMPLEX_SCRIPTED)
+    ch = get_suite("chbench").scripted
+    for spec in ("random", "level-0", "first-action", "level-k:0", "Level-K:3", "poisson:1.5", "poisson:.5"):
+        assert ch.matches(spec) and scripted_agent(spec) is not None, spec
+    for spec in ("level-k", "poisson:", "poisson:x", "nash", "uniform"):
+        assert not ch.matches(spec), spec
+    assert not get_suite("tom").scripted.names and not get_suite("tom").scripted.patterns
+
+
+@pytest.mark.parametrize("section,spec,owner", [
+    ("tom", "random", "nashgap and chbench"),
+    ("tom", "Nash", "nashgap"),
+    ("chbench", "nash", "nashgap"),
+    ("tmgbench", "level-k:1", "chbench"),
+    ("nashgap", "oracle", "tmgbench"),
+])
+def test_a_suite_file_naming_another_suites_scripted_player_is_told_so(section, spec, owner):
+    from stratbench.errors import InputError
+    from stratbench.suites import get_suite
+    from stratbench.suites.base import SuiteModel
+
+    suite = get_suite(section)
+    with pytest.raises(InputError) as e:
+        suite.jobs("f.toml", {}, [SuiteModel(spec, spec)], [0])
+    assert str(e.value).startswith(f"f.toml: [{section}] model {spec!r} is a scripted player of {owner}; "
+                                   f"{section}'s scripted players: {suite.scripted.listing()}"), str(e.value)

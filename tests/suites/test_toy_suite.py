@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from stratbench.players.scripted import ScriptedRoster
 from stratbench.report.build import build_report
 from stratbench.runner.jsonl import read_jsonl, write_json_atomic
 from stratbench.runner.lifecycle import (
@@ -93,6 +94,7 @@ class PenniesSuite(SuiteBase):
     headline_keys = ("mean_payoff",)
     leaderboard = Leaderboard((("mean_payoff", "payoff"),), lower_is_better=False)
     compare_metrics = ("payoff",)
+    scripted = ScriptedRoster(("heads", "random"))  # its reference players: no model to open
 
     def run(self, config: Any, progress: Any = None, resume_dir: Any = None) -> Any:
         return execute(PenniesPlan(config), progress, resume_dir)

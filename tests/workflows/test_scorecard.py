@@ -210,7 +210,8 @@ def _no_runs(card: object) -> object:
     (["--seed", "-1"], "--seed must be at least 0"),
     (["--model", "embedded", "--model", "embedded"], "twice"),
     (["--model", "nosuchkind:x"], "nosuchkind"),
-    (["--model", "nash"], "reference"),
+    (["--model", "nash"], "--model 'nash' is a reference (scripted) player: the scorecard runs the reference players"),
+    (["--model", "level-k:2"], "--model 'level-k:2' is a reference (scripted) player"),
     (["--resume", "/nonexistent/folder"], "not a scorecard folder"),
     (["--resume", ".", "--budget", "quick"], "drop --model"),
 ])

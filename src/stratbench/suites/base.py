@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypedDict, TypeVar, runtime_checkable
 
 from stratbench.errors import InputError
+from stratbench.players.scripted import NO_SCRIPTED, ScriptedRoster
 from stratbench.render.views import Ctx, Leaderboard, RunDir, SuiteView
 from stratbench.runner.lifecycle import Progress, RunResult
 
@@ -151,6 +152,10 @@ class SuiteBase(Generic[C]):
     #: the module of the suite's part of `stratbench scorecard` (with a ``PART`` object,
     #: :class:`stratbench.suites.scorecards.ScorecardPart`); None: not on the scorecard
     scorecard: ClassVar[str | None] = None
+    #: the players this suite plays without a model (`stratbench.players.scripted`)
+    scripted: ClassVar[ScriptedRoster] = NO_SCRIPTED
+    #: what a suite file naming a scripted player this suite does not play is told to do instead
+    scripted_hint: ClassVar[str] = ""
 
     # -- identity ---------------------------------------------------------------------------------
     def owns(self, meta: Mapping[str, Any]) -> bool:
@@ -182,6 +187,28 @@ class SuiteBase(Generic[C]):
         raise InputError(f"merging {self.family} suite folders is not supported")
 
     # -- suite files ------------------------------------------------------------------------------
+    def check_players(self, where: str, specs: Iterable[str]) -> None:
+        """Each spec is one of this suite's scripted players or a model spec (one line otherwise,
+        before any folder exists): another suite's scripted player is named as such."""
+        from stratbench.models import split_spec
+
+        for spec in specs:
+            if self.scripted.matches(spec):
+                continue
+            try:
+                split_spec(spec)
+            except InputError:
+                from stratbench.suites import all_suites
+
+                owners = [s.family for s in all_suites()
+                          if s.family != self.family and s.in_suite_files and s.scripted.matches(spec)]
+                if not owners:
+                    raise
+                raise InputError(
+                    f"{where}: [{self.name}] model {spec!r} is a scripted player of {' and '.join(dict.fromkeys(owners))}; "
+                    f"{self.name}'s scripted players: {self.scripted.listing()}"
+                    + (f" ({self.scripted_hint})" if self.scripted_hint else "")) from None
+
     def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
              seeds: Sequence[int]) -> list[Job[C]]:
         """The runs a suite file's section asks for, each config validated (nothing written)."""

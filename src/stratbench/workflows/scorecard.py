@@ -100,6 +100,11 @@ def _models(models: Sequence[str | ScorecardModel], chat: bool | None, base_url:
     for m in models:
         if isinstance(m, str):
             spec = m.strip()
+            from stratbench.suites import all_suites
+
+            if any(s.scripted.matches(spec) for s in all_suites()):
+                raise InputError(f"--model {m!r} is a reference (scripted) player: the scorecard runs the reference "
+                                 "players by itself; give it language models")
             try:
                 split_spec(spec)
             except InputError as e:

@@ -179,8 +179,8 @@ def check_job_models(jobs: Iterable[Job]) -> None:
     collection's folder exists: a model that cannot be opened (a missing GGUF file, an
     openai-compatible model without a base URL, a hosted API without its key, a chat model without
     a chat template) is one error line and nothing written, not a refusal from the collection's
-    first run after its folder was made. Specs that name no model backend are scripted players,
-    which the suites' own checks have passed. Nothing is sent to a server."""
+    first run after its folder was made. A job's suite's scripted players (`SuiteBase.scripted`)
+    have no model to open. Nothing is sent to a server."""
     import asyncio
 
     from stratbench.models import ModelOptions, is_http_spec, load_model, split_spec
@@ -189,11 +189,11 @@ def check_job_models(jobs: Iterable[Job]) -> None:
     hottest: dict[tuple[str, str | None, str | None], float] = {}  # the highest temperature a model samples at
     for job in jobs:
         cfg = job.config
+        roster = SUITES.get(job.suite).scripted
         for spec in _job_specs(cfg):
-            try:
-                split_spec(spec)
-            except InputError:
+            if roster.matches(spec):
                 continue  # a scripted player (nash, uniform, level-k:1, ...)
+            split_spec(spec)  # (the suite's own checks passed it: a model spec)
             http = is_http_spec(spec)
             key = (spec, getattr(cfg, "base_url", None) if http else None,
                    getattr(cfg, "chat_template", None) if http else None)

@@ -23,7 +23,7 @@ def test_jobs_cover_games_partners_and_seeds_and_refuse_scripted_players():
     assert [(j.setting, j.seed) for j in jobs] == [("rps/tft", 1), ("rps/tft", 2), ("ipd/tft", 1), ("ipd/tft", 2)]
     assert all(j.config.prompting == "QA" and j.config.rounds == 3 and j.config.chat is False for j in jobs)
     for spec in ("random", "Nash", "first-action"):
-        with pytest.raises(InputError, match="scripted Nash-gap player"):
+        with pytest.raises(InputError, match="is a scripted player of nashgap.*tom runs need a language model"):
             tom.jobs("f.toml", {}, [SuiteModel(spec, spec)], [0])
     with pytest.raises(InputError, match="unknown key"):
         tom.jobs("f.toml", {"roundz": 3}, [SuiteModel("openai-compatible:x", "x")], [0])

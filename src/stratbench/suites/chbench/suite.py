@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from stratbench.players.scripted import ScriptedRoster
 from stratbench.render.html import el, table
 from stratbench.runner.jsonl import read_jsonl
 from stratbench.runner.lifecycle import Progress, RunResult
@@ -38,6 +39,10 @@ class _ChbenchEntry(SuiteBase[C]):
     scorecard: ClassVar[str | None] = "stratbench.suites.chbench.scorecard"
     compare_metrics = ("utility",)
     marker_files = ("fit.json", "levels.md")
+    # players.scripted_agent's players (the contract test holds them equal)
+    scripted: ClassVar[ScriptedRoster] = ScriptedRoster(
+        ("random", "level-0", "first-action"), (r"level-k:\d+", r"poisson:[0-9]*\.?[0-9]+"),
+        "random, first-action, level-k:K (K=0..3), poisson:LAMBDA")
 
     def legacy_owns(self, config: Mapping[str, Any]) -> bool:
         return "mechanisms" in config
@@ -166,6 +171,7 @@ class ChbenchSuite(_ChbenchEntry["ChbenchConfig"]):
              seeds: Sequence[int]) -> list[Job[ChbenchConfig]]:
         from stratbench.suites.chbench.run import ChbenchConfig
 
+        self.check_players(where, [m.spec for m in models])  # before any folder exists
         # one run holds every model: policy and chat come from the [chbench] section, and the
         # server from it too — or from the models' own tables when they name one server
         urls = sorted({m.base_url for m in models if m.base_url is not None})

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from stratbench.players.scripted import ScriptedRoster
 from stratbench.runner.jsonl import read_jsonl
 from stratbench.runner.lifecycle import Progress, RunResult
 from stratbench.suites.base import (
@@ -22,6 +23,9 @@ from stratbench.suites.base import (
     model_overrides,
 )
 from stratbench.suites.nashgap.report import HEADLINE_KEYS, LEADERBOARD
+
+#: the scripted players (`players.SCRIPTED_AGENTS`, which the contract test holds to this list)
+SCRIPTED = ScriptedRoster(("random", "dummy", "nash", "maximin-pure", "first-action"))
 
 #: per-game metrics `stratbench compare` pairs over games
 COMPARE_METRICS = ("exploitability", "exploitability_normalized", "nash_gap", "llm_value")
@@ -40,6 +44,7 @@ class NashgapSuite(SuiteBase["NashgapConfig"]):
     description = "random zero-sum matrix games against a Nash-equilibrium opponent"
     cli = "stratbench.cli.nashgap"
     scorecard = "stratbench.suites.nashgap.scorecard"
+    scripted = SCRIPTED
     headline_keys = HEADLINE_KEYS
     leaderboard = LEADERBOARD
     compare_metrics = COMPARE_METRICS
@@ -59,13 +64,9 @@ class NashgapSuite(SuiteBase["NashgapConfig"]):
 
     def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
              seeds: Sequence[int]) -> list[Job["NashgapConfig"]]:
-        from stratbench.models import split_spec
         from stratbench.suites.nashgap.config import NashgapConfig
-        from stratbench.suites.nashgap.players import SCRIPTED_AGENTS
 
-        for m in models:  # model specs are checked before any folder exists
-            if m.spec.lower() not in SCRIPTED_AGENTS:
-                split_spec(m.spec)
+        self.check_players(where, [m.spec for m in models])  # before any folder exists
         jobs = []
         for m in models:
             for s in seeds:
@@ -132,6 +133,7 @@ class TieredSuite(SuiteBase["TieredConfig"]):
     family = "tiered"
     kinds = ("suite",)
     description = "providers × model tiers × difficulty buckets × seeds of Nash-gap runs"
+    scripted = SCRIPTED
     cli = None  # mounted by the `suite` command group
 
     def run(self, config: TieredConfig, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:

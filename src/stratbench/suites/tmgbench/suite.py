@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from stratbench.errors import InputError
+from stratbench.players.scripted import ScriptedRoster
 from stratbench.render.html import el, fmt_num, table
 from stratbench.runner.lifecycle import Progress, RunResult
 from stratbench.suites.base import (
@@ -43,6 +44,7 @@ class TmgbenchSuite(SuiteBase["TmgbenchConfig"]):
     in_suite_files = True
     name = "tmgbench"
     family = "tmgbench"
+    scripted = ScriptedRoster(("oracle", "empty", "uniform"))  # config.SCRIPTED (the contract test holds them equal)
     kinds = ("atomic",)
     description = "the 144 Robinson–Goforth 2×2 games: PAR, ID, BD"
     cli: ClassVar[str | None] = "stratbench.cli.tmgbench"
@@ -69,12 +71,9 @@ class TmgbenchSuite(SuiteBase["TmgbenchConfig"]):
 
     def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
              seeds: Sequence[int]) -> list[Job["TmgbenchConfig"]]:
-        from stratbench.models import split_spec
-        from stratbench.suites.tmgbench.config import SCRIPTED, TmgbenchConfig
+        from stratbench.suites.tmgbench.config import TmgbenchConfig
 
-        for m in models:  # model specs are checked before any folder exists
-            if m.spec.lower() not in SCRIPTED:
-                split_spec(m.spec)
+        self.check_players(where, [m.spec for m in models])  # before any folder exists
         jobs: list[Job[TmgbenchConfig]] = []  # (a complex form's: Job[ComplexConfig], a subclass)
         for m in models:
             for s in seeds:
@@ -135,6 +134,7 @@ class TmgbenchComplexSuite(TmgbenchSuite):
     name = "tmgbench-complex"
     kinds = ("complex",)
     description = "TMGBench complex forms: sequential, parallel and nested tasks"
+    scripted = ScriptedRoster(("oracle", "empty"))  # complex_run.COMPLEX_SCRIPTED (held equal by the contract test)
     cli = None  # the tmgbench command group runs both kinds
     scorecard = None  # the scorecard part belongs to the suite's main entry
 

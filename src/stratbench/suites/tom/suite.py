@@ -40,11 +40,6 @@ if TYPE_CHECKING:
 
 
 
-# Spellings of the Nash-gap suite's scripted players (suites do not import each other): a suite
-# file naming one of them for a tom section is refused with a pointer to `tom baseline`.
-NASHGAP_SCRIPTED = ("random", "dummy", "nash", "maximin-pure", "first-action")
-
-
 class _TomBase(SuiteBase[C]):
     """What both ToM entries share: their family, headline keys, comparison and report view."""
 
@@ -121,6 +116,7 @@ class _TomBase(SuiteBase[C]):
 class TomSuite(_TomBase["TomRunConfig"]):
     in_suite_files = True
     name = "tom"
+    scripted_hint = "tom runs need a language model; `stratbench tom baseline` runs the tabular agent"
     kinds = ("run",)
     description = "repeated RPS / Battle of the Sexes / Prisoner's Dilemma against scripted partners"
     cli = "stratbench.cli.tom"
@@ -141,7 +137,6 @@ class TomSuite(_TomBase["TomRunConfig"]):
 
     def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
              seeds: Sequence[int]) -> list[Job["TomRunConfig"]]:
-        from stratbench.models import split_spec
         from stratbench.suites.tom.model_run import TomRunConfig
 
         params = dict(params)
@@ -149,12 +144,9 @@ class TomSuite(_TomBase["TomRunConfig"]):
         partners = params.pop("partners", [params.pop("partner", "single_action")])
         games = [games] if isinstance(games, str) else games
         partners = [partners] if isinstance(partners, str) else partners
+        self.check_players(where, [m.spec for m in models])  # before any folder exists
         jobs = []
         for m in models:
-            if m.spec.lower() in NASHGAP_SCRIPTED:
-                raise InputError(f"{where}: [tom] model {m.spec!r} is a scripted Nash-gap player; tom runs need a "
-                                 "language model (use `stratbench tom baseline` for the tabular agent)")
-            split_spec(m.spec)
             for g in games:
                 for partner in partners:
                     for s in seeds:
