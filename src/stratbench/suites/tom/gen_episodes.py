@@ -290,191 +290,234 @@ async def arun_gen_episode(
 ) -> dict[str, Any]:
     """One episode of a generation strategy; same result shape as the LM-prompting episode
     (``records`` per round, ``status`` complete / parse_failed / error, ``initial_state``)."""
-    s = settings
-    g = get_game(game)
-    partner = make_partner(partner_name, g)
-    P = GenPrompts(g, s.label_set, T, payoffs=s.payoffs, history=s.history)
-    labels = P.labels
-    option = _option_parser(labels)
-    caller = _Caller(model, s, seed, tuple(P.labels))
-    reasoning_action = s.prompting in ("CoT", "CoT3", "PlansInsights", "Reflexion", "S2ACoT")
-    tom_style = "cot" if s.prompting in ("CoT", "CoT3", "S2ACoT") else "qa"
-    shots = s.prompting == "CoT3"
-    s2a_parse = _s2a_parser(s.chat)
-    lm_tom = LMPrompts(g, s.label_set, T, "partner_first", s.payoffs, s.history)
+    return await _GenEpisode(model, game, partner_name, T, seed, settings).run()
 
-    p_rng = np.random.default_rng(derive_seed(seed, *PARTNER_STREAM))
-    s0 = partner.reset(p_rng)
-    state = s0
-    rounds: list[tuple[int, int]] = []
-    records: list[dict[str, Any]] = []
-    memory: collections.deque[str] = collections.deque(maxlen=s.memory)
-    plans: str | None = None
-    insights: str | None = None
-    t0 = time.perf_counter()
-    status_all = "complete"
 
-    async def rewrite(t: int, kind: str, prompt: Prompt, rec: dict[str, Any],
-                      calls: list[dict[str, Any]]) -> str | None:
+@dataclass
+class _Round:
+    """One round in progress: its record and calls, and what its steps hand on to the next ones."""
+
+    t: int
+    partner_action: int
+    rec: dict[str, Any]
+    calls: list[dict[str, Any]]
+    prediction: int | None = None
+    stop: str | None = None  # the status that ends the episode at this round
+    # chat: the conversation the action follows up (this round's reflection, Social's prediction)
+    lead: tuple[Message, ...] = ()
+
+
+class _GenEpisode:
+    """One episode: the strategy's settings and the episode's state (partner, history, Reflexion's
+    memory, Plans+Insights' plans), a method per step of a round in the module docstring's order."""
+
+    def __init__(self, model: LanguageModel, game: RepeatedGame | str, partner_name: str | FiniteStatePartner,
+                 T: int, seed: int, settings: GenSettings) -> None:
+        s = self.s = settings
+        self.model, self.T, self.seed = model, T, seed
+        self.g = g = get_game(game)
+        self.partner = make_partner(partner_name, g)
+        self.P = GenPrompts(g, s.label_set, T, payoffs=s.payoffs, history=s.history)
+        self.labels = self.P.labels
+        self.option = _option_parser(self.labels)
+        self.caller = _Caller(model, s, seed, tuple(self.P.labels))
+        self.reasoning_action = s.prompting in ("CoT", "CoT3", "PlansInsights", "Reflexion", "S2ACoT")
+        self.tom_style = "cot" if s.prompting in ("CoT", "CoT3", "S2ACoT") else "qa"
+        self.shots = s.prompting == "CoT3"
+        self.s2a_parse = _s2a_parser(s.chat)
+        self.lm_tom = LMPrompts(g, s.label_set, T, "partner_first", s.payoffs, s.history)
+        self.p_rng = np.random.default_rng(derive_seed(seed, *PARTNER_STREAM))
+        self.s0 = self.partner.reset(self.p_rng)
+        self.state = self.s0
+        self.rounds: list[tuple[int, int]] = []
+        self.records: list[dict[str, Any]] = []
+        self.memory: collections.deque[str] = collections.deque(maxlen=s.memory)
+        self.plans: str | None = None
+        self.insights: str | None = None
+
+    async def run(self) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        status_all = "complete"
+        for t in range(self.T):
+            stop = await self._round(t)
+            if stop is not None:
+                status_all = stop
+                break
+        return {
+            "game": self.g.name, "partner": self.partner.name, "prompting": self.s.prompting,
+            "label_set": self.s.label_set, "T": self.T, "seed": self.seed, "initial_state": self.s0,
+            "status": status_all, "rounds": len(self.rounds),
+            "tokens_in": int(sum(r["tokens_in"] for r in self.records)),
+            "tokens_out": int(sum(r["tokens_out"] for r in self.records)),
+            "seconds": time.perf_counter() - t0, "records": self.records,
+        }
+
+    async def _round(self, t: int) -> str | None:
+        """Play round ``t`` and record it; the status that ends the episode, or None to go on."""
+        s = self.s
+        b = self.partner.act(self.state, self.p_rng)
+        r = _Round(t, b, {"t": t, "status": "parsed", "partner_state": self.state}, [])
+        if s.prompting == "Reflexion" and t > 0:
+            await self._reflect(r)
+        if r.stop is None and s.prompting == "SocialLM":
+            await self._score_social_prediction(r)
+        elif r.stop is None and (s.prompting == "Social" or (s.predict and s.tom_variant == "partner_first")):
+            ans = await self._ask_tom(r, None)
+            r.prediction = ans.value
+            r.rec["tom_status"] = ans.status
+            if ans.status == "error" or (ans.status == "parse_failed" and s.prompting == "Social"):
+                r.stop = ans.status  # Social's action prompt needs the prediction
+            elif s.prompting == "Social":
+                r.lead = ans.conversation
+        a, action_talk = await self._act(r)
+        if r.stop is None and s.predict and not s.social and s.tom_variant == "agent_first":
+            ans = await self._ask_tom(r, a, after=action_talk)
+            r.prediction = ans.value
+            r.rec["tom_status"] = ans.status
+            if ans.status == "error":
+                r.stop = "error"
+        return self._close(r, a)
+
+    async def _reflect(self, r: _Round) -> None:
+        """Reflexion, from round 2 on: the reflection's plan joins the memory."""
+        ans = await self.caller.ask(r.t, "reflection", self.P.reflection(self.rounds), _plan_parser, True, r.calls)
+        r.rec["reflection_status"] = ans.status
+        if ans.status == "error":
+            r.stop = "error"
+        elif ans.status == "parsed":
+            self.memory.append(ans.value)
+            r.rec["plan"] = ans.value
+            r.lead = ans.conversation
+
+    async def _score_social_prediction(self, r: _Round) -> None:
+        """SocialLM: the prediction read from the log-probabilities of Figure 3's prompt."""
+        s, lm_tom = self.s, self.lm_tom
+        if s.chat:  # the chat twin of Figure 3 (prompts.py, "Chat models")
+            msgs: tuple[Message, ...] = (
+                ("user", lm_tom.header() + lm_tom.history_text(self.rounds) + lm_tom.chat_tom_question(r.t)),)
+            req = choice_request(ANSWER_STEM, lm_tom.continuations, msgs)
+        else:
+            req = choice_request(lm_tom.header() + lm_tom.history_text(self.rounds) + lm_tom.tom_query(r.t),
+                                 lm_tom.continuations)
+        res = (await self.model.score([req]))[0]
+        call: dict[str, Any] = {"kind": "tom", "attempt": 0, "tokens_in": res.tokens_in, "tokens_out": 0,
+                                "latency_s": res.latency_s, "cached": res.cached}
+        if s.keep_prompts or (s.chat and r.t == 0):
+            call["prompt"] = res.rendered or (flatten(msgs, ANSWER_STEM) if s.chat else req.prompt)
+        r.calls.append(call)
+        pol = scored_policy(res)
+        if not isinstance(pol, str):
+            r.prediction = int(np.argmax(res.logprobs))  # type: ignore[arg-type]
+            call.update(status="parsed", logprobs=list(res.logprobs or ()), tom_policy=pol.probs)
+            if s.chat:
+                call["label_mass"] = pol.mass
+                r.lead = (*msgs, ("assistant", lm_tom.chat_answer(r.prediction)))
+            r.rec["tom_status"] = "parsed"
+        else:  # the call failed, or its numbers are no probabilities
+            call.update(status="error", error=pol)
+            r.rec["tom_status"] = r.stop = "error"
+
+    async def _rewrite(self, r: _Round, kind: str, prompt: Prompt) -> str | None:
         """S2A's rewrite (asked once: always accepted, an empty reply as an empty rewrite, which
         its call records as ``parse_failed`` with ``empty``); None on a model error."""
-        ans = await caller.ask(t, kind, prompt, s2a_parse, True, calls, tries=1)
+        ans = await self.caller.ask(r.t, kind, prompt, self.s2a_parse, True, r.calls, tries=1)
         if ans.status == "error":
             return None
         summary = ans.value if ans.status == "parsed" else ""
         if not summary:
-            calls[-1]["empty"] = True
-        rec[kind] = summary
+            r.calls[-1]["empty"] = True
+        r.rec[kind] = summary
         return summary
 
-    async def ask_tom(t: int, my_action: int | None, plans: str | None, insights: str | None,
-                      rec: dict[str, Any], calls: list[dict[str, Any]],
-                      after: tuple[Message, ...] = ()) -> Answer:
+    async def _ask_tom(self, r: _Round, my_action: int | None, after: tuple[Message, ...] = ()) -> Answer:
         """The strategy's literal-ToM prompt; agent-first when ``my_action`` is given; in chat
         mode the turn after ``after`` (the action's conversation) when given."""
+        s, P, style = self.s, self.P, self.tom_style
         if after:
             assert my_action is not None
-            return await caller.ask(t, "tom", P.tom_turn(rounds, my_action, tom_style), option, tom_style == "cot",
-                                    calls, prior=after)
+            return await self.caller.ask(r.t, "tom", P.tom_turn(self.rounds, my_action, style), self.option,
+                                         style == "cot", r.calls, prior=after)
         if s.prompting == "PlansInsights":
-            extra = P.plans_insights_extra(plans, insights, current=my_action is not None)
+            extra = P.plans_insights_extra(self.plans, self.insights, current=my_action is not None)
         elif s.prompting == "Reflexion":
-            extra = memory_lines(list(memory))
+            extra = memory_lines(list(self.memory))
         else:
             extra = []
         summary = None
         if s.s2a:
             order = "agent_first" if my_action is not None else "partner_first"
-            summary = await rewrite(t, "s2a_tom_context", P.s2a_rewrite(rounds, "tom", order), rec, calls)
+            summary = await self._rewrite(r, "s2a_tom_context", P.s2a_rewrite(self.rounds, "tom", order))
             if summary is None:
                 return Answer("error")
-        return await caller.ask(t, "tom", P.tom(rounds, my_action, tom_style, extra, shots, summary), option,
-                                tom_style == "cot", calls)
+        return await self.caller.ask(r.t, "tom", P.tom(self.rounds, my_action, style, extra, self.shots, summary),
+                                     self.option, style == "cot", r.calls)
 
-    for t in range(T):
-        b = partner.act(state, p_rng)
-        calls: list[dict[str, Any]] = []
-        rec: dict[str, Any] = {"t": t, "status": "parsed", "partner_state": state}
-        prediction: int | None = None
-        stop: str | None = None
-        # chat: the conversation the action follows up (this round's reflection, Social's prediction)
-        lead: tuple[Message, ...] = ()
+    def _action_prompt(self, r: _Round, summary: str | None) -> Prompt:
+        s, P, rounds = self.s, self.P, self.rounds
+        if s.prompting == "QA":
+            return P.qa(rounds)
+        if s.prompting == "CoT":
+            return P.cot(rounds)
+        if s.prompting == "CoT3":
+            return P.cot3(rounds)
+        if s.s2a:
+            assert summary is not None
+            return P.s2a_action(rounds, summary, self.tom_style)
+        if s.prompting == "PlansInsights":
+            return P.plans_insights(rounds, self.plans, self.insights)
+        if s.prompting == "Reflexion":
+            return P.reflexion_turn(rounds, list(self.memory)) if r.lead else P.reflexion(rounds, list(self.memory))
+        if s.prompting in ("Oracle", "OracleMax"):
+            return P.oracle(rounds, r.partner_action, maximize=s.prompting == "OracleMax")
+        assert r.prediction is not None  # Social, SocialLM
+        return P.social_turn(rounds, r.prediction) if r.lead else P.social(rounds, r.prediction)
 
-        if s.prompting == "Reflexion" and t > 0:
-            ans = await caller.ask(t, "reflection", P.reflection(rounds), _plan_parser, True, calls)
-            rec["reflection_status"] = ans.status
-            if ans.status == "error":
-                stop = "error"
-            elif ans.status == "parsed":
-                memory.append(ans.value)
-                rec["plan"] = ans.value
-                lead = ans.conversation
-
-        if stop is None and s.prompting == "SocialLM":
-            if s.chat:  # the chat twin of Figure 3 (prompts.py, "Chat models")
-                msgs: tuple[Message, ...] = (
-                    ("user", lm_tom.header() + lm_tom.history_text(rounds) + lm_tom.chat_tom_question(t)),)
-                req = choice_request(ANSWER_STEM, lm_tom.continuations, msgs)
-            else:
-                req = choice_request(lm_tom.header() + lm_tom.history_text(rounds) + lm_tom.tom_query(t),
-                                     lm_tom.continuations)
-            r = (await model.score([req]))[0]
-            call: dict[str, Any] = {"kind": "tom", "attempt": 0, "tokens_in": r.tokens_in, "tokens_out": 0,
-                                    "latency_s": r.latency_s, "cached": r.cached}
-            if s.keep_prompts or (s.chat and t == 0):
-                call["prompt"] = r.rendered or (flatten(msgs, ANSWER_STEM) if s.chat else req.prompt)
-            calls.append(call)
-            pol = scored_policy(r)
-            if not isinstance(pol, str):
-                prediction = int(np.argmax(r.logprobs))  # type: ignore[arg-type]
-                call.update(status="parsed", logprobs=list(r.logprobs or ()), tom_policy=pol.probs)
-                if s.chat:
-                    call["label_mass"] = pol.mass
-                    lead = (*msgs, ("assistant", lm_tom.chat_answer(prediction)))
-                rec["tom_status"] = "parsed"
-            else:  # the call failed, or its numbers are no probabilities
-                call.update(status="error", error=pol)
-                rec["tom_status"] = stop = "error"
-        elif stop is None and (s.prompting == "Social" or (s.predict and s.tom_variant == "partner_first")):
-            ans = await ask_tom(t, None, plans, insights, rec, calls)
-            prediction = ans.value
-            rec["tom_status"] = ans.status
-            if ans.status == "error" or (ans.status == "parse_failed" and s.prompting == "Social"):
-                stop = ans.status  # Social's action prompt needs the prediction
-            elif s.prompting == "Social":
-                lead = ans.conversation
-
-        a: int | None = None
+    async def _act(self, r: _Round) -> tuple[int | None, tuple[Message, ...]]:
+        """The action (None when the round stops) and, in chat mode, the conversation an
+        agent-first ToM prompt follows up."""
+        s = self.s
         summary: str | None = None
-        follow_up = False  # chat: the agent-first ToM prompt follows up the action's conversation
-        action_talk: tuple[Message, ...] = ()
-        if stop is None and s.s2a:
-            summary = await rewrite(t, "s2a_context", P.s2a_rewrite(rounds, "action"), rec, calls)
+        if r.stop is None and s.s2a:
+            summary = await self._rewrite(r, "s2a_context", self.P.s2a_rewrite(self.rounds, "action"))
             if summary is None:
-                stop = "error"
-        if stop is None:
-            if s.prompting == "QA":
-                prompt_obj = P.qa(rounds)
-            elif s.prompting == "CoT":
-                prompt_obj = P.cot(rounds)
-            elif s.prompting == "CoT3":
-                prompt_obj = P.cot3(rounds)
-            elif s.s2a:
-                assert summary is not None
-                prompt_obj = P.s2a_action(rounds, summary, tom_style)
-            elif s.prompting == "PlansInsights":
-                prompt_obj = P.plans_insights(rounds, plans, insights)
-            elif s.prompting == "Reflexion":
-                prompt_obj = P.reflexion_turn(rounds, list(memory)) if lead else P.reflexion(rounds, list(memory))
-            elif s.prompting in ("Oracle", "OracleMax"):
-                prompt_obj = P.oracle(rounds, b, maximize=s.prompting == "OracleMax")
-            else:  # Social, SocialLM
-                assert prediction is not None
-                prompt_obj = P.social_turn(rounds, prediction) if lead else P.social(rounds, prediction)
-            parser = _plans_insights_parser(labels) if s.prompting == "PlansInsights" else option
-            ans = await caller.ask(t, "action", prompt_obj, parser, reasoning_action, calls, prior=lead)
-            follow_up = s.chat and s.prompting in ("QA", "CoT", "CoT3", "PlansInsights", "Reflexion")
-            action_talk = ans.conversation if follow_up else ()
-            if ans.status != "parsed":
-                stop = ans.status
-            elif s.prompting == "PlansInsights":
-                a, plans, insights = ans.value
-                rec.update(plans=plans, insights=insights)
-            else:
-                a = ans.value
+                r.stop = "error"
+        if r.stop is not None:
+            return None, ()
+        parser = _plans_insights_parser(self.labels) if s.prompting == "PlansInsights" else self.option
+        ans = await self.caller.ask(r.t, "action", self._action_prompt(r, summary), parser, self.reasoning_action,
+                                    r.calls, prior=r.lead)
+        follow_up = s.chat and s.prompting in ("QA", "CoT", "CoT3", "PlansInsights", "Reflexion")
+        action_talk = ans.conversation if follow_up else ()
+        if ans.status != "parsed":
+            r.stop = ans.status
+            return None, action_talk
+        if s.prompting == "PlansInsights":
+            a, self.plans, self.insights = ans.value
+            r.rec.update(plans=self.plans, insights=self.insights)
+            return a, action_talk
+        return ans.value, action_talk
 
-        if stop is None and s.predict and not s.social and s.tom_variant == "agent_first":
-            ans = await ask_tom(t, a, plans, insights, rec, calls, after=action_talk)
-            prediction = ans.value
-            rec["tom_status"] = ans.status
-            if ans.status == "error":
-                stop = "error"
-
+    def _close(self, r: _Round, a: int | None) -> str | None:
+        """The round's record, completed and kept; the partner moves on after a played round."""
+        s, rec, calls = self.s, r.rec, r.calls
         rec["calls"] = calls
         rec["tokens_in"] = int(sum(c.get("tokens_in", 0) or 0 for c in calls))
         rec["tokens_out"] = int(sum(c.get("tokens_out", 0) or 0 for c in calls))
         rec["latency_s"] = float(sum(c.get("latency_s", 0.0) or 0.0 for c in calls))
         if s.predict or s.social:
-            rec["prediction"] = prediction
-        if stop is not None:
-            rec["status"] = stop
-            bad = [c for c in calls if c.get("status") == stop]
+            rec["prediction"] = r.prediction
+        if r.stop is not None:
+            rec["status"] = r.stop
+            bad = [c for c in calls if c.get("status") == r.stop]
             if bad:
                 rec["failed_call"] = bad[-1]["kind"]
-            records.append(rec)
-            status_all = stop
-            break
+            self.records.append(rec)
+            return r.stop
         assert a is not None
-        rec.update(my_action=a, partner_action=b, payoff_me=float(g.payoff_me[a, b]),
-                   payoff_partner=float(g.payoff_partner[a, b]))
-        state = partner.update(state, a, b)
-        rounds.append((a, b))
-        records.append(rec)
-
-    return {
-        "game": g.name, "partner": partner.name, "prompting": s.prompting, "label_set": s.label_set,
-        "T": T, "seed": seed, "initial_state": s0, "status": status_all, "rounds": len(rounds),
-        "tokens_in": int(sum(r["tokens_in"] for r in records)),
-        "tokens_out": int(sum(r["tokens_out"] for r in records)),
-        "seconds": time.perf_counter() - t0, "records": records,
-    }
+        b = r.partner_action
+        rec.update(my_action=a, partner_action=b, payoff_me=float(self.g.payoff_me[a, b]),
+                   payoff_partner=float(self.g.payoff_partner[a, b]))
+        self.state = self.partner.update(self.state, a, b)
+        self.rounds.append((a, b))
+        self.records.append(rec)
+        return None
