@@ -56,6 +56,32 @@ async def _score_one(model: LanguageModel, prompt: str, conts: tuple[str, ...],
     return res[0]
 
 
+async def _predict_partner(model: LanguageModel, hist: PromptHistory, conts: tuple[str, ...], my_action: int | None,
+                           chat: bool, act_msgs: tuple[tuple[str, str], ...], rec: dict[str, Any],
+                           prompts: dict[str, str]) -> bool:
+    """The round's ToM prediction (Figure 2 after the agent acted, with ``my_action``; Figure 3
+    before), recorded in ``rec``; False when the call failed or its numbers are no probabilities."""
+    if chat:
+        msgs = hist.chat_tom_messages(my_action, act_msgs)
+        r = await _score_one(model, ANSWER_STEM, conts, msgs)
+        prompts["tom"] = r.rendered or flatten(msgs, ANSWER_STEM)
+    else:
+        prompt = hist.tom_prompt(my_action)
+        prompts["tom"] = prompt
+        r = await _score_one(model, prompt, conts)
+    rec["tokens_in"] += r.tokens_in
+    rec["latency_s"] += r.latency_s
+    tom = scored_policy(r)
+    if isinstance(tom, str):
+        rec.update(status="error", error=f"tom: {tom}")
+        return False
+    rec["tom_policy"] = tom.probs
+    if chat:
+        rec["tom_label_mass"] = tom.mass
+    rec["prediction"] = int(np.argmax(r.logprobs))  # type: ignore[arg-type]
+    return True
+
+
 async def arun_lm_episode(
     model: LanguageModel,
     game: RepeatedGame | str,
@@ -94,31 +120,9 @@ async def arun_lm_episode(
         rec: dict[str, Any] = {"t": t, "status": "parsed", "tokens_in": 0, "latency_s": 0.0}
         prompts: dict[str, str] = {}
         act_msgs = act_hist.chat_action_messages() if chat else ()
-
-        async def predict_partner(my_action: int | None) -> bool:
-            if chat:
-                msgs = tom_hist.chat_tom_messages(my_action, act_msgs)
-                r = await _score_one(model, ANSWER_STEM, conts, msgs)
-                prompts["tom"] = r.rendered or flatten(msgs, ANSWER_STEM)
-            else:
-                prompt = tom_hist.tom_prompt(my_action)
-                prompts["tom"] = prompt
-                r = await _score_one(model, prompt, conts)
-            rec["tokens_in"] += r.tokens_in
-            rec["latency_s"] += r.latency_s
-            tom = scored_policy(r)
-            if isinstance(tom, str):  # the call failed, or its numbers are no probabilities
-                rec.update(status="error", error=f"tom: {tom}")
-                return False
-            rec["tom_policy"] = tom.probs
-            if chat:
-                rec["tom_label_mass"] = tom.mass
-            rec["prediction"] = int(np.argmax(r.logprobs))  # type: ignore[arg-type]
-            return True
-
         ok = True
-        if predict and tom_variant != "agent_first":
-            ok = await predict_partner(None)  # Figure 3: asked before the agent acts
+        if predict and tom_variant != "agent_first":  # Figure 3: asked before the agent acts
+            ok = await _predict_partner(model, tom_hist, conts, None, chat, act_msgs, rec, prompts)
         if ok:
             if chat:
                 r = await _score_one(model, ANSWER_STEM, conts, act_msgs)
@@ -138,8 +142,8 @@ async def arun_lm_episode(
             rec.update(policy=act.probs, my_action=a)
             if chat:
                 rec["label_mass"] = act.mass
-            if predict and tom_variant == "agent_first":
-                ok = await predict_partner(a)  # Figure 2: asked after the agent acted
+            if predict and tom_variant == "agent_first":  # Figure 2: asked after the agent acted
+                ok = await _predict_partner(model, tom_hist, conts, a, chat, act_msgs, rec, prompts)
         tokens += rec["tokens_in"]
         if keep_prompts or (chat and t == 0):  # chat: the first round's always (the template shows)
             rec["prompts"] = prompts
@@ -180,29 +184,18 @@ async def arun_lm_episode(
     }
 
 
-def run_lm_episode(
-    model: LanguageModel,
-    game: RepeatedGame | str,
-    partner_name: str | FiniteStatePartner,
-    T: int,
-    seed: int,
-    label_set: str = "neutral",
-    predict: bool = True,
-    tom_variant: str = "agent_first",
-    keep_prompts: bool = False,
-    history: bool = True,
-    payoffs: bool = True,
-    chat: bool = False,
-) -> dict[str, Any]:
+def run_lm_episode(model: LanguageModel, game: RepeatedGame | str, partner_name: str | FiniteStatePartner, T: int,
+                   seed: int, **settings: Any) -> dict[str, Any]:
     """Play one LM-prompting episode (sync wrapper; use :func:`arun_lm_episode` inside a loop).
 
     Returns ``records`` (per round: t, policy, my_action, partner_action, payoffs, prediction,
     tom_policy, tokens_in, status, and the prompts when ``keep_prompts``) and episode metrics:
     regret_per_step (Δ_F/T against the partner's true initial state), tom_accuracy, tokens_in
     (tokens the backend actually evaluated), seconds, status ("complete" / "error").
+    Its settings are :func:`arun_lm_episode`'s keywords (label_set, predict, tom_variant, keep_prompts,
+    history, payoffs, chat).
     """
-    return asyncio.run(arun_lm_episode(model, game, partner_name, T, seed, label_set, predict,
-                                       tom_variant, keep_prompts, history, payoffs, chat))
+    return asyncio.run(arun_lm_episode(model, game, partner_name, T, seed, **settings))
 
 
 async def arun_lm_episodes(
