@@ -35,6 +35,8 @@ with an RNG seeded by `fault_seed`. Faults are strings:
     "huge:N"        a complete 200 response of N bytes of valid JSON (one long text), streamed
     "trickle" / "trickle:S"  the normal answer (200, its full Content-Length), written one byte
                     every S seconds (default 1): a slow server that no per-read timeout catches
+    "usage:JSON"    the normal answer with its ``usage`` replaced by JSON (``usage:null`` leaves it
+                    out; ``usage:{"prompt_tokens": -5}``): a server whose token counts are none
     "gzip" / "deflate"      the normal answer, compressed (Content-Encoding: gzip / deflate)
     "gzip:N" / "deflate:N"  a compressed body that expands to N bytes of valid JSON (a "zip bomb")
 
@@ -362,6 +364,10 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         elif kind == "logprobs":
             self._send_json(200, _with_logprobs(self._normal_answer(), float(arg)))
+        elif kind == "usage":
+            answer, usage = self._normal_answer(), json.loads(arg)
+            answer.pop("usage", None)
+            self._send_json(200, answer if usage is None else {**answer, "usage": usage})
         elif kind == "huge":
             self._send_streamed(int(arg))
         elif kind == "trickle":

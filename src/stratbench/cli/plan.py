@@ -67,11 +67,14 @@ def plannable(fn: F) -> F:
         if not dry_run:
             with costs.cost_session(prices, max_cost=max_cost, local=_runs_here) as session:
                 try:
-                    return fn(**kwargs)
+                    result = fn(**kwargs)
                 except BaseException:
                     if session.tripped:
-                        raise CostStop(max_cost, session.spent) from None
+                        raise CostStop(max_cost, session.spent, session.unknown) from None
+                    _say_passed(session, max_cost)  # (a run that ends in exit 1 too)
                     raise
+                _say_passed(session, max_cost)
+                return result
         if kwargs.get("resume"):
             raise InputError("--dry-run plans a new run; drop --resume")
         return _dry_run(fn, kwargs, prices)
@@ -92,12 +95,35 @@ def _runs_here(spec: str) -> bool:
         return False
 
 
+def _say_passed(session: Any, max_cost: float) -> None:
+    """The command's last line when its cost went past --max-cost after all: the guard reserves
+    each call's worst case before it is made, but that worst case is an estimate (prompt tokens at
+    about four characters a token), and calls in flight together may each take more than it."""
+    if session.spent <= max_cost:
+        return
+    from stratbench.cli.display import err_console
+
+    err_console.print(f"warning: the cost went past --max-cost {max_cost:g} USD (spent about {session.spent:.4f} "
+                      f"USD{_unknown_text(session.unknown)}): {_PASSED}", soft_wrap=True, highlight=False,
+                      markup=False)
+
+
+_PASSED = ("calls in flight together took more than their estimated worst case (prompt tokens at about 4 "
+           "characters a token)")
+
+
 class CostStop(Exception):
     """The command stopped before a call that could take its cost past --max-cost."""
 
-    def __init__(self, limit: float, spent: float) -> None:
+    def __init__(self, limit: float, spent: float, unknown: int = 0) -> None:
+        passed = f"; past it: {_PASSED}" if spent > limit else ""
         super().__init__(f"stopped before a call that could take the cost past --max-cost {limit:g} USD "
-                         f"(spent about {spent:.4f} USD)")
+                         f"(spent about {spent:.4f} USD{_unknown_text(unknown)}{passed})")
+
+
+def _unknown_text(unknown: int) -> str:
+    return (f", {unknown} call{'s' if unknown != 1 else ''} whose provider reported no usage counted at "
+            "their worst case" if unknown else "")
 
 
 def _dry_run(fn: Callable[..., Any], kwargs: dict[str, Any], prices: dict[str, Any]) -> None:

@@ -448,7 +448,9 @@ class CachedModel(LanguageModel):
             if hits and k in hits:
                 why = invalid_entry(kind, hits[k], requests[i])
                 if why is None:
-                    results[i] = make(**hits[k], cached=True)
+                    # a served answer evaluated no prompt: its prompt tokens are 0, as a scored
+                    # answer's (which stores none) and a shared one's below; its reply keeps its length
+                    results[i] = make(**{**hits[k], "tokens_in": 0}, cached=True)
                     continue
                 self._name_invalid(why)  # a miss: computed below, and overwritten
                 failed.add(i)
@@ -505,6 +507,9 @@ class CachedModel(LanguageModel):
 
     def describe(self) -> dict[str, Any]:
         return {**self._identity, "cache": str(self.cache.path)}
+
+    def request_prompts(self, req: ScoreRequest) -> list[list[str]]:
+        return self.inner.request_prompts(req)
 
     async def aclose(self) -> None:
         try:

@@ -30,7 +30,7 @@ import time
 from typing import Any
 
 from stratbench.errors import InputError
-from stratbench.models.base import GenerateRequest, GenerateResult
+from stratbench.models.base import GenerateRequest, GenerateResult, reported_count
 from stratbench.models.native import SDKChatModel, turns_of
 
 __all__ = ["DEFAULT_URL", "KEY_ENV", "GeminiModel"]
@@ -121,17 +121,31 @@ class GeminiModel(SDKChatModel):
         return _result(resp, time.perf_counter() - t0)
 
 
+def _tokens(usage: Any) -> dict[str, Any]:
+    """The usage fields of a reply, as reported: `models.base` checks them (a count that is no
+    count — negative, a string, absurd — makes the call's usage unknown). The API leaves a zero
+    count out of its JSON, so an absent count is 0; an absent ``usage_metadata`` is unknown."""
+    if usage is None:
+        return {"tokens_in": None, "tokens_out": None}
+
+    def count(name: str) -> Any:
+        value = getattr(usage, name, None)
+        return 0 if value is None else value
+
+    reply, thoughts = reported_count(count("candidates_token_count")), reported_count(count("thoughts_token_count"))
+    return {"tokens_in": count("prompt_token_count"),
+            "tokens_out": None if reply is None or thoughts is None else reply + thoughts}
+
+
 def _result(resp: Any, latency: float) -> GenerateResult:
     usage = getattr(resp, "usage_metadata", None)
-    tokens = dict(tokens_in=int(getattr(usage, "prompt_token_count", 0) or 0),
-                  tokens_out=int(getattr(usage, "candidates_token_count", 0) or 0)
-                  + int(getattr(usage, "thoughts_token_count", 0) or 0), latency_s=latency)
+    tokens = dict(_tokens(usage), latency_s=latency)
     blocked = _name(getattr(getattr(resp, "prompt_feedback", None), "block_reason", None))
     candidates = getattr(resp, "candidates", None) or []
     if blocked:
-        return GenerateResult(None, error=f"the prompt was blocked ({blocked})", **tokens)  # type: ignore[arg-type]
+        return GenerateResult(None, error=f"the prompt was blocked ({blocked})", **tokens)
     if not candidates:
-        return GenerateResult(None, error="the reply has no candidate", **tokens)  # type: ignore[arg-type]
+        return GenerateResult(None, error="the reply has no candidate", **tokens)
     cand = candidates[0]
     finish = _name(getattr(cand, "finish_reason", None))
     text: list[str] = []
@@ -141,10 +155,9 @@ def _result(resp: Any, latency: float) -> GenerateResult:
             continue
         (thought if getattr(part, "thought", False) else text).append(part.text)
     if not text and not thought and finish not in (None, "STOP", "MAX_TOKENS"):
-        return GenerateResult(None, error=f"the reply was stopped ({finish}) with no text", **tokens)  # type: ignore[arg-type]
-    reasoning_tokens = getattr(usage, "thoughts_token_count", None)
+        return GenerateResult(None, error=f"the reply was stopped ({finish}) with no text", **tokens)
     return GenerateResult(
         "".join(text), finish_reason={"STOP": "stop", "MAX_TOKENS": "length"}.get(finish or "", finish and finish.lower()),
         reasoning="".join(thought) if thought else None,
-        tokens_reasoning=int(reasoning_tokens) if isinstance(reasoning_tokens, int) else None,
-        **tokens)  # type: ignore[arg-type]
+        tokens_reasoning=getattr(usage, "thoughts_token_count", None),  # checked by models.base
+        **tokens)

@@ -123,6 +123,7 @@ from stratbench.models.base import (
     Message,
     ScoreRequest,
     ScoreResult,
+    reported_count,
 )
 from stratbench.models.labels import LOGPROB_MAX
 from stratbench.models.providers import HTTP_PROVIDERS
@@ -712,6 +713,34 @@ class OpenAICompatibleModel(LanguageModel):
             d["chat_template"] = self.chat_template.describe()
         return d
 
+    def request_prompts(self, req: ScoreRequest) -> list[list[str]]:
+        """The most requests scoring `req` takes (see the module docstring): on the chat endpoint
+        one; on the completions endpoint the top-k request, one per node of the top-k walk where
+        it is used, and one echo per continuation (any continuation may fall back to its echo).
+        A request refused before any call (closed scoring, no template) takes none."""
+        if req.closed or not req.continuations:
+            return []
+        if req.messages:
+            if self.chat_template is None or not self.chat_template.has_template:
+                return []
+            try:
+                prompt = self.chat_template.render(req.messages)[1] + req.prompt
+            except ValueError:
+                return []
+        elif self.endpoint == "chat":
+            return [[req.prompt]]
+        else:
+            prompt = req.prompt
+        todo = [c for c in dict.fromkeys(req.continuations) if c]
+        if not prompt or not todo:
+            return []
+        out = [[prompt]] if self.top_logprobs > 0 else []
+        if self.top_logprobs > 0 and self.multi_token_scoring == "topk-walk":
+            paths = self._token_paths(prompt, todo)
+            nodes = {"".join(p[:j]) for p in paths.values() for j in range(1, len(p))}
+            out += [[prompt, pre] for pre in sorted(nodes)]
+        return out + [[prompt, c] for c in todo]
+
     def _no_template(self) -> str:
         """Why this model cannot score a conversation exactly: no --chat-template, or one (a GGUF)
         that holds no chat template."""
@@ -879,12 +908,12 @@ class OpenAICompatibleModel(LanguageModel):
             return ScoreResult(logprobs=None, error="empty prompt: its first token has no log-prob to condition on")
         scored: dict[str, tuple[float, int]] = {"": (0.0, 0)}
         todo = [c for c in dict.fromkeys(continuations) if c]
-        tokens_in = 0
+        tokens_in: int | None = 0  # None: a request's usage was not reported (models.base.reported_count)
         if self.top_logprobs > 0 and todo:
             top, t_in, err, status = await self._next_token_top(prompt)
-            tokens_in += t_in
+            tokens_in = _add_tokens(tokens_in, t_in)
             if err is not None and status not in (400, 422):
-                return ScoreResult(logprobs=None, tokens_in=tokens_in, error=err)
+                return ScoreResult(logprobs=None, error=err, **_prompt_usage(tokens_in))
             if top is not None:
                 paths = self._token_paths(prompt, todo) if self.multi_token_scoring == "topk-walk" else {}
                 for c in todo:  # no tokenizer: a continuation that is one top-k token, by its text
@@ -892,23 +921,24 @@ class OpenAICompatibleModel(LanguageModel):
                         scored[c] = (top[c], 1)
                 if paths:
                     walked, t_in, err = await self._walk(prompt, paths, top)
-                    tokens_in += t_in
+                    tokens_in = _add_tokens(tokens_in, t_in)
                     if err is not None:
-                        return ScoreResult(logprobs=None, tokens_in=tokens_in, error=err)
+                        return ScoreResult(logprobs=None, error=err, **_prompt_usage(tokens_in))
                     scored.update(walked)
         rest = [c for c in todo if c not in scored]
         parts = dict(zip(rest, await asyncio.gather(*(self._score_continuation(prompt, c) for c in rest))))
-        tokens_in += sum(p[2] for p in parts.values())
+        for p in parts.values():
+            tokens_in = _add_tokens(tokens_in, p[2])
         for _, _, _, err in parts.values():
             if err is not None:
-                return ScoreResult(logprobs=None, tokens_in=tokens_in, error=err)
+                return ScoreResult(logprobs=None, error=err, **_prompt_usage(tokens_in))
         scored.update({c: (lp, n) for c, (lp, n, _, _) in parts.items()})
         return ScoreResult(logprobs=[scored[c][0] for c in continuations],
-                           n_tokens=[scored[c][1] for c in continuations], tokens_in=tokens_in)
+                           n_tokens=[scored[c][1] for c in continuations], **_prompt_usage(tokens_in))
 
-    async def _next_token_top(self, prompt: str) -> tuple[dict[str, float] | None, int, str | None, int | None]:
+    async def _next_token_top(self, prompt: str) -> tuple[dict[str, float] | None, int | None, str | None, int | None]:
         """(token text -> log-prob of the top-k after `prompt`, or None when the server does not
-        give them; prompt tokens; error; HTTP status)."""
+        give them; prompt tokens (None: not reported); error; HTTP status)."""
         body = {"model": self.model, "prompt": prompt, "max_tokens": 1, "temperature": 0,
                 "logprobs": self.top_logprobs}
         out = await self._post("completions", body)
@@ -957,19 +987,19 @@ class OpenAICompatibleModel(LanguageModel):
         return out
 
     async def _walk(self, prompt: str, paths: dict[str, list[str]],
-                    root: dict[str, float]) -> tuple[dict[str, tuple[float, int]], int, str | None]:
+                    root: dict[str, float]) -> tuple[dict[str, tuple[float, int]], int | None, str | None]:
         """Score continuations token by token down their prefix tree, one next-token request per
         node (the nodes of one depth concurrently). A continuation whose next token a node's top-k
         does not hold is left out of the result (it gets an echo request)."""
         tops: dict[str, dict[str, float] | None] = {"": root}
         state = {c: (0, 0.0) for c in paths}  # continuation -> (tokens scored, their log-prob)
         done: dict[str, tuple[float, int]] = {}
-        tokens_in = 0
+        tokens_in: int | None = 0
         while state:
             need = sorted({"".join(paths[c][:j]) for c, (j, _) in state.items()} - tops.keys())
             answers = await asyncio.gather(*(self._next_token_top(prompt + pre) for pre in need))
             for pre, (top, t_in, err, status) in zip(need, answers):
-                tokens_in += t_in
+                tokens_in = _add_tokens(tokens_in, t_in)
                 if err is not None and status not in (400, 422):
                     return done, tokens_in, err
                 tops[pre] = top
@@ -987,8 +1017,8 @@ class OpenAICompatibleModel(LanguageModel):
                     state[c] = (j, lp)
         return done, tokens_in, None
 
-    async def _score_continuation(self, prompt: str, cont: str) -> tuple[float, int, int, str | None]:
-        """(logprob, n_tokens, prompt_tokens, error) of one continuation."""
+    async def _score_continuation(self, prompt: str, cont: str) -> tuple[float, int, int | None, str | None]:
+        """(logprob, n_tokens, prompt_tokens (None: not reported), error) of one continuation."""
         if not cont:
             return 0.0, 0, 0, None
         full = prompt + cont
@@ -1015,13 +1045,13 @@ class OpenAICompatibleModel(LanguageModel):
         out = await self._post("chat/completions", body)
         if not out.ok:
             return ScoreResult(logprobs=None, error=out.error)
-        tokens_in = _usage_int(out.data, "prompt_tokens")
+        usage = _prompt_usage(_usage_int(out.data, "prompt_tokens"))
         try:
             top = _chat_top_logprobs(out.data)
         except _Malformed as e:
-            return ScoreResult(logprobs=None, tokens_in=tokens_in, error=self._redact(str(e)))
+            return ScoreResult(logprobs=None, error=self._redact(str(e)), **usage)
         return ScoreResult(logprobs=[top.get(c, float("-inf")) for c in req.continuations],
-                           n_tokens=[1] * len(req.continuations), tokens_in=tokens_in)
+                           n_tokens=[1] * len(req.continuations), **usage)
 
     # -- generation -----------------------------------------------------------------------
 
@@ -1104,12 +1134,9 @@ class OpenAICompatibleModel(LanguageModel):
             if not isinstance(text, str):
                 raise _Malformed("malformed response: choice has no text")
         except _Malformed as e:
-            return GenerateResult(text=None, tokens_in=_usage_int(data, "prompt_tokens"),
-                                  tokens_out=_usage_int(data, "completion_tokens"), error=self._redact(str(e)[:300]),
-                                  rendered=rendered)
+            return GenerateResult(text=None, error=self._redact(str(e)[:300]), rendered=rendered, **_usage(data))
         finish = choice.get("finish_reason")
-        return GenerateResult(text=text, tokens_in=_usage_int(data, "prompt_tokens"),
-                              tokens_out=_usage_int(data, "completion_tokens"),
+        return GenerateResult(text=text, **_usage(data),
                               finish_reason=finish if isinstance(finish, str) else None, rendered=rendered,
                               reasoning=reasoning, tokens_reasoning=_reasoning_tokens(data))
 
@@ -1132,10 +1159,28 @@ def _reasoning_tokens(data: Any) -> int | None:
 # -- response parsing (pure functions) ------------------------------------------------------
 
 
-def _usage_int(data: Any, key: str) -> int:
+def _usage_int(data: Any, key: str) -> int | None:
+    """``usage[key]`` of a reply, checked (`models.base.reported_count`); None when absent or no
+    count: the request's usage is unknown."""
     usage = data.get("usage") if isinstance(data, dict) else None
-    value = usage.get(key) if isinstance(usage, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    return reported_count(usage.get(key) if isinstance(usage, dict) else None)
+
+
+def _add_tokens(total: int | None, more: int | None) -> int | None:
+    """Prompt tokens of a call's requests together: unknown (None) once one request's is."""
+    return None if total is None or more is None else total + more
+
+
+def _prompt_usage(tokens_in: int | None) -> dict[str, Any]:
+    """A scored call's usage fields: its prompt tokens, or none known."""
+    return {"tokens_in": tokens_in or 0, "usage_unknown": tokens_in is None}
+
+
+def _usage(data: Any) -> dict[str, Any]:
+    """A generation's usage fields: its prompt and reply tokens, or unknown when either is not
+    reported as a count."""
+    t_in, t_out = _usage_int(data, "prompt_tokens"), _usage_int(data, "completion_tokens")
+    return {"tokens_in": t_in or 0, "tokens_out": t_out or 0, "usage_unknown": t_in is None or t_out is None}
 
 
 def _server_prompt(data: Any) -> str | None:
@@ -1177,7 +1222,7 @@ def _echo_logprob(data: Any, prompt_len: int, full: str) -> tuple[float, int]:
     if not _offsets_index(tokens, offsets, full):
         # offsets that skip special tokens (llama-cpp-python): the continuation's tokens are the
         # last ones before the generated ones
-        generated = _usage_int(data, "completion_tokens") if _has_usage(data, "completion_tokens") else None
+        generated = _usage_int(data, "completion_tokens")
         if generated is None or generated > len(tokens):
             raise _Malformed("echoed token offsets do not match the prompt")
         return _echo_suffix_logprob(tokens[: len(tokens) - generated], token_lps, full[prompt_len:])
@@ -1218,11 +1263,6 @@ def _logprob(x: Any, what: str) -> float:
         raise _BadLogprob(f"server returned the log-probability {value!r} for {what}: not a probability "
                           "(a log-probability is finite and at most 0)")
     return value
-
-
-def _has_usage(data: Any, key: str) -> bool:
-    usage = data.get("usage") if isinstance(data, dict) else None
-    return isinstance(usage, dict) and isinstance(usage.get(key), int) and not isinstance(usage.get(key), bool)
 
 
 def _offsets_index(tokens: list[Any], offsets: list[Any], full: str) -> bool:

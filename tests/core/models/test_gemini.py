@@ -118,3 +118,22 @@ def test_a_key_gemini_refuses_stops_the_run_with_one_line(tmp_path, cli, monkeyp
     assert "gm-WRONG" not in r.stderr
     (folder,) = tmp_path.iterdir()
     assert (folder / "trials.jsonl").read_text() == ""
+
+
+@pytest.mark.parametrize("usage", [{"promptTokenCount": -1000000, "candidatesTokenCount": 3},
+                                   {"promptTokenCount": 5, "candidatesTokenCount": 3, "thoughtsTokenCount": -50},
+                                   None])
+def test_usage_that_is_no_count_keeps_the_answer_and_is_unknown(usage):
+    """Negative counts (or none at all) are the call's unknown usage (models.base): never a negative
+    total or cost; the answer stands. A count the API leaves out (it omits zeros) is 0."""
+    def edit(a):
+        return {k: v for k, v in a.items() if k != "usageMetadata"} if usage is None else {**a, "usageMetadata": usage}
+
+    with FakeGeminiServer(edit=edit) as s:
+        (r,), totals = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=0)
+    assert r.ok and r.text == "Action: 1" and r.usage_unknown, r
+    assert r.tokens_in >= 0 and r.tokens_out >= 0 and r.tokens_reasoning is None
+    assert totals.usage_unknown == 1 and totals.tokens_in >= 0
+    with FakeGeminiServer(edit=lambda a: {**a, "usageMetadata": {"promptTokenCount": 4}}) as s:
+        (r,), _ = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=0)
+    assert r.ok and not r.usage_unknown and (r.tokens_in, r.tokens_out) == (4, 0)

@@ -130,6 +130,92 @@ def test_a_run_against_a_server_with_positive_logprobs_ends_in_errors_not_number
     assert all("not a probability" in r["error"] for r in records), records[0]["error"]
 
 
+# ------------------------------------------------------------------ reply texts and usage counts
+
+
+def _records(folder: Path, name: str = "trials.jsonl") -> list[dict]:
+    return [json.loads(line) for line in (folder / name).read_text(encoding="utf-8").splitlines()]
+
+
+def test_a_reply_with_a_lone_surrogate_is_written_cached_and_served_again(tmp_path, monkeypatch):
+    """``"\\udc80"`` in a reply's JSON is a string no UTF-8 file can hold: it reaches the records
+    and the cache as U+FFFD, and the answer the cache serves again (a resume's) is written too."""
+    monkeypatch.setenv("STRATBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeOpenAIServer(canned_text="Action: 1 \udc80") as server:
+        for out in ("first", "again"):  # the second run is served by the cache
+            code, _, err = cli(["nashgap", "--model", "openai-compatible:fake-model", "--base-url", server.base_url,
+                                "--policy", "sample", "--chat", "--num-games", "2", "--num-trials", "1", "--seed", "1",
+                                "--output-dir", str(tmp_path / out), "--quiet"], tmp_path)
+            assert code == 0, err
+            (folder,) = (tmp_path / out).iterdir()
+            records = _records(folder)
+            assert len(records) == 2 and all(r["raw_response"] == "Action: 1 \ufffd" for r in records), records
+            assert all(r["status"] == "parsed" for r in records)
+        assert all(r["usage"]["cached"] for r in records) and server.request_count == 2
+
+
+def test_an_answer_cached_with_a_lone_surrogate_is_served_clean(tmp_path):
+    """A cache written before replies were cleaned holds the escaped surrogate: it is served as
+    U+FFFD (the result types clean whatever passes them), never a crash on every resume."""
+    from stratbench.models.base import GenerateResult
+    from stratbench.models.cache import CachedModel, ResponseCache, request_key
+
+    with FakeOpenAIServer(canned_text="fresh") as server:
+        model = make_model(server)
+        cache = ResponseCache(tmp_path / "responses.sqlite")
+        req = GenerateRequest("hi", max_tokens=4)
+        cache.put_many({request_key("generate", model.describe(), req): {"text": "old \udc80", "tokens_in": 5,
+                                                                          "tokens_out": 2}})
+        (res,) = run(CachedModel(model, cache), "generate", [req])
+        assert res.cached and res.text == "old \ufffd" and res.tokens_in == 0 and res.tokens_out == 2
+        assert server.request_count == 0
+    r = GenerateResult("a\ud800b", reasoning="\udfff", error=None)
+    r.text = "c\udc80"
+    assert (r.text, r.reasoning) == ("c\ufffd", "\ufffd")
+
+
+@pytest.mark.parametrize("usage", [
+    "null", '{"prompt_tokens": -1000000, "completion_tokens": -5}', '{"prompt_tokens": "abc", "completion_tokens": 3}',
+    '{"prompt_tokens": 1' + "0" * 400 + ', "completion_tokens": 1}', '{"prompt_tokens": 1e18, "completion_tokens": 2}',
+    '{"prompt_tokens": 1000000000000000000, "completion_tokens": 2}', '{"prompt_tokens": true, "completion_tokens": 1}'])
+def test_a_reply_without_usable_usage_counts_keeps_its_answer_and_its_usage_is_unknown(server, usage):
+    """Absent, negative, non-integer or absurd token counts: the answer stands, the call's usage
+    is unknown (0 tokens counted, never negative, never a crash), counted as such."""
+    model = make_model(server, top_logprobs=5)
+    server.script(f"usage:{usage}")
+    (gen,) = run(model, "generate", [GenerateRequest("Count: 1, 2, ", max_tokens=5)])
+    assert gen.ok and gen.text == greedy_completion("Count: 1, 2, ", 5)[0]
+    assert gen.usage_unknown and gen.tokens_in == 0 and 0 <= gen.tokens_out <= 3  # (a count given stays)
+    server.script(f"usage:{usage}", "ok", "ok")  # the top-k request, then two echoes
+    (res,) = run(model, "score", [ScoreRequest("Pick: ", ("Cooperate", "Defect"))])
+    assert res.ok and res.usage_unknown and res.tokens_in >= 0, res
+    (fine,) = run(model, "score", [ScoreRequest("Pick: ", ("Cooperate", "Defect"))])
+    assert fine.ok and not fine.usage_unknown and fine.tokens_in > 0
+    assert model.usage.as_dict()["usage_unknown"] == 2 and model.usage.tokens_in >= 0
+
+
+def test_a_run_whose_server_reports_no_usage_says_so_and_resumes(tmp_path):
+    """run.json counts the calls of unknown usage beside a cost made of the others, never a
+    negative or overflowing total, and the folder it wrote resumes."""
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:fake-model": {"input_per_million": 1000,
+                                                                   "output_per_million": 1000}}))
+    with FakeOpenAIServer(canned_text="Action: 1", fault_rate=1.0,
+                          fault_kinds=('usage:{"prompt_tokens": -1000000, "completion_tokens": 1' + "0" * 400 + "}",)
+                          ) as server:
+        code, out, err = cli(["nashgap", "--model", "openai-compatible:fake-model", "--base-url", server.base_url,
+                              "--policy", "sample", "--num-games", "3", "--num-trials", "1", "--seed", "1",
+                              "--no-cache", "--price-table", str(prices), "--output-dir", str(tmp_path / "o")], tmp_path)
+        assert code == 0, err
+        assert "est. cost $0.0000, 3 calls whose provider reported no usage (not in the tokens or the cost)" in err, err
+        (folder,) = (tmp_path / "o").iterdir()
+        totals = json.loads((folder / "run.json").read_text())["totals"]
+        assert totals["model_usage_unknown"] == 3 and totals["model_tokens_in"] == totals["model_tokens_out"] == 0
+        assert all(r["usage"]["tokens_in"] == 0 for r in _records(folder))
+        code, out, err = cli(["nashgap", "--resume", str(folder), "--quiet"], tmp_path)
+        assert code == 0, err
+
+
 # ------------------------------------------------------------------ response body cap
 
 
