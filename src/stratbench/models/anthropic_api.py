@@ -9,7 +9,8 @@ What the SDK does and what stratbench keeps:
 
 - **Retries** are the SDK's (429, 408, 409, 5xx including 529 ``overloaded_error``, connection
   errors; its backoff honours ``retry-after``), with stratbench's ``--retries`` and ``--timeout``
-  passed as its ``max_retries`` and ``timeout``. A call that still fails is an error record naming
+  passed as its ``max_retries`` and ``timeout`` (a per-read timeout there; the call as a whole has
+  a deadline, `stratbench.models.native`). A call that still fails is an error record naming
   the status and Anthropic's error type — counted, never replaced.
 - **The request**: the conversation's system turn is the ``system`` parameter, user and assistant
   turns are ``messages``; ``max_tokens`` is required by the API and is the request's budget;

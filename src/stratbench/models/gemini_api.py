@@ -8,8 +8,9 @@ not score, so they are refused before a run rather than approximated.
 What the SDK does and what stratbench keeps:
 
 - **Retries** are the SDK's (its retry options: 408, 429, 5xx, with backoff), with stratbench's
-  ``--retries`` as its attempts after the first and ``--timeout`` as its per-request timeout. A call
-  that still fails is an error record naming the HTTP code and the API's status.
+  ``--retries`` as its attempts after the first and ``--timeout`` as its per-request timeout (the
+  call as a whole has a deadline, `stratbench.models.native`). A call that still fails is an
+  error record naming the HTTP code and the API's status.
 - **The request**: the system turn is ``system_instruction``; user and assistant turns are
   ``contents`` with roles ``user`` and ``model``; ``max_output_tokens``, ``temperature`` and
   ``stop_sequences`` from the request.
@@ -72,6 +73,7 @@ class GeminiModel(SDKChatModel):
     """Gemini over generateContent (generation only: no scored answers)."""
 
     prefix, api, key_env, default_url = "gemini", "the Gemini API", KEY_ENV, DEFAULT_URL
+    max_retry_wait_s = 20.0  # the retry options' max_delay below
 
     def __init__(self, model: str, base_url: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,
                  max_retries: int = 4, temperature: float | None = None) -> None:
@@ -83,7 +85,7 @@ class GeminiModel(SDKChatModel):
 
     def _make_client(self) -> Any:
         t = self._types
-        retry = t.HttpRetryOptions(attempts=self.max_retries + 1, initial_delay=0.5, max_delay=20.0,
+        retry = t.HttpRetryOptions(attempts=self.max_retries + 1, initial_delay=0.5, max_delay=self.max_retry_wait_s,
                                    http_status_codes=_RETRY_CODES)
         opts = t.HttpOptions(base_url=self.base_url, timeout=int(self.timeout_s * 1000), retry_options=retry)
         return self._genai.Client(api_key=self._key, vertexai=False, http_options=opts)

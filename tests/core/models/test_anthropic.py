@@ -214,3 +214,28 @@ def test_usage_that_is_no_count_keeps_the_answer_and_is_unknown(usage):
     assert r.ok and r.text == "Action: 1" and r.usage_unknown, r
     assert r.tokens_in >= 0 and r.tokens_out >= 0
     assert totals.calls == 1 and totals.usage_unknown == 1 and totals.errors == 0
+
+
+def test_a_reply_trickled_past_the_timeout_ends_at_the_deadline():
+    """--timeout is a deadline for the whole answer, as on the OpenAI route: a body written a byte
+    every 0.3 s (no per-read timeout trips) ends as an error at --timeout × attempts, not when the
+    server is done (about 100 s here) or never."""
+    import time
+
+    from stratbench.models import open_model
+
+    async def go(server):
+        model = open_model("anthropic:c", ModelOptions(base_url=server.base_url, max_retries=0, timeout_s=1.0),
+                           no_cache=True)
+        try:
+            return await model.generate([GenerateRequest("Q", max_tokens=20, chat=True)])
+        finally:
+            await model.aclose()
+
+    with FakeAnthropicServer() as s:
+        s.trickle_s = 0.3
+        start = time.monotonic()
+        (r,) = asyncio.run(go(s))
+        took = time.monotonic() - start
+    assert r.text is None and "no whole answer within 1 s" in r.error, r.error
+    assert took < 5, took
