@@ -35,6 +35,9 @@ with an RNG seeded by `fault_seed`. Faults are strings:
     "huge:N"        a complete 200 response of N bytes of valid JSON (one long text), streamed
     "trickle" / "trickle:S"  the normal answer (200, its full Content-Length), written one byte
                     every S seconds (default 1): a slow server that no per-read timeout catches
+    "echo_auth"     the normal answer with the request's Authorization header (and basic
+                    credentials decoded) added to its text, finish_reason and reasoning: a server
+                    that echoes what it was sent in a successful reply
     "usage:JSON"    the normal answer with its ``usage`` replaced by JSON (``usage:null`` leaves it
                     out; ``usage:{"prompt_tokens": -5}``): a server whose token counts are none
     "gzip" / "deflate"      the normal answer, compressed (Content-Encoding: gzip / deflate)
@@ -71,6 +74,7 @@ or the `fake_openai_server` pytest fixture (import it into a test module).
 
 from __future__ import annotations
 
+import base64
 import collections
 import functools
 import hashlib
@@ -364,6 +368,21 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         elif kind == "logprobs":
             self._send_json(200, _with_logprobs(self._normal_answer(), float(arg)))
+        elif kind == "echo_auth":
+            auth = self.headers.get("Authorization", "")
+            leak = f" auth={auth}"
+            if auth.startswith("Basic "):
+                leak += " decoded=" + base64.b64decode(auth[6:]).decode("utf-8", "replace")
+            answer = self._normal_answer()
+            choice = answer["choices"][0]
+            choice["finish_reason"] = f"stop{leak}"
+            message = choice.get("message")
+            if isinstance(message, dict):
+                message["content"] = f"{message.get('content') or ''}{leak}"
+                message["reasoning_content"] = f"thinking{leak}"
+            else:
+                choice["text"] = f"{choice.get('text') or ''}{leak}"
+            self._send_json(200, answer)
         elif kind == "usage":
             answer, usage = self._normal_answer(), json.loads(arg)
             answer.pop("usage", None)

@@ -87,6 +87,19 @@ class _Reply:
             value = clean_text(value)
         super().__setattr__(name, value)
 
+    def redact(self, secrets: Sequence[str]) -> None:
+        """Mask the backend's known secrets (`stratbench.redact.secret_forms`) in every text of
+        this result — the reply, its reasoning, finish reason, rendered prompt and error — before
+        anything stores it: a server that echoes the request's Authorization header in a
+        successful reply must not get the key or password written to a record or the cache."""
+        from stratbench.redact import redact_known
+
+        if not secrets:
+            return
+        for name, value in list(vars(self).items()):
+            if isinstance(value, str):
+                setattr(self, name, redact_known(value, secrets))
+
 
 @dataclass(frozen=True)
 class ScoreRequest:

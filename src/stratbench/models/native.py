@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import os
 import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -26,6 +25,7 @@ from urllib.parse import urlsplit
 
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, GenerateResult, LanguageModel, ScoreRequest, ScoreResult
+from stratbench.models.providers import read_key
 
 __all__ = ["SDKChatModel", "turns_of"]
 
@@ -65,7 +65,7 @@ class SDKChatModel(LanguageModel):
             raise InputError(f"{self.spec}: --base-url: credentials in the URL are not sent to {self.api}; "
                              f"set {self.key_env}")
         self.base_url = url
-        key = (os.environ.get(self.key_env) or "").strip()
+        key = read_key(self.key_env, self.spec) or ""
         from stratbench.models.costs import planning
 
         if not key and not planning():  # (a dry run makes no request: it needs no key)
@@ -157,6 +157,7 @@ class SDKChatModel(LanguageModel):
 
         results = await asyncio.gather(*(one(r) for r in requests))
         for r in results:
+            r.redact([self._key])  # a server echoing the key in its reply (or an SDK in an error)
             self.usage.add_generate(r)
         return list(results)
 

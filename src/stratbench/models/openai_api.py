@@ -97,7 +97,6 @@ Hostile servers and inputs
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextvars
 import hashlib
 import json
@@ -126,10 +125,10 @@ from stratbench.models.base import (
     reported_count,
 )
 from stratbench.models.labels import LOGPROB_MAX
-from stratbench.models.providers import HTTP_PROVIDERS
+from stratbench.models.providers import HTTP_PROVIDERS, read_key
 from stratbench.models.retry import BodyTimeout, ResponseTooLarge, RetryOutcome, RetryPolicy, request_with_retries
 from stratbench.models.templates import bounded_formatter, probe
-from stratbench.redact import is_redacted_url, redact_text, redact_url
+from stratbench.redact import is_redacted_url, redact_known, redact_text, redact_url, secret_forms
 
 log = logging.getLogger(__name__)
 
@@ -664,9 +663,7 @@ class OpenAICompatibleModel(LanguageModel):
 
         env = api_key_env or default_env
         self.api_key_env = env
-        key = os.environ.get(env) or None
-        if key is not None:
-            key = key.strip() or None
+        key = read_key(env, self.spec)
         from stratbench.models.costs import planning
 
         if key is None and (key_required or api_key_env is not None) and not planning():  # (a dry run: no request)
@@ -760,17 +757,14 @@ class OpenAICompatibleModel(LanguageModel):
                 f"endpoint={self.endpoint!r}, max_concurrency={self.max_concurrency}, "
                 f"api_key={'set' if self._key else 'unset'})")
 
+    def _secrets(self) -> list[str]:
+        """The API key and the URL's credentials, in every form a server may echo them."""
+        return secret_forms(self._key.get(), self._basic.get())
+
     def _redact(self, text: str) -> str:
         """`text` without the API key, the URL's credentials (as given, and as the basic
         authentication header a server may echo) or any URL's userinfo."""
-        basic = self._basic.get()
-        secrets = [self._key.get()]
-        if basic:
-            secrets += [basic.partition(":")[2], base64.b64encode(basic.encode("utf-8")).decode("ascii")]
-        for secret in secrets:
-            if secret and len(secret) >= 3 and secret in text:
-                text = text.replace(secret, "***")
-        return redact_text(text)
+        return redact_text(redact_known(text, self._secrets()))
 
     # -- HTTP -----------------------------------------------------------------------------
 
@@ -863,7 +857,9 @@ class OpenAICompatibleModel(LanguageModel):
 
     async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
         results = await asyncio.gather(*(self._guard_score(r) for r in requests))
+        secrets = self._secrets()
         for r in results:
+            r.redact(secrets)  # (an echo of the request's headers in a reply)
             self.usage.add_score(r)
         return list(results)
 
@@ -1057,7 +1053,9 @@ class OpenAICompatibleModel(LanguageModel):
 
     async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
         results = await asyncio.gather(*(self._guard_generate(r) for r in requests))
+        secrets = self._secrets()
         for r in results:
+            r.redact(secrets)  # a server echoing the Authorization header in its reply
             self.usage.add_generate(r)
         return list(results)
 

@@ -498,6 +498,62 @@ models = [{{ spec = "openai-compatible:fake-model", label = "shared" }},
     _no_password_under(folder)
 
 
+KEY = "sk-SECRETKEY123"
+
+
+@pytest.mark.parametrize("how", ["key", "password"])
+def test_a_successful_reply_that_echoes_the_credentials_is_stored_without_them(tmp_path, monkeypatch, how):
+    """A server echoing the Authorization header in a 200 reply: the key, the password and their
+    Basic base64 are masked in the text, reasoning and finish_reason before the records and the
+    response cache get them."""
+    monkeypatch.setenv("STRATBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeOpenAIServer(fault_rate=1.0, fault_kinds=("echo_auth",)) as server:
+        url = server.base_url
+        if how == "key":
+            monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        else:
+            url = url.replace("http://", f"http://alice:{PASSWORD}@")
+        code, out, err = cli(["nashgap", "--model", "openai-compatible:fake-model", "--base-url", url, "--policy",
+                              "sample", "--chat", "--num-games", "2", "--num-trials", "1", "--seed", "1",
+                              "--output-dir", str(tmp_path / "o"), "--quiet"], tmp_path)
+        assert code == 0, err
+        secret = KEY if how == "key" else PASSWORD
+        assert secret not in out + err
+        (folder,) = (tmp_path / "o").iterdir()
+        records = _records(folder)
+        assert all("auth=" in r["raw_response"] and "***" in r["raw_response"] for r in records), records[0]
+        for f in [*folder.rglob("*"), *(tmp_path / "cache").rglob("*")]:
+            if f.is_file():
+                data = f.read_bytes()
+                assert secret.encode() not in data, f
+                basic = base64.b64encode(f"alice:{PASSWORD}".encode())
+                assert basic not in data, f
+        # scored replies too (an error that quotes the reply, a rendered prompt)
+        model = make_model(server, base_url=url)
+        (gen,) = run(model, "generate", [GenerateRequest("hi", max_tokens=4, chat=True)])
+        assert secret not in gen.text + gen.reasoning + gen.finish_reason and "***" in gen.finish_reason
+
+
+@pytest.mark.parametrize("key, what", [("sk-\nSECRETKEY123", "a line break"), ("sk-SECRET\x01KEY123", "a control character"),
+                                       ("sk-SECRÉTKEY123", "a non-ASCII character")])
+@pytest.mark.parametrize("spec, env", [("openai-compatible:m", "OPENAI_API_KEY"), ("anthropic:c", "ANTHROPIC_API_KEY"),
+                                       ("gemini:g", "GEMINI_API_KEY")])
+def test_an_api_key_no_header_can_carry_is_one_line_before_any_folder(tmp_path, monkeypatch, key, what, spec, env):
+    """A key with a line break, a control or a non-ASCII character: every call would fail quoting
+    it (or crash in an encoder); it is refused as the model opens, naming the variable, never the
+    key (exit 2, no folder). Surrounding whitespace is still stripped."""
+    monkeypatch.setenv(env, key)
+    code, out, err = cli(["nashgap", "--model", spec, "--base-url", "http://127.0.0.1:9", "--policy", "sample",
+                          "--num-games", "1", "--output-dir", str(tmp_path / "o")], tmp_path)
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and env in err and what in err, err
+    assert "SECRET" not in err + out
+    assert not (tmp_path / "o").exists()
+    monkeypatch.setenv(env, " sk-fine\r\n")
+    from stratbench.models.providers import read_key
+    assert read_key(env, spec) == "sk-fine"
+
+
 # ------------------------------------------------------------------ a GGUF without a chat template
 
 
