@@ -1224,26 +1224,56 @@ def _echo_logprob(data: Any, prompt_len: int, full: str) -> tuple[float, int]:
         if generated is None or generated > len(tokens):
             raise _Malformed("echoed token offsets do not match the prompt")
         return _echo_suffix_logprob(tokens[: len(tokens) - generated], token_lps, full[prompt_len:])
+    return _tiled_logprob(tokens, token_lps, offsets, prompt_len, full)
+
+
+def _tiled_logprob(tokens: list[Any], token_lps: list[Any], offsets: list[Any], prompt_len: int,
+                   full: str) -> tuple[float, int]:
+    """The summed log-prob of the echoed tokens that spell ``full[prompt_len:]``, which must tile
+    it exactly once: the first starts at `prompt_len`, each next one where the one before ends,
+    none repeated, none going back, none left out, the last ending at ``len(full)`` (where the
+    generated token, if any, starts). A token holding U+FFFD (part of a character) ends where the
+    next begins. Anything else is a malformed reply — never a label counted twice or scored by a
+    part of it."""
     full_len = len(full)
-    total, n, started = 0.0, 0, False
-    for tok_lp, off in zip(token_lps, offsets):
-        if not isinstance(off, int):
+    total, n = 0.0, 0
+    pos: int | None = None  # where the next continuation token must start (None: not started)
+    loose = False  # the token before held U+FFFD: its length in characters is not known
+    for tok, tok_lp, off in zip(tokens, token_lps, offsets):
+        if not isinstance(off, int) or isinstance(off, bool):
             raise _Malformed("malformed response: bad text_offset")
-        if off < prompt_len:
-            continue
-        if off >= full_len:
-            break  # the generated token (max_tokens=1), ignored
-        if not started:
+        if pos is None:
+            if off < prompt_len:
+                continue
+            if off >= full_len:
+                break  # nothing of the continuation (named below)
             if off != prompt_len:
                 raise _Malformed("continuation does not start at a token boundary")
-            started = True
+            pos = prompt_len
+        if off >= full_len and (pos == full_len or loose):
+            break  # the generated token (max_tokens=1), ignored
+        if loose and pos <= off < full_len:
+            pos = off
+        if off != pos:
+            why = (f"a token at offset {off}, before the end of the one before it ({pos}): a repeated or earlier "
+                   "offset" if off < pos else f"no token covers offsets {pos} to {off - 1}")
+            raise _Malformed(f"the echoed tokens do not spell the continuation exactly once ({why})")
+        if not isinstance(tok, str) or not tok:
+            raise _Malformed("malformed response: a continuation token is not a text")
         total += _logprob(tok_lp, "a continuation token")
         n += 1
-    if n == 0:
+        loose = "\ufffd" in tok
+        pos = off if loose else off + len(tok)
+        if pos > full_len:
+            raise _Malformed("a token runs past the end of the continuation")
+    if pos is None:
         # either a token covers the boundary and the whole continuation, or nothing was echoed
         if any(isinstance(o, int) and o < prompt_len for o in offsets):
             raise _Malformed("continuation does not start at a token boundary")
         raise _Malformed("server did not echo the continuation's tokens (echo=true unsupported?)")
+    if pos != full_len and not loose:
+        raise _Malformed(f"the echoed tokens do not spell the continuation exactly once (they end at offset "
+                         f"{pos}, the continuation at {full_len})")
     return total, n
 
 
@@ -1313,16 +1343,19 @@ def _chat_top_logprobs(data: Any) -> dict[str, float]:
     if not isinstance(content, list) or not content or not isinstance(content[0], dict):
         raise _Malformed("chat response has no logprobs (the server may not support logprobs)")
     first = content[0]
-    entries = list(first.get("top_logprobs") or [])
-    if not entries:
+    entries = first.get("top_logprobs")
+    if not isinstance(entries, list) or not entries:
         raise _Malformed("chat response has no top_logprobs")
     out: dict[str, float] = {}
-    for e in entries:
+    for i, e in enumerate(entries):
+        # an entry that cannot be read makes the reply malformed: skipping it would read its token
+        # as outside the top-20 (probability 0), which the server never said
         if not isinstance(e, dict) or not isinstance(e.get("token"), str):
-            continue
+            raise _Malformed(f"malformed response: top_logprobs entry {i} has no token text")
         value = e.get("logprob")
         if not _is_number(value):
-            continue
+            raise _Malformed(f"malformed response: top_logprobs entry {i} ({e['token'][:40]!r}) has no "
+                             "numeric logprob")
         tok = e["token"]
         lp = _logprob(value, f"the top-k token {tok!r}")
         out[tok] = lp if tok not in out else _logprob(_logaddexp(out[tok], lp), f"the top-k token {tok!r} (its entries together)")

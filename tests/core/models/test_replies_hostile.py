@@ -216,6 +216,75 @@ def test_a_run_whose_server_reports_no_usage_says_so_and_resumes(tmp_path):
         assert code == 0, err
 
 
+# ------------------------------------------------------------------ echoed tokens must spell the continuation
+
+PROMPT = "Pick one: "
+P = len(PROMPT)
+
+
+def _echo(full: str, tokens: list, offsets: list, lps: list | None = None) -> dict:
+    lps = lps or [None] + [-1.0] * (len(tokens) - 1)
+    return {"choices": [{"text": full + "!", "finish_reason": "length",
+                         "logprobs": {"tokens": tokens, "token_logprobs": lps, "text_offset": offsets}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
+
+
+@pytest.mark.parametrize("cont, tokens, offsets, why", [
+    ("2", [PROMPT, "2", "2", "!"], [0, P, P, P + 1], "a repeated or earlier offset"),  # the label counted twice
+    ("2", [PROMPT, "2", "e: ", "2", "!"], [0, P, P - 3, P, P + 1], "a repeated or earlier offset"),  # going back
+    ("AB", [PROMPT, "A", "!"], [0, P, P + 2], "no token covers offsets 11 to 11"),  # a token left out
+    ("ABC", [PROMPT, "A", "C", "!"], [0, P, P + 2, P + 3], "no token covers offsets 11 to 11"),
+    ("AB", [PROMPT, "A"], [0, P], "they end at offset 11, the continuation at 12"),  # cut before its end
+])
+def test_echoed_tokens_that_do_not_tile_the_continuation_are_an_error(server, monkeypatch, cont, tokens, offsets, why):
+    """An echo whose tokens repeat an offset, go back, leave a gap or stop short of the end is a
+    malformed reply: an error result, never a label scored twice or by its first token."""
+    from stratbench.models.retry import RetryOutcome
+
+    model = make_model(server, top_logprobs=0)
+    full = PROMPT + cont
+
+    async def post(path, body):
+        return RetryOutcome(data=_echo(full, tokens, offsets), status=200, attempts=1)
+
+    monkeypatch.setattr(model, "_post", post)
+    (res,) = run(model, "score", [ScoreRequest(PROMPT, (cont,))])
+    assert res.logprobs is None and "do not spell the continuation exactly once" in res.error, res.error
+    assert why in res.error, res.error
+    # the same reply with its tokens tiling the continuation scores
+    good = [PROMPT, *cont, "!"]
+    good_offsets = [0, *range(P, P + len(cont) + 1)]
+
+    async def post_good(path, body):
+        return RetryOutcome(data=_echo(full, good, good_offsets), status=200, attempts=1)
+
+    monkeypatch.setattr(model, "_post", post_good)
+    (ok,) = run(model, "score", [ScoreRequest(PROMPT, (cont,))])
+    assert ok.ok and ok.logprobs == [-1.0 * len(cont)] and ok.n_tokens == [len(cont)], ok
+
+
+@pytest.mark.parametrize("entry", [{"token": "0", "logprob": "-0.1"}, {"token": "0", "logprob": True},
+                                   {"token": None, "bytes": [48], "logprob": -0.1}, {"token": 0, "logprob": -0.1},
+                                   {"token": "0"}, "0"])
+def test_a_chat_top_logprobs_entry_that_cannot_be_read_is_an_error_never_probability_0(server, monkeypatch, entry):
+    """The server put 90% on "0" in an entry that cannot be read: reading the label as outside the
+    top-20 would give it probability 0; the reply is malformed, an error result."""
+    from stratbench.models.retry import RetryOutcome
+
+    model = make_model(server, endpoint="chat")
+    top = [entry, {"token": "1", "logprob": -2.5}, {"token": "2", "logprob": -4.0}]
+    reply = {"choices": [{"message": {"role": "assistant", "content": "0"}, "finish_reason": "length",
+                          "logprobs": {"content": [{"token": "0", "logprob": -0.1, "top_logprobs": top}]}}],
+             "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
+
+    async def post(path, body):
+        return RetryOutcome(data=reply, status=200, attempts=1)
+
+    monkeypatch.setattr(model, "_post", post)
+    (res,) = run(model, "score", [ScoreRequest("Pick: ", ("0", "1", "2"))])
+    assert res.logprobs is None and "top_logprobs entry 0" in res.error, res.error
+
+
 # ------------------------------------------------------------------ response body cap
 
 
