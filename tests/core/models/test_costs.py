@@ -268,3 +268,25 @@ def test_calls_whose_provider_reports_no_usage_count_at_their_worst_case(tmp_pat
         assert r.returncode == 3, r.stderr
         assert "calls whose provider reported no usage counted at their worst case" in r.stderr, r.stderr
         assert 0 < s.request_count < 30
+
+
+def test_a_run_that_ends_past_max_cost_says_so(tmp_path, cli):
+    """The guard reserves each call's estimated worst case; prompts that take more tokens than the
+    estimate (the fake server counts one a character, four times the estimate) take the cost past
+    the ceiling, and the command's last line says so rather than ending as if under it."""
+    from fake_openai_server import FakeOpenAIServer
+
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1000, "output_per_million": 0}}))
+    with FakeOpenAIServer(canned_text="Action: 1") as s:
+        base = ("nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url, "--num-games", "4",
+                "--num-trials", "1", "--policy", "sample", "--price-table", str(prices), "--no-cache",
+                "--max-concurrency", "4")
+        r = cli(*base, "--dry-run")
+        total = float(re.search(r"total: at most ([\d.]+) USD", r.stdout).group(1))
+        r = cli(*base, "--output-dir", str(tmp_path / "o"), "--max-cost", f"{total * 1.05:.4f}")
+    last = r.stderr.strip().splitlines()[-1]
+    if r.returncode == 0:
+        assert last.startswith("warning: the cost went past --max-cost") and "estimated worst case" in last, r.stderr
+    else:
+        assert r.returncode == 3 and "past it: calls in flight together took more" in last, r.stderr
