@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import math
 import re
 import shutil
@@ -63,7 +64,7 @@ def plannable(fn: F) -> F:
             raise InputError(f"--max-cost {max_cost:g}: give a positive number of US dollars")
         if dry_run and max_cost is not None:
             raise InputError("--dry-run makes no call and --max-cost limits real ones: give one of them")
-        prices = costs.load_prices(prices_path)
+        prices = costs.load_prices(prices_path or _implied_price_table(kwargs))
         if not dry_run:
             with costs.cost_session(prices, max_cost=max_cost, local=_runs_here) as session:
                 try:
@@ -83,6 +84,34 @@ def plannable(fn: F) -> F:
     wrapper.__annotations__ = {**fn.__annotations__, "dry_run": bool, "max_cost": Optional[float],
                                **({} if own_prices else {"price_table": Optional[str]})}
     return wrapper  # type: ignore[return-value]
+
+
+def _implied_price_table(kwargs: dict[str, Any]) -> str | None:
+    """The price table a command names without --price-table, which its runs price their cost
+    with too: a suite file's or tiered config's (``[nashgap] price_table``, ``price_table``), or
+    the one a resumed run saved in its config (run.json, suite_metadata.json)."""
+    config: Any = None
+    if kwargs.get("resume"):
+        folder = Path(kwargs["resume"])
+        for name in ("run.json", "suite_metadata.json"):
+            try:
+                meta = json.loads((folder / name).read_text(encoding="utf-8"))
+            except (OSError, ValueError, RecursionError):
+                continue  # (the resume names a folder it cannot read itself)
+            if isinstance(meta, dict) and isinstance(meta.get("config"), dict):
+                config = meta["config"]
+                break
+    elif isinstance(kwargs.get("file") or kwargs.get("config"), str):
+        from stratbench.workflows.suite_plan import read_suite_file
+
+        try:
+            config = read_suite_file(kwargs.get("file") or kwargs["config"])
+        except InputError:
+            return None  # (the command names the file's problem itself)
+    for where in (config, config.get("nashgap") if isinstance(config, dict) else None):
+        if isinstance(where, dict) and isinstance(where.get("price_table"), str):
+            return str(where["price_table"])
+    return None
 
 
 def _runs_here(spec: str) -> bool:

@@ -290,3 +290,26 @@ def test_a_run_that_ends_past_max_cost_says_so(tmp_path, cli):
         assert last.startswith("warning: the cost went past --max-cost") and "estimated worst case" in last, r.stderr
     else:
         assert r.returncode == 3 and "past it: calls in flight together took more" in last, r.stderr
+
+
+def test_the_price_table_a_run_or_suite_file_names_prices_its_plan_and_its_resume(tmp_path, cli):
+    """A resumed run's --max-cost prices with the table its saved config names, and a suite file's
+    [nashgap] price_table prices its --dry-run: no "no price" where the runs price with it."""
+    from fake_openai_server import FakeOpenAIServer
+
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1000, "output_per_million": 1000}}))
+    with FakeOpenAIServer(canned_text="Action: 1") as s:
+        r = cli("nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url, "--num-games", "6",
+                "--num-trials", "1", "--policy", "sample", "--price-table", str(prices), "--no-cache",
+                "--max-concurrency", "1", "--output-dir", str(tmp_path / "o"), "--max-cost", "0.5")
+        assert r.returncode == 3, r.stderr
+        (folder,) = (tmp_path / "o").iterdir()
+        r = cli("nashgap", "--resume", str(folder), "--max-cost", "50", "--quiet")
+        assert r.returncode == 0, r.stderr
+        suite = tmp_path / "suite.toml"
+        suite.write_text(f'models = [{{ spec = "openai-compatible:m", base_url = "{s.base_url}" }}]\nseeds = [1]\n'
+                         f'[nashgap]\nnum_games = 2\nnum_trials = 1\npolicy = "sample"\nprice_table = "{prices}"\n')
+        r = cli("suite", "run", str(suite), "--dry-run")
+        assert r.returncode == 0, r.stderr
+        assert "no price" not in r.stdout and f"1000, 1000 ({prices})" in r.stdout, r.stdout
