@@ -65,7 +65,7 @@ class FakeJSONAPI:
                     server.requests.append(seen)
                     n = len(server.requests)
                 status, obj, headers = server.respond(seen, n)
-                data = json.dumps(obj).encode()
+                data = obj if isinstance(obj, bytes) else json.dumps(obj).encode()  # (bytes: a raw body)
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))

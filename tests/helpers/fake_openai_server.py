@@ -28,6 +28,7 @@ with an RNG seeded by `fault_seed`. Faults are strings:
     "partial"       200 headers with the full Content-Length, half the body, then close
     "truncate"      a complete 200 response whose JSON body is cut in half
     "nonsense"      a complete 200 response whose body is not JSON at all
+    "deep"          a complete 200 response of JSON nested 200,000 deep (no parser reads it)
     "bad_shape"     a complete 200 response with valid JSON that has no ``choices``
     "garbage_text"  a valid completion whose text is junk (for parser tests; not a transport fault)
     "logprobs:V"    the normal answer with every log-prob in it set to V (e.g. "logprobs:3.5",
@@ -362,6 +363,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, payload[: len(payload) // 2])
         elif kind == "nonsense":
             self._send(200, b"<html><body>502 upstream says hello</body></html>", "text/html")
+        elif kind == "deep":
+            self._send(200, b"[" * 200_000 + b"]" * 200_000)
         elif kind == "bad_shape":
             self._send_json(200, {"object": "text_completion", "result": "no choices here"})
         elif kind == "garbage_text":

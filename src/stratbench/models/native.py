@@ -128,6 +128,9 @@ class SDKChatModel(LanguageModel):
         except TimeoutError:
             if not deadline.expired():
                 raise
+        except RecursionError:  # the SDK's JSON parser on a reply nested 100,000 deep: a malformed reply
+            return GenerateResult(None, latency_s=time.perf_counter() - t0,
+                                  error="invalid reply: its JSON is nested too deeply")
         return GenerateResult(None, latency_s=time.perf_counter() - t0,
                               error=f"timed out: no whole answer within {self.deadline_s:g} s (--timeout "
                                     f"{self.timeout_s:g} s for each of {self.max_retries + 1} attempts)")

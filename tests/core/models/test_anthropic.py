@@ -239,3 +239,10 @@ def test_a_reply_trickled_past_the_timeout_ends_at_the_deadline():
         took = time.monotonic() - start
     assert r.text is None and "no whole answer within 1 s" in r.error, r.error
     assert took < 5, took
+
+
+def test_a_reply_nested_too_deeply_is_an_invalid_reply_not_an_internal_error():
+    with FakeAnthropicServer(edit=lambda a: b"[" * 200_000 + b"]" * 200_000) as s:
+        (r,), usage = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=0)
+    assert r.text is None and r.error == "invalid reply: its JSON is nested too deeply", r.error
+    assert usage.errors == 1

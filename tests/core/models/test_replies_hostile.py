@@ -216,6 +216,12 @@ def test_a_run_whose_server_reports_no_usage_says_so_and_resumes(tmp_path):
         assert code == 0, err
 
 
+def test_a_reply_nested_too_deeply_is_invalid_json_not_an_internal_error(server):
+    server.script("deep", "deep")
+    (res,) = run(make_model(server, max_retries=1), "generate", [GenerateRequest("hi", max_tokens=4)])
+    assert res.text is None and res.error == "invalid JSON in response (nested too deeply) after 2 attempts", res.error
+
+
 # ------------------------------------------------------------------ echoed tokens must spell the continuation
 
 PROMPT = "Pick one: "
