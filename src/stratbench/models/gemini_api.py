@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from typing import Any
 
 from stratbench.errors import InputError
@@ -67,6 +68,10 @@ class _ExplicitKey(logging.Filter):
 
 
 logging.getLogger("google_genai._api_client").addFilter(_ExplicitKey())
+# a finishReason (or another enum value) newer than the SDK: it keeps the value, which the reply's
+# record names (`_result`), and warns in two lines on stderr that say nothing more
+warnings.filterwarnings("ignore", message=r".* is not a valid \w+$", category=UserWarning,
+                        module=r"google\.genai\._common")
 
 
 class GeminiModel(SDKChatModel):

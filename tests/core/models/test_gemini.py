@@ -162,3 +162,20 @@ def test_a_reply_trickled_past_the_timeout_ends_at_the_deadline():
         took = time.monotonic() - start
     assert r.text is None and "no whole answer within 1 s" in r.error, r.error
     assert took < 5, took
+
+
+def test_a_finish_reason_newer_than_the_sdk_is_kept_without_its_warning(tmp_path, cli, monkeypatch):
+    """The SDK warns in two lines on stderr for an enum value it does not know; the reason is kept
+    in the record (a stopped reply without text is an error naming it), and stderr stays clean."""
+    def edit(a):
+        a["candidates"][0]["finishReason"] = "BRAND_NEW_REASON"
+        return a
+
+    with FakeGeminiServer(edit=edit) as s:
+        r = cli("nashgap", "--model", "gemini:g", "--base-url", s.base_url, "--policy", "sample", "--num-games", "1",
+                "--num-trials", "1", "--no-cache", "--retries", "0", "--quiet", "--output-dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "Warning" not in r.stderr and "is not a valid" not in r.stderr, r.stderr
+    (folder,) = tmp_path.iterdir()
+    (rec,) = [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
+    assert rec["finish_reason"] == "brand_new_reason", rec
