@@ -61,7 +61,7 @@ def plannable(fn: F) -> F:
         from stratbench.models import costs
 
         if max_cost is not None and (not math.isfinite(max_cost) or max_cost <= 0):
-            raise InputError(f"--max-cost {max_cost:g}: give a positive number of US dollars")
+            raise InputError(f"--max-cost {_typed('--max-cost', max_cost)}: give a positive number of US dollars")
         if dry_run and max_cost is not None:
             raise InputError("--dry-run makes no call and --max-cost limits real ones: give one of them")
         prices = costs.load_prices(prices_path or _implied_price_table(kwargs))
@@ -84,6 +84,19 @@ def plannable(fn: F) -> F:
     wrapper.__annotations__ = {**fn.__annotations__, "dry_run": bool, "max_cost": Optional[float],
                                **({} if own_prices else {"price_table": Optional[str]})}
     return wrapper  # type: ignore[return-value]
+
+
+def _typed(flag: str, value: float) -> str:
+    """`flag`'s value as the user typed it (``1e-400``, which parses as 0), else as parsed."""
+    import sys
+
+    argv = sys.argv[1:]
+    for i, arg in enumerate(argv):
+        if arg == flag and i + 1 < len(argv):
+            return argv[i + 1][:60]
+        if arg.startswith(flag + "="):
+            return arg.partition("=")[2][:60]
+    return f"{value:g}"
 
 
 def _implied_price_table(kwargs: dict[str, Any]) -> str | None:

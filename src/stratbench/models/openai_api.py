@@ -261,6 +261,8 @@ def check_base_url(url: str, who: str) -> None:
     read back from a saved run (redacted there). Credentials themselves are fine (sent as basic
     authentication) and never shown."""
     shown = redact_url(url)
+    if len(shown) > 200:  # (a URL of 100,000 characters is named, not echoed whole)
+        shown = f"{shown[:120]}…({len(shown):,} characters)"
 
     def bad(problem: str) -> InputError:
         return InputError(f"{who}: --base-url {shown!r}: {problem}")
@@ -502,11 +504,11 @@ class ChatTemplate:
                 raise InputError(f"--chat-template {config}: not a tokenizer_config.json (nested too deeply)") from None
             except (OSError, ValueError) as e:
                 raise InputError(f"--chat-template {config}: not a JSON file ({e})") from None
-            return cls._jinja(text, conf if isinstance(conf, dict) else {}, p.name)
+            return cls._jinja(text, conf if isinstance(conf, dict) else {}, p.name, p)
         if _TEMPLATE_VARS.search(text):
             raise InputError(f"--chat-template {p}: the template uses bos_token/eos_token, which a .jinja "
                              "file alone does not give; pass the model's tokenizer_config.json or GGUF")
-        return cls._jinja(text, {}, p.name)
+        return cls._jinja(text, {}, p.name, p)
 
     @classmethod
     def _from_tokenizer_config(cls, p: Path, text: str) -> "ChatTemplate":
@@ -531,19 +533,21 @@ class ChatTemplate:
                     raise InputError(f"--chat-template {beside}: cannot read it ({e})") from None
         if not isinstance(template, str) or not template.strip():
             raise InputError(f"--chat-template {p}: no chat_template in it (nor a chat_template.jinja beside it)")
-        return cls._jinja(template, conf, p.name)
+        return cls._jinja(template, conf, p.name, p)
 
     @classmethod
-    def _jinja(cls, template: str, conf: dict[str, Any], source: str) -> "ChatTemplate":
+    def _jinja(cls, template: str, conf: dict[str, Any], source: str, path: Path) -> "ChatTemplate":
+        """`source` (the file's name) is the template's identity (`describe`, cache keys); `path`
+        names it in messages, as every other --chat-template message does."""
         bos, eos = _token_text(conf.get("bos_token")), _token_text(conf.get("eos_token"))
         add_bos = conf.get("add_bos_token")
         add_bos = add_bos if isinstance(add_bos, bool) else None
         try:
             formatter = bounded_formatter(template, eos_token=eos, bos_token=bos)
         except ImportError:
-            raise InputError(f"--chat-template {source}: rendering a template needs llama-cpp-python") from None
+            raise InputError(f"--chat-template {path}: rendering a template needs llama-cpp-python") from None
         except Exception as e:  # noqa: BLE001 - jinja2's TemplateSyntaxError and kin
-            raise InputError(f"--chat-template {source}: not a valid template ({type(e).__name__}: {e})") from None
+            raise InputError(f"--chat-template {path}: not a valid template ({type(e).__name__}: {e})") from None
         digest = hashlib.sha256(json.dumps(["jinja", template, bos, eos, add_bos]).encode()).hexdigest()
         return cls(formatter, bos_token=bos, add_bos=add_bos, source=source, digest=digest)
 

@@ -99,6 +99,7 @@ def test_a_max_cost_with_no_price_or_no_amount_is_one_line_before_any_folder(tmp
     for extra, said in ((("--max-cost", "1"), "--max-cost: no price for openai-compatible:m"),
                         (("--max-cost", "0"), "--max-cost 0: give a positive number"),
                         (("--max-cost", "nan"), "--max-cost nan: give a positive number"),
+                        (("--max-cost", "1e-400"), "--max-cost 1e-400: give a positive number"),  # as typed
                         (("--max-cost", "1", "--dry-run"), "give one of them"),
                         (("--dry-run", "--resume", str(tmp_path)), "--dry-run plans a new run")):
         r = cli(*base, *extra)

@@ -399,6 +399,23 @@ def test_bad_base_urls_are_one_line_before_any_request(url, fragment):
     assert "--base-url" in str(e.value)
 
 
+def test_a_very_long_base_url_is_named_not_echoed_whole():
+    url = "http://127.0.0.1:8000/" + "a" * 100_000 + "?x"
+    with pytest.raises(InputError) as e:
+        OpenAICompatibleModel("openai-compatible", "m", base_url=url)
+    assert len(str(e.value)) < 400 and "characters)" in str(e.value) and "query or fragment" in str(e.value)
+
+
+def test_a_template_that_does_not_compile_is_named_by_its_path(tmp_path):
+    from stratbench.models.openai_api import ChatTemplate
+
+    f = tmp_path / "sub" / "syntax.jinja"
+    f.parent.mkdir()
+    f.write_text("{% for %}")
+    with pytest.raises(InputError, match=f"^--chat-template {f}: not a valid template"):
+        ChatTemplate.load(f)
+
+
 def test_good_base_urls_pass():
     for url in ("http://127.0.0.1:8000/v1", "https://api.openai.com/v1", "http://[::1]:8080/v1/",
                 f"http://user:{PASSWORD}@localhost:1/v1", "http://host"):
