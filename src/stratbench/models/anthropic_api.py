@@ -137,8 +137,9 @@ def _result(msg: Any, latency: float) -> GenerateResult:
     if kind is not None and kind != "message":
         err = _field(msg, "error")
         what = f"{_field(err, 'type') or 'error'}: {str(_field(err, 'message') or '')[:300]}" if err else repr(kind)[:80]
+        # (an error the API answers is not billed: no usage to report)
         return GenerateResult(None, error=f"the API answered with an error (HTTP 200, type {repr(kind)[:40]}): {what}",
-                              **tokens)
+                              latency_s=latency)
     content = _field(msg, "content")
     if not isinstance(content, list):
         return GenerateResult(None, error=f"invalid reply: its content is not a list of blocks ({type(content).__name__})",
