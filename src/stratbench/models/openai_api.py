@@ -14,7 +14,8 @@ Scoring
     every prompt position's log-probs in Python (llama-cpp-python's server: ~1 min for a
     200-token prompt with Gemma's 262k vocabulary). A token straddling the prompt/continuation
     boundary gives an error result, never a guess. Echoed tokens are located by their text
-    offsets, or — when a server's offsets skip special tokens, as llama-cpp-python's do (its
+    offsets, and must tile the continuation exactly once (no repeated or earlier offset, no gap,
+    up to its end: otherwise the reply is malformed, an error result), or — when a server's offsets skip special tokens, as llama-cpp-python's do (its
     offsets index the text with special tokens removed) — as the last prompt tokens, which must
     spell the continuation exactly.
 
@@ -83,9 +84,12 @@ Hostile servers and inputs
     1-65535, no whitespace or control characters, no query): one InputError line. Credentials in
     it (``http://user:PASSWORD@host/v1``) are sent as HTTP basic authentication, kept out of the
     URL of every request, and shown nowhere (`stratbench.redact`; a server echoing the header is
-    redacted too). Every log-probability read from a reply must be finite and at most
+    redacted too, in an error and in a successful reply alike). Every log-probability read from a reply must be finite and at most
     `labels.LOGPROB_MAX`: NaN, infinite or positive makes the call an error (never scored, never
-    bypassed by another request). A response body is read, decoded (identity, gzip, deflate),
+    bypassed by another request). A chat top_logprobs entry that cannot be read is a malformed
+    reply, never its token read as outside the top-20. Token counts are checked as every
+    backend's are (`models.base.reported_count`: absent or no count, the call's usage is
+    unknown). A response body is read, decoded (identity, gzip, deflate),
     up to `max_response_bytes` (``STRATBENCH_MAX_RESPONSE_BYTES``, 8 MiB by default) and no
     further: past it the call is the error "response body over N bytes", not retried. The
     timeout is a deadline for the whole answer too (a body trickled a byte at a time): past it,
