@@ -10,6 +10,9 @@ as ``http://***@host/v1``):
   a command line joined into one string);
 * `redact_json(value)`: every string inside a JSON-like value (a run's config, its argv list).
 
+Secrets known by value — an API key, a URL's password and the HTTP Basic form of its credentials,
+which a server may echo in a reply — are masked wherever they appear by `redact_known`.
+
 A URL written this way cannot be used to connect again: `is_redacted_url` tells a saved
 (redacted) URL from one a user gave, so a resumed run asks for the real one instead of sending
 ``***`` as a password.
@@ -17,7 +20,9 @@ A URL written this way cannot be used to connect again: `is_redacted_url` tells 
 
 from __future__ import annotations
 
+import base64
 import re
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -75,6 +80,28 @@ def redact_json(value: Any) -> Any:
     return value
 
 
+def secret_forms(key: str | None = None, basic: str | None = None) -> list[str]:
+    """The texts that give away an API key and URL credentials (``user:password``): the key, the
+    password, and the credentials as an HTTP Basic header carries them (base64), which a server
+    echoing its request headers shows."""
+    forms = [key or ""]
+    if basic:
+        forms += [basic.partition(":")[2], base64.b64encode(basic.encode("utf-8")).decode("ascii")]
+    return [f for f in forms if f]
+
+
+def redact_known(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every occurrence of each of ``secrets`` (`secret_forms`) replaced by ``***``.
+    A secret under 3 characters is left alone: masking it would mask ordinary text, and it gives
+    nothing away."""
+    if not isinstance(text, str):
+        return text
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= 3 and secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
 def is_redacted_url(url: str) -> bool:
     """Whether ``url``'s credentials are the mask `redact_url` writes (a URL read back from a
     saved run, whose real password was never saved)."""
@@ -85,4 +112,4 @@ def is_redacted_url(url: str) -> bool:
     return MASK in (parts.password, parts.username) and "@" in parts.netloc
 
 
-__all__ = ["MASK", "is_redacted_url", "redact_json", "redact_text", "redact_url"]
+__all__ = ["MASK", "is_redacted_url", "redact_json", "redact_known", "redact_text", "redact_url", "secret_forms"]

@@ -11,14 +11,15 @@ Behaviour (constructor arguments):
   "max_tokens"`` — inside the thinking when the thinking alone is longer;
 - ``fail_first``: the first N requests answer ``fail_status`` (529 ``overloaded_error`` by
   default; 429 ``rate_limit_error`` with ``retry-after: 0``), then the server answers normally;
-- ``key``: the x-api-key it requires (401 ``authentication_error`` otherwise).
+- ``key``: the x-api-key it requires (401 ``authentication_error`` otherwise);
+- ``edit``: a hostile server: a function of each normal 200 answer giving the body sent instead.
 
 Every request is recorded in ``server.requests`` (path, headers lower-cased, JSON body).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from fake_json_api import FakeJSONAPI, Seen
 
@@ -33,9 +34,10 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
 
 class FakeAnthropicServer(FakeJSONAPI):
     def __init__(self, text: str = "Action: 1", thinking: str | None = None, fail_first: int = 0,
-                 fail_status: int = 529, key: str = "sk-ant-test") -> None:
+                 fail_status: int = 529, key: str = "sk-ant-test", edit: Callable[[dict[str, Any]], Any] | None = None
+                 ) -> None:
         super().__init__()
-        self.text, self.thinking, self.key = text, thinking, key
+        self.text, self.thinking, self.key, self.edit = text, thinking, key, edit
         self.fail_first, self.fail_status = fail_first, fail_status
 
     def _answer(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -77,4 +79,5 @@ class FakeAnthropicServer(FakeJSONAPI):
         if n <= self.fail_first:
             return _error(self.fail_status, "Overloaded" if self.fail_status == 529 else "slow down",
                           {"retry-after": "0"} if self.fail_status == 429 else None)
-        return 200, self._answer(body), {}
+        answer = self._answer(body)
+        return 200, answer if self.edit is None else self.edit(answer), {}

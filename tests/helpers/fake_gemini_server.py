@@ -13,7 +13,8 @@ Behaviour (constructor arguments):
 - ``safety``: the candidate stops with finishReason SAFETY and no parts;
 - ``fail_first``: the first N requests answer ``fail_status`` (503 UNAVAILABLE, or 429
   RESOURCE_EXHAUSTED), then normally; ``key``: the API key required (400 INVALID_ARGUMENT as the
-  API answers a bad key, otherwise).
+  API answers a bad key, otherwise);
+- ``edit``: a hostile server: a function of each normal 200 answer giving the body sent instead.
 
 Every request is recorded in ``server.requests`` (path, headers lower-cased, JSON body).
 """
@@ -21,7 +22,7 @@ Every request is recorded in ``server.requests`` (path, headers lower-cased, JSO
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from fake_json_api import FakeJSONAPI, Seen
 
@@ -34,8 +35,10 @@ def _error(status: int, message: str) -> tuple[int, Any, dict[str, str]]:
 
 class FakeGeminiServer(FakeJSONAPI):
     def __init__(self, text: str = "Action: 1", thought: str | None = None, block: str | None = None,
-                 safety: bool = False, fail_first: int = 0, fail_status: int = 503, key: str = "gm-test") -> None:
+                 safety: bool = False, fail_first: int = 0, fail_status: int = 503, key: str = "gm-test",
+                 edit: Callable[[dict[str, Any]], Any] | None = None) -> None:
         super().__init__()
+        self.edit = edit
         self.text, self.thought, self.block, self.safety, self.key = text, thought, block, safety, key
         self.fail_first, self.fail_status = fail_first, fail_status
 
@@ -80,4 +83,5 @@ class FakeGeminiServer(FakeJSONAPI):
             return _error(400, "contents is not specified")
         if n <= self.fail_first:
             return _error(self.fail_status, "The model is overloaded. Please try again later.")
-        return 200, self._answer(body), {}
+        answer = self._answer(body)
+        return 200, answer if self.edit is None else self.edit(answer), {}

@@ -28,6 +28,7 @@ with an RNG seeded by `fault_seed`. Faults are strings:
     "partial"       200 headers with the full Content-Length, half the body, then close
     "truncate"      a complete 200 response whose JSON body is cut in half
     "nonsense"      a complete 200 response whose body is not JSON at all
+    "deep"          a complete 200 response of JSON nested 200,000 deep (no parser reads it)
     "bad_shape"     a complete 200 response with valid JSON that has no ``choices``
     "garbage_text"  a valid completion whose text is junk (for parser tests; not a transport fault)
     "logprobs:V"    the normal answer with every log-prob in it set to V (e.g. "logprobs:3.5",
@@ -35,6 +36,11 @@ with an RNG seeded by `fault_seed`. Faults are strings:
     "huge:N"        a complete 200 response of N bytes of valid JSON (one long text), streamed
     "trickle" / "trickle:S"  the normal answer (200, its full Content-Length), written one byte
                     every S seconds (default 1): a slow server that no per-read timeout catches
+    "echo_auth"     the normal answer with the request's Authorization header (and basic
+                    credentials decoded) added to its text, finish_reason and reasoning: a server
+                    that echoes what it was sent in a successful reply
+    "usage:JSON"    the normal answer with its ``usage`` replaced by JSON (``usage:null`` leaves it
+                    out; ``usage:{"prompt_tokens": -5}``): a server whose token counts are none
     "gzip" / "deflate"      the normal answer, compressed (Content-Encoding: gzip / deflate)
     "gzip:N" / "deflate:N"  a compressed body that expands to N bytes of valid JSON (a "zip bomb")
 
@@ -69,6 +75,7 @@ or the `fake_openai_server` pytest fixture (import it into a test module).
 
 from __future__ import annotations
 
+import base64
 import collections
 import functools
 import hashlib
@@ -356,12 +363,33 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, payload[: len(payload) // 2])
         elif kind == "nonsense":
             self._send(200, b"<html><body>502 upstream says hello</body></html>", "text/html")
+        elif kind == "deep":
+            self._send(200, b"[" * 200_000 + b"]" * 200_000)
         elif kind == "bad_shape":
             self._send_json(200, {"object": "text_completion", "result": "no choices here"})
         elif kind == "garbage_text":
             return False
         elif kind == "logprobs":
             self._send_json(200, _with_logprobs(self._normal_answer(), float(arg)))
+        elif kind == "echo_auth":
+            auth = self.headers.get("Authorization", "")
+            leak = f" auth={auth}"
+            if auth.startswith("Basic "):
+                leak += " decoded=" + base64.b64decode(auth[6:]).decode("utf-8", "replace")
+            answer = self._normal_answer()
+            choice = answer["choices"][0]
+            choice["finish_reason"] = f"stop{leak}"
+            message = choice.get("message")
+            if isinstance(message, dict):
+                message["content"] = f"{message.get('content') or ''}{leak}"
+                message["reasoning_content"] = f"thinking{leak}"
+            else:
+                choice["text"] = f"{choice.get('text') or ''}{leak}"
+            self._send_json(200, answer)
+        elif kind == "usage":
+            answer, usage = self._normal_answer(), json.loads(arg)
+            answer.pop("usage", None)
+            self._send_json(200, answer if usage is None else {**answer, "usage": usage})
         elif kind == "huge":
             self._send_streamed(int(arg))
         elif kind == "trickle":

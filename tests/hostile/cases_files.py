@@ -173,6 +173,12 @@ CORPUS: dict[str, object] = {
     "template_huge_range.jinja": b"{% for i in range(10**9) %}{% endfor %}{{ messages[0]['content'] }}",
     "template_doubling.jinja": b'{% set ns = namespace(s="x") %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}'
                                b"{% endfor %}{{ messages[0]['content'] }}",
+    # one expression whose filters run in jinja's code, not the template's lines: a list of millions
+    # handed to |map chains (minutes), and |map chains over a list within the cap (seconds)
+    "template_long_list.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}{% set l = ('ab' * 1900000)|list %}"
+                                b"{{ l|map('string')|map('upper')|map('lower')|map('trim')|map('title')|list|length }}",
+    "template_map_chain.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}{% set l = range(99999)|list %}"
+                                + b"{{ l" + b"|map('string')|map('trim')" * 40 + b"|list|length }}",
     "template_a_text.gguf": b"{% for m in messages %}{{ m['content'] }}{% endfor %}",
     "template_config_empty.json": _json({"chat_template": "", "bos_token": "<s>"}),
     "model_a_text.gguf": b"not a model, only text\n",
@@ -303,6 +309,8 @@ FILE_CASES: list[tuple[str, list[str], str]] = [
     ("template_endless_loop.jinja", _TEMPLATE, "ran past its time limit"),
     ("template_huge_range.jinja", _TOM_TEMPLATE, "range(...) is given 1,000,000,000"),
     ("template_doubling.jinja", _TEMPLATE, "builds a value of"),
+    ("template_long_list.jinja", _TEMPLATE, "builds a sequence of 3,800,000 items (at most 100,000)"),
+    ("template_map_chain.jinja", _TEMPLATE, "ran past its time limit"),
     ("template_a_text.gguf", _TEMPLATE, "not a GGUF file"),
     ("template_config_empty.json", _TEMPLATE, "no chat_template in it"),
     ("model_a_text.gguf", _GGUF_MODEL, "not a GGUF file"),

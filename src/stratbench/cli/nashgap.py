@@ -133,6 +133,8 @@ def nashgap(
                 + (f", {t['model_cache_failures']} answers the cache could not serve or store"
                    if t.get("model_cache_failures") else "")
                 + (f", est. cost ${t['model_cost_usd']:.4f}" if "model_cost_usd" in t else "")
+                + (f", {t['model_usage_unknown']} calls whose provider reported no usage (not in the tokens"
+                   + (" or the cost)" if "model_cost_usd" in t else ")") if t.get("model_usage_unknown") else "")
             )
     if not quiet:
         console.print(nashgap_table(rows, "Nash-gap results (means over games, 95% bootstrap CIs)"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import math
 import re
 import shutil
@@ -60,18 +61,21 @@ def plannable(fn: F) -> F:
         from stratbench.models import costs
 
         if max_cost is not None and (not math.isfinite(max_cost) or max_cost <= 0):
-            raise InputError(f"--max-cost {max_cost:g}: give a positive number of US dollars")
+            raise InputError(f"--max-cost {_typed('--max-cost', max_cost)}: give a positive number of US dollars")
         if dry_run and max_cost is not None:
             raise InputError("--dry-run makes no call and --max-cost limits real ones: give one of them")
-        prices = costs.load_prices(prices_path)
+        prices = costs.load_prices(prices_path or _implied_price_table(kwargs))
         if not dry_run:
             with costs.cost_session(prices, max_cost=max_cost, local=_runs_here) as session:
                 try:
-                    return fn(**kwargs)
+                    result = fn(**kwargs)
                 except BaseException:
                     if session.tripped:
-                        raise CostStop(max_cost, session.spent) from None
+                        raise CostStop(max_cost, session.spent, session.unknown) from None
+                    _say_passed(session, max_cost)  # (a run that ends in exit 1 too)
                     raise
+                _say_passed(session, max_cost)
+                return result
         if kwargs.get("resume"):
             raise InputError("--dry-run plans a new run; drop --resume")
         return _dry_run(fn, kwargs, prices)
@@ -80,6 +84,47 @@ def plannable(fn: F) -> F:
     wrapper.__annotations__ = {**fn.__annotations__, "dry_run": bool, "max_cost": Optional[float],
                                **({} if own_prices else {"price_table": Optional[str]})}
     return wrapper  # type: ignore[return-value]
+
+
+def _typed(flag: str, value: float) -> str:
+    """`flag`'s value as the user typed it (``1e-400``, which parses as 0), else as parsed."""
+    import sys
+
+    argv = sys.argv[1:]
+    for i, arg in enumerate(argv):
+        if arg == flag and i + 1 < len(argv):
+            return argv[i + 1][:60]
+        if arg.startswith(flag + "="):
+            return arg.partition("=")[2][:60]
+    return f"{value:g}"
+
+
+def _implied_price_table(kwargs: dict[str, Any]) -> str | None:
+    """The price table a command names without --price-table, which its runs price their cost
+    with too: a suite file's or tiered config's (``[nashgap] price_table``, ``price_table``), or
+    the one a resumed run saved in its config (run.json, suite_metadata.json)."""
+    config: Any = None
+    if kwargs.get("resume"):
+        folder = Path(kwargs["resume"])
+        for name in ("run.json", "suite_metadata.json"):
+            try:
+                meta = json.loads((folder / name).read_text(encoding="utf-8"))
+            except (OSError, ValueError, RecursionError):
+                continue  # (the resume names a folder it cannot read itself)
+            if isinstance(meta, dict) and isinstance(meta.get("config"), dict):
+                config = meta["config"]
+                break
+    elif isinstance(kwargs.get("file") or kwargs.get("config"), str):
+        from stratbench.workflows.suite_plan import read_suite_file
+
+        try:
+            config = read_suite_file(kwargs.get("file") or kwargs["config"])
+        except InputError:
+            return None  # (the command names the file's problem itself)
+    for where in (config, config.get("nashgap") if isinstance(config, dict) else None):
+        if isinstance(where, dict) and isinstance(where.get("price_table"), str):
+            return str(where["price_table"])
+    return None
 
 
 def _runs_here(spec: str) -> bool:
@@ -92,12 +137,35 @@ def _runs_here(spec: str) -> bool:
         return False
 
 
+def _say_passed(session: Any, max_cost: float) -> None:
+    """The command's last line when its cost went past --max-cost after all: the guard reserves
+    each call's worst case before it is made, but that worst case is an estimate (prompt tokens at
+    about four characters a token), and calls in flight together may each take more than it."""
+    if session.spent <= max_cost:
+        return
+    from stratbench.cli.display import err_console
+
+    err_console.print(f"warning: the cost went past --max-cost {max_cost:g} USD (spent about {session.spent:.4f} "
+                      f"USD{_unknown_text(session.unknown)}): {_PASSED}", soft_wrap=True, highlight=False,
+                      markup=False)
+
+
+_PASSED = ("calls in flight together took more than their estimated worst case (prompt tokens at about 4 "
+           "characters a token)")
+
+
 class CostStop(Exception):
     """The command stopped before a call that could take its cost past --max-cost."""
 
-    def __init__(self, limit: float, spent: float) -> None:
+    def __init__(self, limit: float, spent: float, unknown: int = 0) -> None:
+        passed = f"; past it: {_PASSED}" if spent > limit else ""
         super().__init__(f"stopped before a call that could take the cost past --max-cost {limit:g} USD "
-                         f"(spent about {spent:.4f} USD)")
+                         f"(spent about {spent:.4f} USD{_unknown_text(unknown)}{passed})")
+
+
+def _unknown_text(unknown: int) -> str:
+    return (f", {unknown} call{'s' if unknown != 1 else ''} whose provider reported no usage counted at "
+            "their worst case" if unknown else "")
 
 
 def _dry_run(fn: Callable[..., Any], kwargs: dict[str, Any], prices: dict[str, Any]) -> None:

@@ -9,7 +9,8 @@ What the SDK does and what stratbench keeps:
 
 - **Retries** are the SDK's (429, 408, 409, 5xx including 529 ``overloaded_error``, connection
   errors; its backoff honours ``retry-after``), with stratbench's ``--retries`` and ``--timeout``
-  passed as its ``max_retries`` and ``timeout``. A call that still fails is an error record naming
+  passed as its ``max_retries`` and ``timeout`` (a per-read timeout there; the call as a whole has
+  a deadline, `stratbench.models.native`). A call that still fails is an error record naming
   the status and Anthropic's error type — counted, never replaced.
 - **The request**: the conversation's system turn is the ``system`` parameter, user and assistant
   turns are ``messages``; ``max_tokens`` is required by the API and is the request's budget;
@@ -118,19 +119,43 @@ def _status_error(e: Any) -> str:
     return f"HTTP {e.status_code}: {str(e)[:300]}"
 
 
+def _field(obj: Any, name: str) -> Any:
+    """A field of the SDK's reply object (or of a dict, where the SDK kept one unparsed)."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
 def _result(msg: Any, latency: float) -> GenerateResult:
+    """The answer of a reply, or an error result when the reply is not a message whose blocks the
+    API defines: a 200 reply of type "error", content that is not a list of blocks, or a text or
+    thinking block whose text is not a string (never a text made of it by ``str()``). The token
+    counts are passed as given: `models.base` checks them (a count that is no count is unknown
+    usage; the answer stands)."""
+    usage = _field(msg, "usage")
+    tokens: dict[str, Any] = {"tokens_in": _field(usage, "input_tokens"), "tokens_out": _field(usage, "output_tokens"),
+                              "latency_s": latency}
+    kind = _field(msg, "type")
+    if kind is not None and kind != "message":
+        err = _field(msg, "error")
+        what = f"{_field(err, 'type') or 'error'}: {str(_field(err, 'message') or '')[:300]}" if err else repr(kind)[:80]
+        # (an error the API answers is not billed: no usage to report)
+        return GenerateResult(None, error=f"the API answered with an error (HTTP 200, type {repr(kind)[:40]}): {what}",
+                              latency_s=latency)
+    content = _field(msg, "content")
+    if not isinstance(content, list):
+        return GenerateResult(None, error=f"invalid reply: its content is not a list of blocks ({type(content).__name__})",
+                              **tokens)
     text: list[str] = []
     thinking: list[str] = []
-    for block in getattr(msg, "content", None) or []:
-        kind = getattr(block, "type", None)
-        if kind == "text":
-            text.append(str(getattr(block, "text", "")))
-        elif kind == "thinking":
-            thinking.append(str(getattr(block, "thinking", "")))
-    usage = getattr(msg, "usage", None)
-    stop = getattr(msg, "stop_reason", None)
+    for block in content:
+        kind = _field(block, "type")
+        if kind not in ("text", "thinking"):
+            continue  # redacted_thinking, tool_use: no text of the answer
+        value = _field(block, kind)
+        if not isinstance(value, str):
+            return GenerateResult(None, error=f"invalid reply: a {kind} block's {kind} is not a string "
+                                              f"({type(value).__name__})", **tokens)
+        (text if kind == "text" else thinking).append(value)
+    stop = _field(msg, "stop_reason")
     return GenerateResult(
-        "".join(text), tokens_in=int(getattr(usage, "input_tokens", 0) or 0),
-        tokens_out=int(getattr(usage, "output_tokens", 0) or 0), latency_s=latency,
-        finish_reason=_FINISH.get(stop, stop) if isinstance(stop, str) else None,
-        reasoning="\n\n".join(thinking) if thinking else None)
+        "".join(text), finish_reason=_FINISH.get(stop, stop) if isinstance(stop, str) else None,
+        reasoning="\n\n".join(thinking) if thinking else None, **tokens)

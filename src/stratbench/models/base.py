@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 Message = tuple[str, str]
 """One turn of a conversation: (role, content), role "system", "user" or "assistant"."""
@@ -29,6 +30,75 @@ def ends_answer(piece: str) -> bool:
     if not piece:
         return True
     return not (piece[0].isalnum() or piece[0] == "\ufffd")
+
+
+#: the most tokens one call's prompt or reply can be said to hold: far above any model's context
+#: window (millions), far below what turns a sum of them into a float overflow
+MAX_REPORTED_TOKENS = 10**9
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def reported_count(value: Any) -> int | None:
+    """A token count as a provider reported it, checked once for every backend: an integer (not a
+    bool) from 0 to `MAX_REPORTED_TOKENS`; None for anything else (absent, negative, a float, a
+    string, absurdly large) — a count no call has, so the call's usage is unknown, never guessed."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_REPORTED_TOKENS:
+        return value
+    return None
+
+
+def clean_text(text: str) -> str:
+    """`text` with every lone surrogate (a JSON reply may hold ``"\\udc80"``, which no UTF-8 file
+    can hold) replaced by U+FFFD, so that a reply can always be written, cached and read back."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+class _Reply:
+    """What every backend's result — and every answer read back from the response cache — passes
+    through as it is built or changed (the one place for all of them): its texts are written as
+    given but with lone surrogates replaced (`clean_text`), and its token counts are checked
+    (`reported_count`). A count that is no count is stored as 0 with ``usage_unknown`` set, so
+    the call is never free to ``--max-cost`` nor counted as such in run.json, and never negative
+    or a crash in a sum; the answer itself stands. ``usage_unknown`` once set stays set."""
+
+    _COUNTS: ClassVar[tuple[str, ...]] = ("tokens_in",)
+    usage_unknown: bool
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._COUNTS:
+            count = reported_count(value)
+            if count is None:
+                object.__setattr__(self, "usage_unknown", True)
+                value = 0
+            else:
+                value = count
+        elif name == "tokens_reasoning":
+            value = None if value is None else reported_count(value)  # a part of tokens_out, where known
+        elif name == "usage_unknown":
+            value = bool(value) or bool(getattr(self, "usage_unknown", False))
+        elif isinstance(value, str):
+            value = clean_text(value)
+        super().__setattr__(name, value)
+
+    def redact(self, secrets: Sequence[str]) -> None:
+        """Mask the backend's known secrets (`stratbench.redact.secret_forms`) in every text of
+        this result — the reply, its reasoning, finish reason, rendered prompt and error — before
+        anything stores it: a server that echoes the request's Authorization header in a
+        successful reply must not get the key or password written to a record or the cache."""
+        from stratbench.redact import redact_known
+
+        if not secrets:
+            return
+        for name, value in list(vars(self).items()):
+            if isinstance(value, str):
+                setattr(self, name, redact_known(value, secrets))
 
 
 @dataclass(frozen=True)
@@ -53,7 +123,7 @@ class ScoreRequest:
 
 
 @dataclass
-class ScoreResult:
+class ScoreResult(_Reply):
     logprobs: list[float] | None  # summed over each continuation's tokens; None on error
     n_tokens: list[int] | None = None  # tokens per continuation (1 = single-token fast path)
     tokens_in: int = 0  # prompt tokens actually evaluated (after prefix reuse / caching)
@@ -61,6 +131,8 @@ class ScoreResult:
     cached: bool = False
     error: str | None = None
     rendered: str | None = None  # chat scoring: the exact text scored (template + stem)
+    # the provider did not say (or said no count) how many tokens a request of the call took
+    usage_unknown: bool = False
 
     @property
     def ok(self) -> bool:
@@ -86,7 +158,7 @@ class GenerateRequest:
 
 
 @dataclass
-class GenerateResult:
+class GenerateResult(_Reply):
     text: str | None
     tokens_in: int = 0
     tokens_out: int = 0
@@ -99,6 +171,9 @@ class GenerateResult:
     # reasoning_content, or the reply's <think> block: see stratbench.models.reasoning)
     reasoning: str | None = None
     tokens_reasoning: int | None = None  # reasoning tokens, where the server reports them (billed)
+    usage_unknown: bool = False  # the provider's token counts were absent or no counts (_Reply)
+
+    _COUNTS: ClassVar[tuple[str, ...]] = ("tokens_in", "tokens_out")
 
     @property
     def ok(self) -> bool:
@@ -115,6 +190,9 @@ class UsageTotals:
     errors: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    # calls whose provider reported no usable token counts: not in the tokens (nor in a cost made
+    # from them), counted here so that such a total is never read as complete
+    usage_unknown: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def add_score(self, r: ScoreResult) -> None:
@@ -124,6 +202,7 @@ class UsageTotals:
         self.calls += 1
         self.errors += r.error is not None
         self.tokens_in += r.tokens_in
+        self.usage_unknown += r.usage_unknown
 
     def add_generate(self, r: GenerateResult) -> None:
         if r.cached:
@@ -133,11 +212,14 @@ class UsageTotals:
         self.errors += r.error is not None
         self.tokens_in += r.tokens_in
         self.tokens_out += r.tokens_out
+        self.usage_unknown += r.usage_unknown
 
     def as_dict(self) -> dict[str, Any]:
-        failures = {"cache_failures": self.cache_failures} if self.cache_failures else {}  # only when any
+        # only when any: cache failures, calls of unknown usage
+        failures = {"cache_failures": self.cache_failures} if self.cache_failures else {}
+        unknown = {"usage_unknown": self.usage_unknown} if self.usage_unknown else {}
         return {"calls": self.calls, "cache_hits": self.cache_hits, **failures, "errors": self.errors,
-                "tokens_in": self.tokens_in, "tokens_out": self.tokens_out, **self.extra}
+                "tokens_in": self.tokens_in, "tokens_out": self.tokens_out, **unknown, **self.extra}
 
 
 class LanguageModel(abc.ABC):
@@ -155,6 +237,13 @@ class LanguageModel(abc.ABC):
 
     @abc.abstractmethod
     async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]: ...
+
+    def request_prompts(self, req: ScoreRequest) -> list[list[str]]:
+        """The requests (HTTP requests, forward passes) that scoring `req` takes at most, each as
+        the texts its prompt is made of: what a cost plan and ``--max-cost`` count
+        (`stratbench.models.costs`). One, of the prompt and the conversation, unless a backend
+        says otherwise (an HTTP completions endpoint takes several)."""
+        return [[req.prompt, *(c for _, c in req.messages)]]
 
     @abc.abstractmethod
     async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]: ...
@@ -206,6 +295,9 @@ class WrappedModel(LanguageModel):
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
+
+    def request_prompts(self, req: ScoreRequest) -> list[list[str]]:
+        return self.inner.request_prompts(req)
 
     def check_chat(self, scoring: bool = False) -> None:
         self.inner.check_chat(scoring)

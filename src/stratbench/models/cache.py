@@ -47,6 +47,7 @@ BUSY_TIMEOUT_S = 5.0
 
 _CORRUPT_CODES = (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB (primary result codes)
 _READONLY_CODE = 8  # SQLITE_READONLY
+_CANTOPEN_CODE = 14  # SQLITE_CANTOPEN: e.g. a WAL database whose -shm file cannot be made (read-only media)
 
 # the caches already named on stderr in this process, and how many instances hold each open: a
 # problem is named once for all the models sharing a cache (CHBench's players), and again in a
@@ -79,6 +80,13 @@ def _say(e: BaseException) -> str:
     if getattr(e, "sqlite_errorname", "") == "SQLITE_READONLY_DIRECTORY":
         text += " (its folder is read-only)"
     return text
+
+
+def _warn(message: str) -> None:
+    """One warning line on stderr: a control character in it (a STRATBENCH_CACHE_DIR holding a line
+    break) is shown escaped, so no second line can pass for another message."""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    print(f"warning: {shown}", file=sys.stderr)
 
 
 def _file_id(path: Path) -> tuple[int, int] | None:
@@ -131,6 +139,8 @@ class ResponseCache:
                         raise _NotAFolder(f"{up}{env} is a file, not a folder")
                     break
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        if readonly:
+            return self._connect_readonly()
         db = sqlite3.connect(self.path, check_same_thread=False, timeout=self.timeout_s)
         try:
             if not readonly:
@@ -145,17 +155,47 @@ class ResponseCache:
         self._file_id = _file_id(self.path)
         return db
 
+    def _connect_readonly(self) -> sqlite3.Connection:
+        """The database opened for reading only: ``mode=ro``, else (a WAL database on read-only
+        media, whose shared-memory file cannot be made) ``immutable=1``, which reads the file as
+        it stands (a cache's writer checkpoints its WAL into it when it closes)."""
+        last: sqlite3.Error | None = None
+        for flags in ("mode=ro", "immutable=1"):
+            uri = f"{self.path.absolute().as_uri()}?{flags}"
+            try:
+                db = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=self.timeout_s)
+            except sqlite3.Error as e:
+                last = e
+                continue
+            try:
+                db.execute("SELECT key, value, created FROM responses LIMIT 1").fetchall()
+            except sqlite3.Error as e:
+                db.close()
+                last = e
+                continue
+            self._file_id = _file_id(self.path)
+            return db
+        assert last is not None
+        raise last
+
     def _open(self) -> None:
         try:
             try:
                 self._db = self._connect()
             except sqlite3.Error as e:
-                if _code(e) != _READONLY_CODE:
+                # read-only: the file or folder (SQLITE_READONLY), or the media (a WAL database
+                # cannot open its shared memory: SQLITE_CANTOPEN): its answers can still be replayed
+                if not (_code(e) == _READONLY_CODE or (_code(e) == _CANTOPEN_CODE and self.path.is_file())):
                     raise
-                # a read-only database (file or folder): its answers can still be replayed
-                self._db = self._connect(readonly=True)
+                try:
+                    self._db = self._connect(readonly=True)
+                except sqlite3.Error:
+                    if _code(e) != _READONLY_CODE:
+                        raise e from None  # not read-only after all: named below
+                    raise
                 self.readable = True
-                self._bypass(e, "cannot be written")
+                self._bypass(e, "cannot be written" if _code(e) == _READONLY_CODE else
+                             "cannot be written (it opens for reading only)")
                 return
         except (_NotAFile, sqlite3.Error) as e:
             if not (isinstance(e, _NotAFile) or _is_corrupt(e)):
@@ -199,20 +239,28 @@ class ResponseCache:
                     old.rename(target.with_name(target.name + side))
                 except OSError:
                     old.unlink(missing_ok=True)
-        print(f"warning: response cache {self.path}: {why}; moved aside to {target.name} and started afresh",
-              file=sys.stderr)
+        _warn(f"response cache {self.path}: {why}; moved aside to {target.name} and started afresh")
         return True
+
+    def _explain(self, e: BaseException) -> str:
+        """`_say(e)` with what SQLite's own words leave out: a link to nothing (or a loop of links)
+        in the database's place, or a ``responses`` table that is not the cache's."""
+        text = _say(e)
+        if self.path.is_symlink() and not self.path.exists():
+            return f"{text} (it is a symbolic link to nothing, or a loop of links)"
+        if isinstance(e, sqlite3.OperationalError) and str(e).startswith("no such column"):
+            return f"{text} (its responses table is another program's or another format's, not this cache's)"
+        return text
 
     def _bypass(self, e: BaseException, what: str = "") -> None:
         """Name the cache's problem on stderr, once, and stop using the side that failed (the
         caller sets `readable`/`writable`)."""
         if self.problem is None:
-            self.problem = f"{what}: {_say(e)}" if what else _say(e)
+            self.problem = f"{what}: {self._explain(e)}" if what else self._explain(e)
         if self._name in _named:
             return
         _named.add(self._name)
-        print(f"warning: response cache {self.path}: {self.problem}; answers are kept, not cached",
-              file=sys.stderr)
+        _warn(f"response cache {self.path}: {self.problem}; answers are kept, not cached")
 
     def _recover(self, e: sqlite3.Error) -> bool:
         """After a corruption found in use: move the database aside and start afresh."""
@@ -423,8 +471,8 @@ class CachedModel(LanguageModel):
     def _name_invalid(self, why: str) -> None:
         if not self._invalid_named:
             self._invalid_named = True
-            print(f"warning: response cache {self.cache.path}: a cached answer is invalid ({why}); "
-                  "it is recomputed and overwritten", file=sys.stderr)
+            _warn(f"response cache {self.cache.path}: a cached answer is invalid ({why}); "
+                  "it is recomputed and overwritten")
 
     async def _through(self, kind: str, requests: Sequence[Any], call: Any, fields: tuple[str, ...],
                        make: Any) -> list[Any]:
@@ -448,7 +496,9 @@ class CachedModel(LanguageModel):
             if hits and k in hits:
                 why = invalid_entry(kind, hits[k], requests[i])
                 if why is None:
-                    results[i] = make(**hits[k], cached=True)
+                    # a served answer evaluated no prompt: its prompt tokens are 0, as a scored
+                    # answer's (which stores none) and a shared one's below; its reply keeps its length
+                    results[i] = make(**{**hits[k], "tokens_in": 0}, cached=True)
                     continue
                 self._name_invalid(why)  # a miss: computed below, and overwritten
                 failed.add(i)
@@ -505,6 +555,9 @@ class CachedModel(LanguageModel):
 
     def describe(self) -> dict[str, Any]:
         return {**self._identity, "cache": str(self.cache.path)}
+
+    def request_prompts(self, req: ScoreRequest) -> list[list[str]]:
+        return self.inner.request_prompts(req)
 
     async def aclose(self) -> None:
         try:

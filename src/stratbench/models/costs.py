@@ -11,10 +11,14 @@ generated reply: the dollars are an upper bound at the listed prices.
 
 ``--max-cost USD`` puts every backend of the command behind :class:`CostGuard`, below the response
 cache (a cached answer costs nothing): before a call it adds the call's worst case (its prompt and
-its whole output budget at the listed prices) to what was spent and what calls in flight may still
+its whole output budget at the listed prices, over every request the call makes: the backend says
+how many, `LanguageModel.request_prompts`) to what was spent and what calls in flight may still
 cost; when that would pass the ceiling the call is not made and the command stops as Ctrl-C stops
 it — every finished record saved, the folder resumable — and says so (exit 3). Spent cost is
-counted from the tokens the provider reported.
+counted from the tokens the provider reported; a call whose provider reported none (or no count,
+`models.base.reported_count`) is counted at its worst case, never as free. The worst case is an
+estimate where the prompt tokens are (about four characters a token): a command whose calls
+took more than that may end past the ceiling, and then says so.
 
 One session (:func:`cost_session`) per command; the CLI opens it (`stratbench.cli.plan`).
 """
@@ -41,8 +45,8 @@ from stratbench.models.base import (
 )
 from stratbench.models.prices import SHIPPED_PRICES, Price, load_price_table
 
-__all__ = ["APPROX", "CostGuard", "CostSession", "DryRunModel", "PlanLine", "RefusalGuard", "approx_tokens",
-           "cost_session", "current", "halted", "load_prices", "planning"]
+__all__ = ["APPROX", "CallBound", "CostGuard", "CostSession", "DryRunModel", "PlanLine", "RefusalGuard", "approx_tokens",
+           "call_bound", "cost_session", "current", "halted", "load_prices", "planning"]
 
 APPROX = "prompt tokens at about 4 characters a token (no tokenizer of the hosted model here)"
 CHARS_PER_TOKEN = 4
@@ -85,6 +89,7 @@ class CostSession:
     spent: float = 0.0
     reserved: float = 0.0  # worst case of the calls in flight
     tripped: bool = False
+    unknown: int = 0  # calls whose provider reported no usage: counted in `spent` at their worst case
 
     local: Callable[[str], bool] = lambda spec: False  # whether a spec's model runs here (its traits)
 
@@ -148,12 +153,25 @@ class _Wrapper(WrappedModel):
         self.session = session
 
 
-def _score_calls(model: LanguageModel, req: ScoreRequest) -> int:
-    """Requests one scored answer set takes: one on a chat endpoint or a local model; on an HTTP
-    completions endpoint up to one per answer (echo; a top-k walk often needs fewer)."""
-    if getattr(model, "multi_token_scoring", "unsupported") == "unsupported":
-        return 1
-    return max(1, len(req.continuations))
+@dataclass(frozen=True)
+class CallBound:
+    """The most one call may take: its requests, their prompt tokens (at about four characters a
+    token) and their output tokens (a generation's whole budget; one token for each scoring
+    request, which asks for one)."""
+
+    requests: int
+    tokens_in: int
+    tokens_out: int
+
+
+def call_bound(model: LanguageModel, req: GenerateRequest | ScoreRequest) -> CallBound:
+    """What `req` may take at most on `model`: a generation is one request; a scored answer set
+    takes the requests its backend says (`LanguageModel.request_prompts`: on an HTTP completions
+    endpoint the top-k request, the top-k walk's and one echo per answer)."""
+    if isinstance(req, GenerateRequest):
+        return CallBound(1, _prompt_tokens(req), req.max_tokens)
+    prompts = model.request_prompts(req)
+    return CallBound(len(prompts), sum(approx_tokens(t) for p in prompts for t in p), len(prompts))
 
 
 class DryRunModel(_Wrapper):
@@ -169,13 +187,12 @@ class DryRunModel(_Wrapper):
         line = self.session.line(self.spec)
         out = []
         for req in requests:
-            n = _score_calls(self.inner, req)
-            tokens = _prompt_tokens(req) * n
-            line.calls += n
-            line.tokens_in += tokens
-            line.tokens_out += n  # the one token a chat endpoint's top log-probs come with
+            bound = call_bound(self.inner, req)
+            line.calls += bound.requests
+            line.tokens_in += bound.tokens_in
+            line.tokens_out += bound.tokens_out  # the one token each scoring request asks for
             k = len(req.continuations)
-            res = ScoreResult([-math.log(k)] * k, n_tokens=[1] * k, tokens_in=tokens)
+            res = ScoreResult([-math.log(k)] * k, n_tokens=[1] * k, tokens_in=bound.tokens_in)
             self.usage.add_score(res)
             out.append(res)
         return out
@@ -255,11 +272,9 @@ class CostGuard(_Wrapper):
             raise InputError(f"--max-cost: no price for {self.spec} in the price table (stratbench's own or "
                              "--price-table); give one with --price-table FILE")
 
-    def _worst(self, requests: Sequence[Any]) -> float:
-        tokens_in = sum(_prompt_tokens(r) * (_score_calls(self.inner, r) if isinstance(r, ScoreRequest) else 1)
-                        for r in requests)
-        tokens_out = sum(r.max_tokens if isinstance(r, GenerateRequest) else 1 for r in requests)
-        return self.session.cost(self.spec, tokens_in, tokens_out) or 0.0
+    def _worst(self, req: GenerateRequest | ScoreRequest) -> float:
+        bound = call_bound(self.inner, req)
+        return self.session.cost(self.spec, bound.tokens_in, bound.tokens_out) or 0.0
 
     async def _stop(self) -> None:
         """The command stops as Ctrl-C stops it (the run saves what it has; the folder resumes)."""
@@ -271,7 +286,8 @@ class CostGuard(_Wrapper):
 
     async def _guarded(self, requests: Sequence[Any], call: Any) -> list[Any]:
         s = self.session
-        worst = self._worst(requests)
+        each = [self._worst(r) for r in requests]
+        worst = sum(each)
         assert s.max_cost is not None
         if s.tripped or s.spent + s.reserved + worst > s.max_cost:
             await self._stop()
@@ -280,8 +296,13 @@ class CostGuard(_Wrapper):
             results = await call(requests)
         finally:
             s.reserved -= worst
-        for r in results:
-            if not r.cached:
+        for r, bound in zip(results, each):
+            if r.cached:
+                continue
+            if r.usage_unknown:  # the provider did not say what it took: never free, its worst case
+                s.spent += bound
+                s.unknown += 1
+            else:
                 s.spent += self.session.cost(self.spec, r.tokens_in, getattr(r, "tokens_out", 0)) or 0.0
         return results
 

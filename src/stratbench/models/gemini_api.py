@@ -8,8 +8,9 @@ not score, so they are refused before a run rather than approximated.
 What the SDK does and what stratbench keeps:
 
 - **Retries** are the SDK's (its retry options: 408, 429, 5xx, with backoff), with stratbench's
-  ``--retries`` as its attempts after the first and ``--timeout`` as its per-request timeout. A call
-  that still fails is an error record naming the HTTP code and the API's status.
+  ``--retries`` as its attempts after the first and ``--timeout`` as its per-request timeout (the
+  call as a whole has a deadline, `stratbench.models.native`). A call that still fails is an
+  error record naming the HTTP code and the API's status.
 - **The request**: the system turn is ``system_instruction``; user and assistant turns are
   ``contents`` with roles ``user`` and ``model``; ``max_output_tokens``, ``temperature`` and
   ``stop_sequences`` from the request.
@@ -27,10 +28,11 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from typing import Any
 
 from stratbench.errors import InputError
-from stratbench.models.base import GenerateRequest, GenerateResult
+from stratbench.models.base import GenerateRequest, GenerateResult, reported_count
 from stratbench.models.native import SDKChatModel, turns_of
 
 __all__ = ["DEFAULT_URL", "KEY_ENV", "GeminiModel"]
@@ -66,12 +68,17 @@ class _ExplicitKey(logging.Filter):
 
 
 logging.getLogger("google_genai._api_client").addFilter(_ExplicitKey())
+# a finishReason (or another enum value) newer than the SDK: it keeps the value, which the reply's
+# record names (`_result`), and warns in two lines on stderr that say nothing more
+warnings.filterwarnings("ignore", message=r".* is not a valid \w+$", category=UserWarning,
+                        module=r"google\.genai\._common")
 
 
 class GeminiModel(SDKChatModel):
     """Gemini over generateContent (generation only: no scored answers)."""
 
     prefix, api, key_env, default_url = "gemini", "the Gemini API", KEY_ENV, DEFAULT_URL
+    max_retry_wait_s = 20.0  # the retry options' max_delay below
 
     def __init__(self, model: str, base_url: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,
                  max_retries: int = 4, temperature: float | None = None) -> None:
@@ -83,7 +90,7 @@ class GeminiModel(SDKChatModel):
 
     def _make_client(self) -> Any:
         t = self._types
-        retry = t.HttpRetryOptions(attempts=self.max_retries + 1, initial_delay=0.5, max_delay=20.0,
+        retry = t.HttpRetryOptions(attempts=self.max_retries + 1, initial_delay=0.5, max_delay=self.max_retry_wait_s,
                                    http_status_codes=_RETRY_CODES)
         opts = t.HttpOptions(base_url=self.base_url, timeout=int(self.timeout_s * 1000), retry_options=retry)
         return self._genai.Client(api_key=self._key, vertexai=False, http_options=opts)
@@ -121,17 +128,31 @@ class GeminiModel(SDKChatModel):
         return _result(resp, time.perf_counter() - t0)
 
 
+def _tokens(usage: Any) -> dict[str, Any]:
+    """The usage fields of a reply, as reported: `models.base` checks them (a count that is no
+    count — negative, a string, absurd — makes the call's usage unknown). The API leaves a zero
+    count out of its JSON, so an absent count is 0; an absent ``usage_metadata`` is unknown."""
+    if usage is None:
+        return {"tokens_in": None, "tokens_out": None}
+
+    def count(name: str) -> Any:
+        value = getattr(usage, name, None)
+        return 0 if value is None else value
+
+    reply, thoughts = reported_count(count("candidates_token_count")), reported_count(count("thoughts_token_count"))
+    return {"tokens_in": count("prompt_token_count"),
+            "tokens_out": None if reply is None or thoughts is None else reply + thoughts}
+
+
 def _result(resp: Any, latency: float) -> GenerateResult:
     usage = getattr(resp, "usage_metadata", None)
-    tokens = dict(tokens_in=int(getattr(usage, "prompt_token_count", 0) or 0),
-                  tokens_out=int(getattr(usage, "candidates_token_count", 0) or 0)
-                  + int(getattr(usage, "thoughts_token_count", 0) or 0), latency_s=latency)
+    tokens = dict(_tokens(usage), latency_s=latency)
     blocked = _name(getattr(getattr(resp, "prompt_feedback", None), "block_reason", None))
     candidates = getattr(resp, "candidates", None) or []
     if blocked:
-        return GenerateResult(None, error=f"the prompt was blocked ({blocked})", **tokens)  # type: ignore[arg-type]
+        return GenerateResult(None, error=f"the prompt was blocked ({blocked})", **tokens)
     if not candidates:
-        return GenerateResult(None, error="the reply has no candidate", **tokens)  # type: ignore[arg-type]
+        return GenerateResult(None, error="the reply has no candidate", **tokens)
     cand = candidates[0]
     finish = _name(getattr(cand, "finish_reason", None))
     text: list[str] = []
@@ -141,10 +162,9 @@ def _result(resp: Any, latency: float) -> GenerateResult:
             continue
         (thought if getattr(part, "thought", False) else text).append(part.text)
     if not text and not thought and finish not in (None, "STOP", "MAX_TOKENS"):
-        return GenerateResult(None, error=f"the reply was stopped ({finish}) with no text", **tokens)  # type: ignore[arg-type]
-    reasoning_tokens = getattr(usage, "thoughts_token_count", None)
+        return GenerateResult(None, error=f"the reply was stopped ({finish}) with no text", **tokens)
     return GenerateResult(
         "".join(text), finish_reason={"STOP": "stop", "MAX_TOKENS": "length"}.get(finish or "", finish and finish.lower()),
         reasoning="".join(thought) if thought else None,
-        tokens_reasoning=int(reasoning_tokens) if isinstance(reasoning_tokens, int) else None,
-        **tokens)  # type: ignore[arg-type]
+        tokens_reasoning=getattr(usage, "thoughts_token_count", None),  # checked by models.base
+        **tokens)

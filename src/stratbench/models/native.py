@@ -6,19 +6,26 @@ the key from its one environment variable, concurrency, timeout, retries), keeps
 per event loop behind a semaphore, refuses exact policies in one line (no log-probabilities, so
 no logprob or choice policy: a run samples), and counts usage. A subclass names its key variable,
 default URL and API, builds its SDK's client and makes one call.
+
+``--timeout`` is a deadline for the whole answer here too, as on the OpenAI-compatible route: the
+SDKs take it as a per-read timeout, which a server trickling its body a byte at a time never trips.
+The SDK makes a call's attempts itself, so the deadline is the call's: ``--timeout`` for each of
+its ``1 + --retries`` attempts, plus the longest wait the SDK may make between two of them
+(`max_retry_wait_s`). Past it the call is an error result ("no whole answer within N s").
 """
 
 from __future__ import annotations
 
 import abc
 import asyncio
-import os
+import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, GenerateResult, LanguageModel, ScoreRequest, ScoreResult
+from stratbench.models.providers import read_key
 
 __all__ = ["SDKChatModel", "turns_of"]
 
@@ -42,6 +49,7 @@ class SDKChatModel(LanguageModel):
     key_env: ClassVar[str] = ""
     default_url: ClassVar[str] = ""
     max_temperature: ClassVar[float] = 2.0  # the highest sampling temperature the API takes
+    max_retry_wait_s: ClassVar[float] = 60.0  # the longest the SDK waits between two attempts
 
     def __init__(self, model: str, base_url: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,
                  max_retries: int = 4, temperature: float | None = None) -> None:
@@ -57,7 +65,7 @@ class SDKChatModel(LanguageModel):
             raise InputError(f"{self.spec}: --base-url: credentials in the URL are not sent to {self.api}; "
                              f"set {self.key_env}")
         self.base_url = url
-        key = (os.environ.get(self.key_env) or "").strip()
+        key = read_key(self.key_env, self.spec) or ""
         from stratbench.models.costs import planning
 
         if not key and not planning():  # (a dry run makes no request: it needs no key)
@@ -106,6 +114,27 @@ class SDKChatModel(LanguageModel):
         if close is not None:
             await close()
 
+    @property
+    def deadline_s(self) -> float:
+        """The most one call (all its attempts and the waits between them) may take."""
+        return self.timeout_s * (self.max_retries + 1) + self.max_retry_wait_s * self.max_retries
+
+    async def _call_within_deadline(self, client: Any, req: GenerateRequest) -> GenerateResult:
+        t0 = time.perf_counter()
+        deadline = asyncio.timeout(self.deadline_s)
+        try:
+            async with deadline:
+                return await self._call(client, req)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+        except RecursionError:  # the SDK's JSON parser on a reply nested 100,000 deep: a malformed reply
+            return GenerateResult(None, latency_s=time.perf_counter() - t0,
+                                  error="invalid reply: its JSON is nested too deeply")
+        return GenerateResult(None, latency_s=time.perf_counter() - t0,
+                              error=f"timed out: no whole answer within {self.deadline_s:g} s (--timeout "
+                                    f"{self.timeout_s:g} s for each of {self.max_retries + 1} attempts)")
+
     def _session(self) -> Any:
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:  # one client per event loop
@@ -127,10 +156,11 @@ class SDKChatModel(LanguageModel):
         async def one(req: GenerateRequest) -> GenerateResult:
             assert self._sem is not None
             async with self._sem:
-                return await self._call(client, req)
+                return await self._call_within_deadline(client, req)
 
         results = await asyncio.gather(*(one(r) for r in requests))
         for r in results:
+            r.redact([self._key])  # a server echoing the key in its reply (or an SDK in an error)
             self.usage.add_generate(r)
         return list(results)
 

@@ -14,7 +14,8 @@ Scoring
     every prompt position's log-probs in Python (llama-cpp-python's server: ~1 min for a
     200-token prompt with Gemma's 262k vocabulary). A token straddling the prompt/continuation
     boundary gives an error result, never a guess. Echoed tokens are located by their text
-    offsets, or — when a server's offsets skip special tokens, as llama-cpp-python's do (its
+    offsets, and must tile the continuation exactly once (no repeated or earlier offset, no gap,
+    up to its end: otherwise the reply is malformed, an error result), or — when a server's offsets skip special tokens, as llama-cpp-python's do (its
     offsets index the text with special tokens removed) — as the last prompt tokens, which must
     spell the continuation exactly.
 
@@ -83,9 +84,12 @@ Hostile servers and inputs
     1-65535, no whitespace or control characters, no query): one InputError line. Credentials in
     it (``http://user:PASSWORD@host/v1``) are sent as HTTP basic authentication, kept out of the
     URL of every request, and shown nowhere (`stratbench.redact`; a server echoing the header is
-    redacted too). Every log-probability read from a reply must be finite and at most
+    redacted too, in an error and in a successful reply alike). Every log-probability read from a reply must be finite and at most
     `labels.LOGPROB_MAX`: NaN, infinite or positive makes the call an error (never scored, never
-    bypassed by another request). A response body is read, decoded (identity, gzip, deflate),
+    bypassed by another request). A chat top_logprobs entry that cannot be read is a malformed
+    reply, never its token read as outside the top-20. Token counts are checked as every
+    backend's are (`models.base.reported_count`: absent or no count, the call's usage is
+    unknown). A response body is read, decoded (identity, gzip, deflate),
     up to `max_response_bytes` (``STRATBENCH_MAX_RESPONSE_BYTES``, 8 MiB by default) and no
     further: past it the call is the error "response body over N bytes", not retried. The
     timeout is a deadline for the whole answer too (a body trickled a byte at a time): past it,
@@ -97,7 +101,6 @@ Hostile servers and inputs
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextvars
 import hashlib
 import json
@@ -123,12 +126,13 @@ from stratbench.models.base import (
     Message,
     ScoreRequest,
     ScoreResult,
+    reported_count,
 )
 from stratbench.models.labels import LOGPROB_MAX
-from stratbench.models.providers import HTTP_PROVIDERS
+from stratbench.models.providers import HTTP_PROVIDERS, read_key
 from stratbench.models.retry import BodyTimeout, ResponseTooLarge, RetryOutcome, RetryPolicy, request_with_retries
 from stratbench.models.templates import bounded_formatter, probe
-from stratbench.redact import is_redacted_url, redact_text, redact_url
+from stratbench.redact import is_redacted_url, redact_known, redact_text, redact_url, secret_forms
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +265,8 @@ def check_base_url(url: str, who: str) -> None:
     read back from a saved run (redacted there). Credentials themselves are fine (sent as basic
     authentication) and never shown."""
     shown = redact_url(url)
+    if len(shown) > 200:  # (a URL of 100,000 characters is named, not echoed whole)
+        shown = f"{shown[:120]}…({len(shown):,} characters)"
 
     def bad(problem: str) -> InputError:
         return InputError(f"{who}: --base-url {shown!r}: {problem}")
@@ -502,11 +508,11 @@ class ChatTemplate:
                 raise InputError(f"--chat-template {config}: not a tokenizer_config.json (nested too deeply)") from None
             except (OSError, ValueError) as e:
                 raise InputError(f"--chat-template {config}: not a JSON file ({e})") from None
-            return cls._jinja(text, conf if isinstance(conf, dict) else {}, p.name)
+            return cls._jinja(text, conf if isinstance(conf, dict) else {}, p.name, p)
         if _TEMPLATE_VARS.search(text):
             raise InputError(f"--chat-template {p}: the template uses bos_token/eos_token, which a .jinja "
                              "file alone does not give; pass the model's tokenizer_config.json or GGUF")
-        return cls._jinja(text, {}, p.name)
+        return cls._jinja(text, {}, p.name, p)
 
     @classmethod
     def _from_tokenizer_config(cls, p: Path, text: str) -> "ChatTemplate":
@@ -531,19 +537,21 @@ class ChatTemplate:
                     raise InputError(f"--chat-template {beside}: cannot read it ({e})") from None
         if not isinstance(template, str) or not template.strip():
             raise InputError(f"--chat-template {p}: no chat_template in it (nor a chat_template.jinja beside it)")
-        return cls._jinja(template, conf, p.name)
+        return cls._jinja(template, conf, p.name, p)
 
     @classmethod
-    def _jinja(cls, template: str, conf: dict[str, Any], source: str) -> "ChatTemplate":
+    def _jinja(cls, template: str, conf: dict[str, Any], source: str, path: Path) -> "ChatTemplate":
+        """`source` (the file's name) is the template's identity (`describe`, cache keys); `path`
+        names it in messages, as every other --chat-template message does."""
         bos, eos = _token_text(conf.get("bos_token")), _token_text(conf.get("eos_token"))
         add_bos = conf.get("add_bos_token")
         add_bos = add_bos if isinstance(add_bos, bool) else None
         try:
             formatter = bounded_formatter(template, eos_token=eos, bos_token=bos)
         except ImportError:
-            raise InputError(f"--chat-template {source}: rendering a template needs llama-cpp-python") from None
+            raise InputError(f"--chat-template {path}: rendering a template needs llama-cpp-python") from None
         except Exception as e:  # noqa: BLE001 - jinja2's TemplateSyntaxError and kin
-            raise InputError(f"--chat-template {source}: not a valid template ({type(e).__name__}: {e})") from None
+            raise InputError(f"--chat-template {path}: not a valid template ({type(e).__name__}: {e})") from None
         digest = hashlib.sha256(json.dumps(["jinja", template, bos, eos, add_bos]).encode()).hexdigest()
         return cls(formatter, bos_token=bos, add_bos=add_bos, source=source, digest=digest)
 
@@ -663,9 +671,7 @@ class OpenAICompatibleModel(LanguageModel):
 
         env = api_key_env or default_env
         self.api_key_env = env
-        key = os.environ.get(env) or None
-        if key is not None:
-            key = key.strip() or None
+        key = read_key(env, self.spec)
         from stratbench.models.costs import planning
 
         if key is None and (key_required or api_key_env is not None) and not planning():  # (a dry run: no request)
@@ -712,6 +718,34 @@ class OpenAICompatibleModel(LanguageModel):
             d["chat_template"] = self.chat_template.describe()
         return d
 
+    def request_prompts(self, req: ScoreRequest) -> list[list[str]]:
+        """The most requests scoring `req` takes (see the module docstring): on the chat endpoint
+        one; on the completions endpoint the top-k request, one per node of the top-k walk where
+        it is used, and one echo per continuation (any continuation may fall back to its echo).
+        A request refused before any call (closed scoring, no template) takes none."""
+        if req.closed or not req.continuations:
+            return []
+        if req.messages:
+            if self.chat_template is None or not self.chat_template.has_template:
+                return []
+            try:
+                prompt = self.chat_template.render(req.messages)[1] + req.prompt
+            except ValueError:
+                return []
+        elif self.endpoint == "chat":
+            return [[req.prompt]]
+        else:
+            prompt = req.prompt
+        todo = [c for c in dict.fromkeys(req.continuations) if c]
+        if not prompt or not todo:
+            return []
+        out = [[prompt]] if self.top_logprobs > 0 else []
+        if self.top_logprobs > 0 and self.multi_token_scoring == "topk-walk":
+            paths = self._token_paths(prompt, todo)
+            nodes = {"".join(p[:j]) for p in paths.values() for j in range(1, len(p))}
+            out += [[prompt, pre] for pre in sorted(nodes)]
+        return out + [[prompt, c] for c in todo]
+
     def _no_template(self) -> str:
         """Why this model cannot score a conversation exactly: no --chat-template, or one (a GGUF)
         that holds no chat template."""
@@ -731,17 +765,14 @@ class OpenAICompatibleModel(LanguageModel):
                 f"endpoint={self.endpoint!r}, max_concurrency={self.max_concurrency}, "
                 f"api_key={'set' if self._key else 'unset'})")
 
+    def _secrets(self) -> list[str]:
+        """The API key and the URL's credentials, in every form a server may echo them."""
+        return secret_forms(self._key.get(), self._basic.get())
+
     def _redact(self, text: str) -> str:
         """`text` without the API key, the URL's credentials (as given, and as the basic
         authentication header a server may echo) or any URL's userinfo."""
-        basic = self._basic.get()
-        secrets = [self._key.get()]
-        if basic:
-            secrets += [basic.partition(":")[2], base64.b64encode(basic.encode("utf-8")).decode("ascii")]
-        for secret in secrets:
-            if secret and len(secret) >= 3 and secret in text:
-                text = text.replace(secret, "***")
-        return redact_text(text)
+        return redact_text(redact_known(text, self._secrets()))
 
     # -- HTTP -----------------------------------------------------------------------------
 
@@ -834,7 +865,9 @@ class OpenAICompatibleModel(LanguageModel):
 
     async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
         results = await asyncio.gather(*(self._guard_score(r) for r in requests))
+        secrets = self._secrets()
         for r in results:
+            r.redact(secrets)  # (an echo of the request's headers in a reply)
             self.usage.add_score(r)
         return list(results)
 
@@ -879,12 +912,12 @@ class OpenAICompatibleModel(LanguageModel):
             return ScoreResult(logprobs=None, error="empty prompt: its first token has no log-prob to condition on")
         scored: dict[str, tuple[float, int]] = {"": (0.0, 0)}
         todo = [c for c in dict.fromkeys(continuations) if c]
-        tokens_in = 0
+        tokens_in: int | None = 0  # None: a request's usage was not reported (models.base.reported_count)
         if self.top_logprobs > 0 and todo:
             top, t_in, err, status = await self._next_token_top(prompt)
-            tokens_in += t_in
+            tokens_in = _add_tokens(tokens_in, t_in)
             if err is not None and status not in (400, 422):
-                return ScoreResult(logprobs=None, tokens_in=tokens_in, error=err)
+                return ScoreResult(logprobs=None, error=err, **_prompt_usage(tokens_in))
             if top is not None:
                 paths = self._token_paths(prompt, todo) if self.multi_token_scoring == "topk-walk" else {}
                 for c in todo:  # no tokenizer: a continuation that is one top-k token, by its text
@@ -892,23 +925,24 @@ class OpenAICompatibleModel(LanguageModel):
                         scored[c] = (top[c], 1)
                 if paths:
                     walked, t_in, err = await self._walk(prompt, paths, top)
-                    tokens_in += t_in
+                    tokens_in = _add_tokens(tokens_in, t_in)
                     if err is not None:
-                        return ScoreResult(logprobs=None, tokens_in=tokens_in, error=err)
+                        return ScoreResult(logprobs=None, error=err, **_prompt_usage(tokens_in))
                     scored.update(walked)
         rest = [c for c in todo if c not in scored]
         parts = dict(zip(rest, await asyncio.gather(*(self._score_continuation(prompt, c) for c in rest))))
-        tokens_in += sum(p[2] for p in parts.values())
+        for p in parts.values():
+            tokens_in = _add_tokens(tokens_in, p[2])
         for _, _, _, err in parts.values():
             if err is not None:
-                return ScoreResult(logprobs=None, tokens_in=tokens_in, error=err)
+                return ScoreResult(logprobs=None, error=err, **_prompt_usage(tokens_in))
         scored.update({c: (lp, n) for c, (lp, n, _, _) in parts.items()})
         return ScoreResult(logprobs=[scored[c][0] for c in continuations],
-                           n_tokens=[scored[c][1] for c in continuations], tokens_in=tokens_in)
+                           n_tokens=[scored[c][1] for c in continuations], **_prompt_usage(tokens_in))
 
-    async def _next_token_top(self, prompt: str) -> tuple[dict[str, float] | None, int, str | None, int | None]:
+    async def _next_token_top(self, prompt: str) -> tuple[dict[str, float] | None, int | None, str | None, int | None]:
         """(token text -> log-prob of the top-k after `prompt`, or None when the server does not
-        give them; prompt tokens; error; HTTP status)."""
+        give them; prompt tokens (None: not reported); error; HTTP status)."""
         body = {"model": self.model, "prompt": prompt, "max_tokens": 1, "temperature": 0,
                 "logprobs": self.top_logprobs}
         out = await self._post("completions", body)
@@ -957,19 +991,19 @@ class OpenAICompatibleModel(LanguageModel):
         return out
 
     async def _walk(self, prompt: str, paths: dict[str, list[str]],
-                    root: dict[str, float]) -> tuple[dict[str, tuple[float, int]], int, str | None]:
+                    root: dict[str, float]) -> tuple[dict[str, tuple[float, int]], int | None, str | None]:
         """Score continuations token by token down their prefix tree, one next-token request per
         node (the nodes of one depth concurrently). A continuation whose next token a node's top-k
         does not hold is left out of the result (it gets an echo request)."""
         tops: dict[str, dict[str, float] | None] = {"": root}
         state = {c: (0, 0.0) for c in paths}  # continuation -> (tokens scored, their log-prob)
         done: dict[str, tuple[float, int]] = {}
-        tokens_in = 0
+        tokens_in: int | None = 0
         while state:
             need = sorted({"".join(paths[c][:j]) for c, (j, _) in state.items()} - tops.keys())
             answers = await asyncio.gather(*(self._next_token_top(prompt + pre) for pre in need))
             for pre, (top, t_in, err, status) in zip(need, answers):
-                tokens_in += t_in
+                tokens_in = _add_tokens(tokens_in, t_in)
                 if err is not None and status not in (400, 422):
                     return done, tokens_in, err
                 tops[pre] = top
@@ -987,8 +1021,8 @@ class OpenAICompatibleModel(LanguageModel):
                     state[c] = (j, lp)
         return done, tokens_in, None
 
-    async def _score_continuation(self, prompt: str, cont: str) -> tuple[float, int, int, str | None]:
-        """(logprob, n_tokens, prompt_tokens, error) of one continuation."""
+    async def _score_continuation(self, prompt: str, cont: str) -> tuple[float, int, int | None, str | None]:
+        """(logprob, n_tokens, prompt_tokens (None: not reported), error) of one continuation."""
         if not cont:
             return 0.0, 0, 0, None
         full = prompt + cont
@@ -1015,19 +1049,21 @@ class OpenAICompatibleModel(LanguageModel):
         out = await self._post("chat/completions", body)
         if not out.ok:
             return ScoreResult(logprobs=None, error=out.error)
-        tokens_in = _usage_int(out.data, "prompt_tokens")
+        usage = _prompt_usage(_usage_int(out.data, "prompt_tokens"))
         try:
             top = _chat_top_logprobs(out.data)
         except _Malformed as e:
-            return ScoreResult(logprobs=None, tokens_in=tokens_in, error=self._redact(str(e)))
+            return ScoreResult(logprobs=None, error=self._redact(str(e)), **usage)
         return ScoreResult(logprobs=[top.get(c, float("-inf")) for c in req.continuations],
-                           n_tokens=[1] * len(req.continuations), tokens_in=tokens_in)
+                           n_tokens=[1] * len(req.continuations), **usage)
 
     # -- generation -----------------------------------------------------------------------
 
     async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]:
         results = await asyncio.gather(*(self._guard_generate(r) for r in requests))
+        secrets = self._secrets()
         for r in results:
+            r.redact(secrets)  # a server echoing the Authorization header in its reply
             self.usage.add_generate(r)
         return list(results)
 
@@ -1104,12 +1140,9 @@ class OpenAICompatibleModel(LanguageModel):
             if not isinstance(text, str):
                 raise _Malformed("malformed response: choice has no text")
         except _Malformed as e:
-            return GenerateResult(text=None, tokens_in=_usage_int(data, "prompt_tokens"),
-                                  tokens_out=_usage_int(data, "completion_tokens"), error=self._redact(str(e)[:300]),
-                                  rendered=rendered)
+            return GenerateResult(text=None, error=self._redact(str(e)[:300]), rendered=rendered, **_usage(data))
         finish = choice.get("finish_reason")
-        return GenerateResult(text=text, tokens_in=_usage_int(data, "prompt_tokens"),
-                              tokens_out=_usage_int(data, "completion_tokens"),
+        return GenerateResult(text=text, **_usage(data),
                               finish_reason=finish if isinstance(finish, str) else None, rendered=rendered,
                               reasoning=reasoning, tokens_reasoning=_reasoning_tokens(data))
 
@@ -1132,10 +1165,28 @@ def _reasoning_tokens(data: Any) -> int | None:
 # -- response parsing (pure functions) ------------------------------------------------------
 
 
-def _usage_int(data: Any, key: str) -> int:
+def _usage_int(data: Any, key: str) -> int | None:
+    """``usage[key]`` of a reply, checked (`models.base.reported_count`); None when absent or no
+    count: the request's usage is unknown."""
     usage = data.get("usage") if isinstance(data, dict) else None
-    value = usage.get(key) if isinstance(usage, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    return reported_count(usage.get(key) if isinstance(usage, dict) else None)
+
+
+def _add_tokens(total: int | None, more: int | None) -> int | None:
+    """Prompt tokens of a call's requests together: unknown (None) once one request's is."""
+    return None if total is None or more is None else total + more
+
+
+def _prompt_usage(tokens_in: int | None) -> dict[str, Any]:
+    """A scored call's usage fields: its prompt tokens, or none known."""
+    return {"tokens_in": tokens_in or 0, "usage_unknown": tokens_in is None}
+
+
+def _usage(data: Any) -> dict[str, Any]:
+    """A generation's usage fields: its prompt and reply tokens, or unknown when either is not
+    reported as a count."""
+    t_in, t_out = _usage_int(data, "prompt_tokens"), _usage_int(data, "completion_tokens")
+    return {"tokens_in": t_in or 0, "tokens_out": t_out or 0, "usage_unknown": t_in is None or t_out is None}
 
 
 def _server_prompt(data: Any) -> str | None:
@@ -1177,30 +1228,60 @@ def _echo_logprob(data: Any, prompt_len: int, full: str) -> tuple[float, int]:
     if not _offsets_index(tokens, offsets, full):
         # offsets that skip special tokens (llama-cpp-python): the continuation's tokens are the
         # last ones before the generated ones
-        generated = _usage_int(data, "completion_tokens") if _has_usage(data, "completion_tokens") else None
+        generated = _usage_int(data, "completion_tokens")
         if generated is None or generated > len(tokens):
             raise _Malformed("echoed token offsets do not match the prompt")
         return _echo_suffix_logprob(tokens[: len(tokens) - generated], token_lps, full[prompt_len:])
+    return _tiled_logprob(tokens, token_lps, offsets, prompt_len, full)
+
+
+def _tiled_logprob(tokens: list[Any], token_lps: list[Any], offsets: list[Any], prompt_len: int,
+                   full: str) -> tuple[float, int]:
+    """The summed log-prob of the echoed tokens that spell ``full[prompt_len:]``, which must tile
+    it exactly once: the first starts at `prompt_len`, each next one where the one before ends,
+    none repeated, none going back, none left out, the last ending at ``len(full)`` (where the
+    generated token, if any, starts). A token holding U+FFFD (part of a character) ends where the
+    next begins. Anything else is a malformed reply — never a label counted twice or scored by a
+    part of it."""
     full_len = len(full)
-    total, n, started = 0.0, 0, False
-    for tok_lp, off in zip(token_lps, offsets):
-        if not isinstance(off, int):
+    total, n = 0.0, 0
+    pos: int | None = None  # where the next continuation token must start (None: not started)
+    loose = False  # the token before held U+FFFD: its length in characters is not known
+    for tok, tok_lp, off in zip(tokens, token_lps, offsets):
+        if not isinstance(off, int) or isinstance(off, bool):
             raise _Malformed("malformed response: bad text_offset")
-        if off < prompt_len:
-            continue
-        if off >= full_len:
-            break  # the generated token (max_tokens=1), ignored
-        if not started:
+        if pos is None:
+            if off < prompt_len:
+                continue
+            if off >= full_len:
+                break  # nothing of the continuation (named below)
             if off != prompt_len:
                 raise _Malformed("continuation does not start at a token boundary")
-            started = True
+            pos = prompt_len
+        if off >= full_len and (pos == full_len or loose):
+            break  # the generated token (max_tokens=1), ignored
+        if loose and pos <= off < full_len:
+            pos = off
+        if off != pos:
+            why = (f"a token at offset {off}, before the end of the one before it ({pos}): a repeated or earlier "
+                   "offset" if off < pos else f"no token covers offsets {pos} to {off - 1}")
+            raise _Malformed(f"the echoed tokens do not spell the continuation exactly once ({why})")
+        if not isinstance(tok, str) or not tok:
+            raise _Malformed("malformed response: a continuation token is not a text")
         total += _logprob(tok_lp, "a continuation token")
         n += 1
-    if n == 0:
+        loose = "\ufffd" in tok
+        pos = off if loose else off + len(tok)
+        if pos > full_len:
+            raise _Malformed("a token runs past the end of the continuation")
+    if pos is None:
         # either a token covers the boundary and the whole continuation, or nothing was echoed
         if any(isinstance(o, int) and o < prompt_len for o in offsets):
             raise _Malformed("continuation does not start at a token boundary")
         raise _Malformed("server did not echo the continuation's tokens (echo=true unsupported?)")
+    if pos != full_len and not loose:
+        raise _Malformed(f"the echoed tokens do not spell the continuation exactly once (they end at offset "
+                         f"{pos}, the continuation at {full_len})")
     return total, n
 
 
@@ -1218,11 +1299,6 @@ def _logprob(x: Any, what: str) -> float:
         raise _BadLogprob(f"server returned the log-probability {value!r} for {what}: not a probability "
                           "(a log-probability is finite and at most 0)")
     return value
-
-
-def _has_usage(data: Any, key: str) -> bool:
-    usage = data.get("usage") if isinstance(data, dict) else None
-    return isinstance(usage, dict) and isinstance(usage.get(key), int) and not isinstance(usage.get(key), bool)
 
 
 def _offsets_index(tokens: list[Any], offsets: list[Any], full: str) -> bool:
@@ -1275,16 +1351,19 @@ def _chat_top_logprobs(data: Any) -> dict[str, float]:
     if not isinstance(content, list) or not content or not isinstance(content[0], dict):
         raise _Malformed("chat response has no logprobs (the server may not support logprobs)")
     first = content[0]
-    entries = list(first.get("top_logprobs") or [])
-    if not entries:
+    entries = first.get("top_logprobs")
+    if not isinstance(entries, list) or not entries:
         raise _Malformed("chat response has no top_logprobs")
     out: dict[str, float] = {}
-    for e in entries:
+    for i, e in enumerate(entries):
+        # an entry that cannot be read makes the reply malformed: skipping it would read its token
+        # as outside the top-20 (probability 0), which the server never said
         if not isinstance(e, dict) or not isinstance(e.get("token"), str):
-            continue
+            raise _Malformed(f"malformed response: top_logprobs entry {i} has no token text")
         value = e.get("logprob")
         if not _is_number(value):
-            continue
+            raise _Malformed(f"malformed response: top_logprobs entry {i} ({e['token'][:40]!r}) has no "
+                             "numeric logprob")
         tok = e["token"]
         lp = _logprob(value, f"the top-k token {tok!r}")
         out[tok] = lp if tok not in out else _logprob(_logaddexp(out[tok], lp), f"the top-k token {tok!r} (its entries together)")

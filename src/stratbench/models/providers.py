@@ -20,7 +20,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-__all__ = ["HTTP_PROVIDERS", "LOCAL_BACKENDS", "NATIVE_PROVIDERS", "Provider", "key_is_set"]
+from stratbench.errors import InputError
+
+__all__ = ["HTTP_PROVIDERS", "LOCAL_BACKENDS", "NATIVE_PROVIDERS", "Provider", "key_is_set", "read_key"]
 
 
 @dataclass(frozen=True)
@@ -95,3 +97,20 @@ def key_is_set(provider: Provider) -> bool | None:
     if provider.key_env is None:
         return None
     return bool((os.environ.get(provider.key_env) or "").strip())
+
+
+def read_key(env: str, spec: str) -> str | None:
+    """The API key in environment variable `env` (surrounding whitespace stripped; None when unset
+    or blank), checked as the model opens: a key with a line break, another control character or
+    a non-ASCII character can be sent in no HTTP header (every call would fail with an error that
+    quotes it, or crash in an encoder), so it is one InputError line naming the variable and the
+    character's position — never the key."""
+    key = (os.environ.get(env) or "").strip()
+    if not key:
+        return None
+    for i, c in enumerate(key):
+        if not " " <= c <= "~":
+            what = "a line break" if c in "\r\n" else "a control character" if c.isascii() else "a non-ASCII character"
+            raise InputError(f"{spec}: {env} holds {what} (at character {i + 1} of {len(key)}); an API key is "
+                             "printable ASCII: set it again")
+    return key

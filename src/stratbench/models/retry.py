@@ -142,7 +142,7 @@ def short_message(body: bytes | str, limit: int = MAX_MESSAGE_CHARS) -> str:
     msg = text
     try:
         obj = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         obj = None
     if isinstance(obj, dict):
         err = obj.get("error", obj)
@@ -208,6 +208,8 @@ async def request_with_retries(
                     return RetryOutcome(data=json.loads(resp.content), status=status, attempts=attempts)
                 except ValueError:  # includes UnicodeDecodeError
                     last = "invalid JSON in response"
+                except RecursionError:  # (200,000 "[": a reply no parser reads, not a bug here)
+                    last = "invalid JSON in response (nested too deeply)"
             elif status in RETRYABLE_STATUS:
                 msg = short_message(resp.content)
                 last = f"HTTP {status}" + (f": {msg}" if msg else "")

@@ -7,10 +7,14 @@ no attribute of Python internals, no mutation of lists or dicts, `range` capped 
 items) — in an environment with the same settings and these limits:
 
 * time: a render that runs longer than `TEMPLATE_TIME_LIMIT_S` (a loop that never ends, nested
-  loops of 10^10 steps) stops with an error (the template's own lines check a deadline);
-* size: the rendered text, and every string, list or tuple an operator (``+``, ``*``, ``~``), a
-  filter or a call builds, holds at most `TEMPLATE_MAX_CHARS` items, and ``**`` is refused for
-  huge powers — so a template cannot grow a value until memory runs out;
+  loops of 10^10 steps) stops with an error: the template's own lines check a deadline, and so
+  does every sequence a filter yields item by item (a chain of ``|map`` filters runs in jinja's
+  code, not the template's, and would run for minutes on one line);
+* size: the rendered text, and every string an operator (``+``, ``*``, ``~``), a filter or a call
+  builds, holds at most `TEMPLATE_MAX_CHARS` characters; a list or tuple (and a sequence a filter
+  yields) at most `TEMPLATE_MAX_ITEMS` items, as the sandbox's ``range``; ``**`` is refused for
+  huge powers — so a template cannot grow a value until memory runs out, nor hand a filter a
+  sequence whose every item costs it time (``|sort`` of millions);
 * content (`probe`, before a run): a conversation renders to a non-empty text that contains every
   message's content. An empty template (every prompt would lose its game) or one that drops the
   messages is refused with one line.
@@ -24,15 +28,17 @@ from __future__ import annotations
 import functools
 import re
 import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Any
 
 from stratbench.models.base import Message
 
 TEMPLATE_TIME_LIMIT_S = 2.0  # a chat template renders in about a millisecond
-TEMPLATE_MAX_CHARS = 4_000_000  # rendered text, and any one value a template builds
+TEMPLATE_MAX_CHARS = 4_000_000  # rendered text, and any one string a template builds
+TEMPLATE_MAX_ITEMS = 100_000  # any one list, tuple or filtered sequence (the sandbox's range cap)
 MAX_POWER_DIGITS = 10_000  # `a ** b` with a result of more digits is refused
 
 # the conversations of the check before a run: their contents must all appear in the rendering
@@ -46,11 +52,37 @@ class TemplateLimitError(ValueError):
     """A chat template went past a limit of this module (time or size)."""
 
 
+# the deadline of the render running in this thread (None: no render), for the checks that run
+# outside the template's own code (filters)
+_render = threading.local()
+
+
+def _check_deadline() -> None:
+    limit = getattr(_render, "limit", None)
+    if limit is not None and time.monotonic() > limit:
+        raise TemplateLimitError(f"chat template: rendering ran past its time limit of "
+                                 f"{TEMPLATE_TIME_LIMIT_S:g} s (a loop that does not end?)")
+
+
 def _sized(value: Any, what: str) -> Any:
-    if isinstance(value, (str, bytes, list, tuple)) and len(value) > TEMPLATE_MAX_CHARS:
+    if isinstance(value, (str, bytes)) and len(value) > TEMPLATE_MAX_CHARS:
         raise TemplateLimitError(f"chat template: {what} builds a value of {len(value):,} items "
                                  f"(at most {TEMPLATE_MAX_CHARS:,})")
+    if isinstance(value, (list, tuple)) and len(value) > TEMPLATE_MAX_ITEMS:
+        raise TemplateLimitError(f"chat template: {what} builds a sequence of {len(value):,} items "
+                                 f"(at most {TEMPLATE_MAX_ITEMS:,})")
     return value
+
+
+def _bounded_items(items: Iterator[Any], what: str) -> Iterator[Any]:
+    """A filter's lazily yielded sequence (``map``, ``select``, ``batch`` …), with the render's
+    deadline checked as it is consumed and at most `TEMPLATE_MAX_ITEMS` items."""
+    for n, item in enumerate(items, 1):
+        if n > TEMPLATE_MAX_ITEMS:
+            raise TemplateLimitError(f"chat template: {what} yields more than {TEMPLATE_MAX_ITEMS:,} items")
+        if n % 256 == 0:
+            _check_deadline()
+        yield item
 
 
 def _huge_width(fmt: Any) -> bool:
@@ -72,7 +104,11 @@ def _bounded_filter(f: Callable[..., Any], name: str) -> Callable[..., Any]:
         _check_arguments(args, kwargs, f"filter {name!r}")
         if name == "format" and any(_huge_width(a) for a in args):
             raise TemplateLimitError(f"chat template: filter 'format' is given a width above {TEMPLATE_MAX_CHARS:,}")
-        return _sized(f(*args, **kwargs), f"filter {name!r}")
+        _check_deadline()
+        out = _sized(f(*args, **kwargs), f"filter {name!r}")
+        if isinstance(out, Iterator) and not isinstance(out, (str, bytes)):
+            return _bounded_items(out, f"filter {name!r}")
+        return out
 
     return wrapper
 
@@ -135,9 +171,7 @@ def _deadline_tracer(limit: float) -> Callable[[FrameType, str, Any], Any]:
     template to Python code named "<template>"; a loop's every step is a line event)."""
 
     def local(frame: FrameType, event: str, arg: Any) -> Any:
-        if time.monotonic() > limit:
-            raise TemplateLimitError(f"chat template: rendering ran past its time limit of "
-                                     f"{TEMPLATE_TIME_LIMIT_S:g} s (a loop that does not end?)")
+        _check_deadline()
         return local
 
     def on_call(frame: FrameType, event: str, arg: Any) -> Any:
@@ -154,7 +188,8 @@ class BoundedTemplate:
 
     def render(self, *args: Any, **kwargs: Any) -> str:
         limit = time.monotonic() + TEMPLATE_TIME_LIMIT_S
-        previous = sys.gettrace()
+        previous, outer = sys.gettrace(), getattr(_render, "limit", None)
+        _render.limit = limit
         sys.settrace(_deadline_tracer(limit))
         pieces: list[str] = []
         n = 0
@@ -167,6 +202,7 @@ class BoundedTemplate:
                 pieces.append(piece)
         finally:
             sys.settrace(previous)
+            _render.limit = outer
         return "".join(pieces)
 
 
@@ -238,5 +274,5 @@ def _reason(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"[:300]
 
 
-__all__ = ["PROBE_SYSTEM", "PROBE_USER", "TEMPLATE_MAX_CHARS", "TEMPLATE_TIME_LIMIT_S", "BoundedTemplate",
+__all__ = ["PROBE_SYSTEM", "PROBE_USER", "TEMPLATE_MAX_CHARS", "TEMPLATE_MAX_ITEMS", "TEMPLATE_TIME_LIMIT_S", "BoundedTemplate",
            "TemplateLimitError", "bounded_environment_class", "bounded_formatter", "probe"]

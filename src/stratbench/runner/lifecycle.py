@@ -27,6 +27,7 @@ import abc
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Sequence
@@ -546,6 +547,33 @@ def _check_same_player(plan: RunPlan, meta: RunMeta, folder: Path) -> None:
         raise InputError(f"--resume {folder}: run.json's config plays {now.get('name')!r} but the run's records "
                          f"were made by {saved.get('name')!r} (its \"agent\"): run.json was edited; the folder is "
                          "left as it is")
+    then, used = _template_digests(meta), _template_digests(probe)
+    if then and used and then != used:
+        named = meta.get("config", {}).get("chat_template") if isinstance(meta.get("config"), dict) else None
+        raise InputError(f"--resume {folder}: the chat template{f' {named}' if named else ''} is not the one the run "
+                         f"started with ({', '.join(sorted(then))} in run.json, {', '.join(sorted(used))} now: the "
+                         "file was changed); put it back to finish the run, or start a new one; the folder is left "
+                         "as it is")
+
+
+_TEMPLATE_DIGEST = re.compile(r".+:sha256:[0-9a-f]{16}")
+
+
+def _template_digests(value: Any) -> set[str]:
+    """The chat-template identities (``file:sha256:…``, a model's ``describe()``) a run.json's
+    players name, wherever a suite keeps them (its config holds the path only)."""
+    found: set[str] = set()
+    stack = [v for k, v in value.items() if k != "config"] if isinstance(value, dict) else []
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            t = v.get("chat_template")
+            if isinstance(t, str) and _TEMPLATE_DIGEST.fullmatch(t):
+                found.add(t)
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return found
 
 
 def merge_streams(plan: RunPlan, folders: Sequence[Path], out: Path) -> Outcome:

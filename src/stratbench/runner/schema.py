@@ -57,7 +57,10 @@ class RunTotals(TypedDict, total=False):
     model_errors: Count  # backend calls that failed after their retries
     model_tokens_in: Count  # prompt tokens evaluated by the backend
     model_tokens_out: Count  # tokens generated
-    model_cost_usd: Amount  # with --price-table only
+    # only when > 0: calls whose provider reported no usable token counts (absent, negative, not
+    # a number, absurd: `models.base.reported_count`); they are in neither the tokens nor the cost
+    model_usage_unknown: Count
+    model_cost_usd: Amount  # with --price-table only: the cost of the tokens above
 
 
 class ShardRun(TypedDict):

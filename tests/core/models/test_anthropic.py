@@ -172,3 +172,77 @@ def test_a_temperature_the_api_refuses_is_one_line_before_any_folder(tmp_path, c
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
         assert "anthropic:claude-x: --temperature 1.5: the Messages API takes 0 to 1" in r.stderr, r.stderr
         assert not out.exists()
+
+
+_TEXT = [{"type": "text", "text": "Action: 1"}]
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda a: {**a, "content": [{"type": "text", "text": 1}]}, "a text block's text is not a string (int)"),
+    (lambda a: {**a, "content": [{"type": "text", "text": ["Action: 1"]}]}, "text is not a string (list)"),
+    (lambda a: {**a, "content": [{"type": "text", "text": None}]}, "text is not a string (NoneType)"),
+    (lambda a: {**a, "content": [{"type": "thinking", "thinking": {"x": 1}, "signature": "s"}] + _TEXT},
+     "a thinking block's thinking is not a string (dict)"),
+    (lambda a: {**a, "content": "Action: 1"}, "its content is not a list of blocks (str)"),
+    (lambda a: {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}},
+     "the API answered with an error (HTTP 200, type 'error'): overloaded_error: busy"),
+])
+def test_a_reply_that_is_no_message_is_an_error_never_an_answer(edit, said, tmp_path, cli):
+    """No text is made of a block that holds none (``str(1)``, ``str(None)``), and a 200 reply of
+    type "error" or without a list of blocks is the call's error (exit 1, retried on resume), never
+    the model's parse failure."""
+    with FakeAnthropicServer(edit=edit) as s:
+        (r,), usage = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=0)
+        assert r.text is None and r.error and said in r.error, r.error
+        assert usage.errors == 1
+        res = cli("nashgap", "--model", "anthropic:c", "--base-url", s.base_url, "--policy", "sample", "--num-games", "1",
+                  "--num-trials", "1", "--no-cache", "--retries", "0", "--quiet", "--output-dir", str(tmp_path))
+    assert res.returncode == 1, res.stderr
+    (folder,) = tmp_path.iterdir()
+    (rec,) = [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
+    assert rec["status"] == "error" and said in rec["error"], rec
+
+
+@pytest.mark.parametrize("usage", [{"input_tokens": "abc", "output_tokens": 5}, {"input_tokens": float("nan"),
+                                   "output_tokens": 5}, {"input_tokens": -1000000, "output_tokens": -5}, {},
+                                   {"input_tokens": 1e300, "output_tokens": 5.7}])
+def test_usage_that_is_no_count_keeps_the_answer_and_is_unknown(usage):
+    """The answer stands and the call counts; its usage is unknown (models.base), never negative, a
+    ValueError, or an error that discards the answer."""
+    with FakeAnthropicServer(edit=lambda a: {**a, "usage": usage}) as s:
+        (r,), totals = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=0)
+    assert r.ok and r.text == "Action: 1" and r.usage_unknown, r
+    assert r.tokens_in >= 0 and r.tokens_out >= 0
+    assert totals.calls == 1 and totals.usage_unknown == 1 and totals.errors == 0
+
+
+def test_a_reply_trickled_past_the_timeout_ends_at_the_deadline():
+    """--timeout is a deadline for the whole answer, as on the OpenAI route: a body written a byte
+    every 0.3 s (no per-read timeout trips) ends as an error at --timeout × attempts, not when the
+    server is done (about 100 s here) or never."""
+    import time
+
+    from stratbench.models import open_model
+
+    async def go(server):
+        model = open_model("anthropic:c", ModelOptions(base_url=server.base_url, max_retries=0, timeout_s=1.0),
+                           no_cache=True)
+        try:
+            return await model.generate([GenerateRequest("Q", max_tokens=20, chat=True)])
+        finally:
+            await model.aclose()
+
+    with FakeAnthropicServer() as s:
+        s.trickle_s = 0.3
+        start = time.monotonic()
+        (r,) = asyncio.run(go(s))
+        took = time.monotonic() - start
+    assert r.text is None and "no whole answer within 1 s" in r.error, r.error
+    assert took < 5, took
+
+
+def test_a_reply_nested_too_deeply_is_an_invalid_reply_not_an_internal_error():
+    with FakeAnthropicServer(edit=lambda a: b"[" * 200_000 + b"]" * 200_000) as s:
+        (r,), usage = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=0)
+    assert r.text is None and r.error == "invalid reply: its JSON is nested too deeply", r.error
+    assert usage.errors == 1

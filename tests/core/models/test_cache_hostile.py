@@ -167,6 +167,73 @@ def test_a_file_where_the_cache_folder_should_be_is_named_as_such(tmp_path, caps
     _close(model)
 
 
+def test_a_cache_on_read_only_media_still_replays_its_answers(tmp_path, capsys):
+    """A WAL database on a file system mounted read-only cannot make its shared-memory file:
+    SQLite answers SQLITE_CANTOPEN ("unable to open database file") to the writable open. It is
+    opened for reading (mode=ro, else immutable) and its answers are replayed, not paid again;
+    the warning says it opens for reading only. (The mount is simulated: tests cannot mount.)"""
+    import sqlite3
+
+    path = tmp_path / "c.sqlite"
+    model, _ = _open(path)
+    _score(model, _requests(3))
+    _close(model)
+
+    class ReadOnlyMedia(ResponseCache):
+        def _connect(self, readonly: bool = False) -> sqlite3.Connection:
+            if not readonly:
+                e = sqlite3.OperationalError("unable to open database file")
+                e.sqlite_errorcode = 14  # type: ignore[attr-defined]
+                raise e
+            return super()._connect(readonly=True)
+
+    inner = Fake()
+    model = CachedModel(inner, ReadOnlyMedia(path))
+    reqs = _requests(5)
+    res = _score(model, reqs)
+    _all_answered(res, reqs)
+    assert [r.cached for r in res] == [True] * 3 + [False] * 2 and inner.answered == 2
+    (line,) = _warnings(capsys.readouterr().err)
+    assert "cannot be written (it opens for reading only): unable to open database file" in line, line
+    _close(model)
+
+
+def test_a_link_loop_or_a_foreign_table_is_named_as_such(tmp_path, capsys):
+    loop = tmp_path / "loop.sqlite"
+    loop.symlink_to(loop)
+    model, _ = _open(loop)
+    reqs = _requests(2)
+    _all_answered(_score(model, reqs), reqs)
+    (line,) = _warnings(capsys.readouterr().err)
+    assert "a symbolic link to nothing, or a loop of links" in line, line
+    _close(model)
+    foreign = tmp_path / "foreign.sqlite"
+    db = sqlite3.connect(foreign)
+    db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, value TEXT)")
+    db.commit()
+    db.close()
+    model, _ = _open(foreign)
+    _all_answered(_score(model, reqs), reqs)
+    (line,) = _warnings(capsys.readouterr().err)
+    assert "no such column: created (its responses table is another program's or another format's" in line, line
+    _close(model)
+
+
+def test_a_cache_path_with_a_line_break_is_named_in_one_line(tmp_path, capsys, monkeypatch):
+    """A STRATBENCH_CACHE_DIR holding a line break: the warning stays one line (the break shown
+    escaped), so its second half cannot pass for another message."""
+    afile = tmp_path / "cachefile"
+    afile.write_text("hi")
+    odd = afile / "x\nwarning: all is well"
+    monkeypatch.setenv("STRATBENCH_CACHE_DIR", str(odd))
+    model, _ = _open(odd / "c.sqlite")
+    reqs = _requests(2)
+    _all_answered(_score(model, reqs), reqs)
+    (line,) = _warnings(capsys.readouterr().err)
+    assert "x\\nwarning: all is well" in line and "is a file, not a folder" in line, line
+    _close(model)
+
+
 @pytest.mark.skipif(ROOT, reason="chmod does not stop root (simulated by a file where the folder should be)")
 @pytest.mark.parametrize("existing", [False, True])
 def test_a_read_only_cache_folder(tmp_path, capsys, existing):

@@ -99,6 +99,7 @@ def test_a_max_cost_with_no_price_or_no_amount_is_one_line_before_any_folder(tmp
     for extra, said in ((("--max-cost", "1"), "--max-cost: no price for openai-compatible:m"),
                         (("--max-cost", "0"), "--max-cost 0: give a positive number"),
                         (("--max-cost", "nan"), "--max-cost nan: give a positive number"),
+                        (("--max-cost", "1e-400"), "--max-cost 1e-400: give a positive number"),  # as typed
                         (("--max-cost", "1", "--dry-run"), "give one of them"),
                         (("--dry-run", "--resume", str(tmp_path)), "--dry-run plans a new run")):
         r = cli(*base, *extra)
@@ -183,3 +184,133 @@ def test_a_max_cost_stop_needs_no_signal(tmp_path):
         env["ANTHROPIC_API_KEY"] = "sk-ant-WRONG"
         r = run(*base, "--output-dir", str(tmp_path / "b"))
         assert r.returncode == 2 and "HTTP 401" in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------------ scored calls over HTTP: their requests
+
+
+class CharTokenizer:
+    """The fake OpenAI server's tokenizer (one character a token), for the top-k walk."""
+
+    def tokenize(self, text: str) -> list[int]:
+        return [ord(c) for c in text]
+
+    def piece(self, token: int) -> str:
+        return chr(token)
+
+
+ANSWERS = ("", "A", "B", "A, B", "A, C", "B, C", "A, B, C", "C", "None", "No answer")  # TMGBench-like
+
+
+@pytest.mark.parametrize("kw", [dict(top_logprobs=5), dict(top_logprobs=0), dict(endpoint="chat"),
+                                dict(tokenizer="chars", top_logprobs=20), dict(tokenizer="chars", top_logprobs=2)])
+def test_a_scored_call_is_planned_and_guarded_as_the_requests_it_makes(kw):
+    """A scored answer set on a completions endpoint takes the top-k request, the top-k walk's
+    (one per node) and an echo per answer that needs one: the plan and the --max-cost guard count
+    what the backend says it may take (`request_prompts`), which is never fewer than it sends."""
+    from fake_openai_server import FakeOpenAIServer
+    from model_calls import run
+
+    from stratbench.models.costs import call_bound
+    from stratbench.models.openai_api import OpenAICompatibleModel
+
+    if kw.get("tokenizer") == "chars":
+        kw = {**kw, "tokenizer": CharTokenizer()}
+    answers = ("A", "B") if kw.get("endpoint") == "chat" else ANSWERS
+    req = ScoreRequest("Which cells are equilibria?\nAnswer:", answers)
+    with FakeOpenAIServer() as s:
+        model = OpenAICompatibleModel("openai-compatible", "m", base_url=s.base_url, **kw)
+        (res,) = run(model, "score", [req])
+        assert res.ok, res.error
+        bound = call_bound(model, req)
+        assert s.request_count <= bound.requests and bound.tokens_out == bound.requests
+        if kw.get("top_logprobs") in (0, 5):  # the top-k (when asked) and an echo for every answer not in it
+            assert bound.requests == (kw["top_logprobs"] > 0) + len([a for a in answers if a])
+        if kw.get("endpoint") == "chat":
+            assert bound.requests == s.request_count == 1
+        # the dry run counts the same
+        with cost_session({}, dry_run=True) as session:
+            asyncio.run(DryRunModel(model, session).score([req]))
+        (line,) = session.plan.values()
+        assert line.calls == bound.requests and line.tokens_in == bound.tokens_in
+
+
+def test_a_nashgap_plan_over_http_counts_the_top_k_request_and_every_echo(tmp_path, cli):
+    from fake_openai_server import FakeOpenAIServer
+
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1, "output_per_million": 1}}))
+    with FakeOpenAIServer() as s:
+        base = ("nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url, "--num-games", "5", "--seed", "3",
+                "--price-table", str(prices), "--no-cache")
+        r = cli(*base, "--dry-run")
+        assert r.returncode == 0, r.stderr
+        planned = int(re.search(r"^openai-compatible:m\s+(\d+)\s", r.stdout, re.M).group(1))
+        r = cli(*base, "--output-dir", str(tmp_path / "o"), "--quiet")
+        assert r.returncode == 0, r.stderr
+        assert s.request_count <= planned <= 5 * 4  # at most the top-k request and 3 echoes a game
+        assert planned > 5 * 3  # (the top-k request was once left out)
+
+
+def test_calls_whose_provider_reports_no_usage_count_at_their_worst_case(tmp_path, cli):
+    """A server that reports no usage is not free: --max-cost stops the run before the plan's cost
+    is reached, and the line says how many calls were counted at their worst case."""
+    from fake_openai_server import FakeOpenAIServer
+
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1000, "output_per_million": 1000}}))
+    with FakeOpenAIServer(canned_text="Action: 1", fault_rate=1.0, fault_kinds=("usage:null",)) as s:
+        base = ("nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url, "--num-games", "30",
+                "--num-trials", "1", "--policy", "sample", "--max-tokens", "200", "--price-table", str(prices),
+                "--no-cache", "--max-concurrency", "1")
+        r = cli(*base, "--dry-run")
+        total = float(re.search(r"total: at most ([\d.]+) USD", r.stdout).group(1))
+        r = cli(*base, "--output-dir", str(tmp_path / "o"), "--max-cost", str(round(total / 4, 2)))
+        assert r.returncode == 3, r.stderr
+        assert "calls whose provider reported no usage counted at their worst case" in r.stderr, r.stderr
+        assert 0 < s.request_count < 30
+
+
+def test_a_run_that_ends_past_max_cost_says_so(tmp_path, cli):
+    """The guard reserves each call's estimated worst case; prompts that take more tokens than the
+    estimate (the fake server counts one a character, four times the estimate) take the cost past
+    the ceiling, and the command's last line says so rather than ending as if under it."""
+    from fake_openai_server import FakeOpenAIServer
+
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1000, "output_per_million": 0}}))
+    with FakeOpenAIServer(canned_text="Action: 1") as s:
+        base = ("nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url, "--num-games", "4",
+                "--num-trials", "1", "--policy", "sample", "--price-table", str(prices), "--no-cache",
+                "--max-concurrency", "4")
+        r = cli(*base, "--dry-run")
+        total = float(re.search(r"total: at most ([\d.]+) USD", r.stdout).group(1))
+        r = cli(*base, "--output-dir", str(tmp_path / "o"), "--max-cost", f"{total * 1.05:.4f}")
+    last = r.stderr.strip().splitlines()[-1]
+    if r.returncode == 0:
+        assert last.startswith("warning: the cost went past --max-cost") and "estimated worst case" in last, r.stderr
+    else:
+        assert r.returncode == 3 and "past it: calls in flight together took more" in last, r.stderr
+
+
+def test_the_price_table_a_run_or_suite_file_names_prices_its_plan_and_its_resume(tmp_path, cli):
+    """A resumed run's --max-cost prices with the table its saved config names, and a suite file's
+    [nashgap] price_table prices its --dry-run: no "no price" where the runs price with it."""
+    from fake_openai_server import FakeOpenAIServer
+
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1000, "output_per_million": 1000}}))
+    with FakeOpenAIServer(canned_text="Action: 1") as s:
+        r = cli("nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url, "--num-games", "6",
+                "--num-trials", "1", "--policy", "sample", "--price-table", str(prices), "--no-cache",
+                "--max-concurrency", "1", "--output-dir", str(tmp_path / "o"), "--max-cost", "0.5")
+        assert r.returncode == 3, r.stderr
+        (folder,) = (tmp_path / "o").iterdir()
+        r = cli("nashgap", "--resume", str(folder), "--max-cost", "50", "--quiet")
+        assert r.returncode == 0, r.stderr
+        suite = tmp_path / "suite.toml"
+        suite.write_text(f'models = [{{ spec = "openai-compatible:m", base_url = "{s.base_url}" }}]\nseeds = [1]\n'
+                         f'[nashgap]\nnum_games = 2\nnum_trials = 1\npolicy = "sample"\nprice_table = "{prices}"\n')
+        r = cli("suite", "run", str(suite), "--dry-run")
+        assert r.returncode == 0, r.stderr
+        assert "no price" not in r.stdout and f"1000, 1000 ({prices})" in r.stdout, r.stdout

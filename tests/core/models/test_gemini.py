@@ -118,3 +118,64 @@ def test_a_key_gemini_refuses_stops_the_run_with_one_line(tmp_path, cli, monkeyp
     assert "gm-WRONG" not in r.stderr
     (folder,) = tmp_path.iterdir()
     assert (folder / "trials.jsonl").read_text() == ""
+
+
+@pytest.mark.parametrize("usage", [{"promptTokenCount": -1000000, "candidatesTokenCount": 3},
+                                   {"promptTokenCount": 5, "candidatesTokenCount": 3, "thoughtsTokenCount": -50},
+                                   None])
+def test_usage_that_is_no_count_keeps_the_answer_and_is_unknown(usage):
+    """Negative counts (or none at all) are the call's unknown usage (models.base): never a negative
+    total or cost; the answer stands. A count the API leaves out (it omits zeros) is 0."""
+    def edit(a):
+        return {k: v for k, v in a.items() if k != "usageMetadata"} if usage is None else {**a, "usageMetadata": usage}
+
+    with FakeGeminiServer(edit=edit) as s:
+        (r,), totals = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=0)
+    assert r.ok and r.text == "Action: 1" and r.usage_unknown, r
+    assert r.tokens_in >= 0 and r.tokens_out >= 0 and r.tokens_reasoning is None
+    assert totals.usage_unknown == 1 and totals.tokens_in >= 0
+    with FakeGeminiServer(edit=lambda a: {**a, "usageMetadata": {"promptTokenCount": 4}}) as s:
+        (r,), _ = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=0)
+    assert r.ok and not r.usage_unknown and (r.tokens_in, r.tokens_out) == (4, 0)
+
+
+def test_a_reply_trickled_past_the_timeout_ends_at_the_deadline():
+    """--timeout is a deadline for the whole answer, as on the OpenAI route: a body written a byte
+    every 0.3 s (no per-read timeout trips) ends as an error at --timeout × attempts, not when the
+    server is done (about 100 s here) or never."""
+    import time
+
+    from stratbench.models import open_model
+
+    async def go(server):
+        model = open_model("gemini:g", ModelOptions(base_url=server.base_url, max_retries=0, timeout_s=1.0),
+                           no_cache=True)
+        try:
+            return await model.generate([GenerateRequest("Q", max_tokens=20, chat=True)])
+        finally:
+            await model.aclose()
+
+    with FakeGeminiServer() as s:
+        s.trickle_s = 0.3
+        start = time.monotonic()
+        (r,) = asyncio.run(go(s))
+        took = time.monotonic() - start
+    assert r.text is None and "no whole answer within 1 s" in r.error, r.error
+    assert took < 5, took
+
+
+def test_a_finish_reason_newer_than_the_sdk_is_kept_without_its_warning(tmp_path, cli, monkeypatch):
+    """The SDK warns in two lines on stderr for an enum value it does not know; the reason is kept
+    in the record (a stopped reply without text is an error naming it), and stderr stays clean."""
+    def edit(a):
+        a["candidates"][0]["finishReason"] = "BRAND_NEW_REASON"
+        return a
+
+    with FakeGeminiServer(edit=edit) as s:
+        r = cli("nashgap", "--model", "gemini:g", "--base-url", s.base_url, "--policy", "sample", "--num-games", "1",
+                "--num-trials", "1", "--no-cache", "--retries", "0", "--quiet", "--output-dir", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "Warning" not in r.stderr and "is not a valid" not in r.stderr, r.stderr
+    (folder,) = tmp_path.iterdir()
+    (rec,) = [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
+    assert rec["finish_reason"] == "brand_new_reason", rec

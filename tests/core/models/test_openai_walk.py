@@ -252,3 +252,26 @@ def test_wait_for_server_gives_up_after_its_time():
     assert 0.4 <= time.monotonic() - t0 < 5
     assert res.text is None and "unavailable for 0.5 s" in res.error
     assert model.usage.extra["http_requests"] == model.usage.extra["retries"] + 1 >= 2
+
+
+def test_a_resume_whose_chat_template_file_changed_is_refused(tmp_path, cli):
+    """run.json names the template's digest; a resume with the file edited since would finish the
+    run with records of two templates: one line, exit 2, the folder as it was. Put back, it resumes."""
+    template = tmp_path / "t.jinja"
+    first = "{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}<assistant>"
+    template.write_text(first)
+    with FakeOpenAIServer() as s:
+        r = cli("nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url, "--num-games", "2",
+                "--num-trials", "1", "--seed", "1", "--chat", "--chat-template", str(template), "--no-cache",
+                "--quiet", "--output-dir", str(tmp_path / "o"))
+        assert r.returncode == 0, r.stderr
+        (folder,) = (tmp_path / "o").iterdir()
+        before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        template.write_text(first.replace("<assistant>", "[ASSISTANT]"))
+        r = cli("nashgap", "--resume", str(folder), "--no-cache", "--quiet")
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "is not the one the run started with" in r.stderr and "t.jinja:sha256:" in r.stderr, r.stderr
+        assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+        template.write_text(first)
+        r = cli("nashgap", "--resume", str(folder), "--no-cache", "--quiet")
+        assert r.returncode == 0, r.stderr

@@ -130,6 +130,167 @@ def test_a_run_against_a_server_with_positive_logprobs_ends_in_errors_not_number
     assert all("not a probability" in r["error"] for r in records), records[0]["error"]
 
 
+# ------------------------------------------------------------------ reply texts and usage counts
+
+
+def _records(folder: Path, name: str = "trials.jsonl") -> list[dict]:
+    return [json.loads(line) for line in (folder / name).read_text(encoding="utf-8").splitlines()]
+
+
+def test_a_reply_with_a_lone_surrogate_is_written_cached_and_served_again(tmp_path, monkeypatch):
+    """``"\\udc80"`` in a reply's JSON is a string no UTF-8 file can hold: it reaches the records
+    and the cache as U+FFFD, and the answer the cache serves again (a resume's) is written too."""
+    monkeypatch.setenv("STRATBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeOpenAIServer(canned_text="Action: 1 \udc80") as server:
+        for out in ("first", "again"):  # the second run is served by the cache
+            code, _, err = cli(["nashgap", "--model", "openai-compatible:fake-model", "--base-url", server.base_url,
+                                "--policy", "sample", "--chat", "--num-games", "2", "--num-trials", "1", "--seed", "1",
+                                "--output-dir", str(tmp_path / out), "--quiet"], tmp_path)
+            assert code == 0, err
+            (folder,) = (tmp_path / out).iterdir()
+            records = _records(folder)
+            assert len(records) == 2 and all(r["raw_response"] == "Action: 1 \ufffd" for r in records), records
+            assert all(r["status"] == "parsed" for r in records)
+        assert all(r["usage"]["cached"] for r in records) and server.request_count == 2
+
+
+def test_an_answer_cached_with_a_lone_surrogate_is_served_clean(tmp_path):
+    """A cache written before replies were cleaned holds the escaped surrogate: it is served as
+    U+FFFD (the result types clean whatever passes them), never a crash on every resume."""
+    from stratbench.models.base import GenerateResult
+    from stratbench.models.cache import CachedModel, ResponseCache, request_key
+
+    with FakeOpenAIServer(canned_text="fresh") as server:
+        model = make_model(server)
+        cache = ResponseCache(tmp_path / "responses.sqlite")
+        req = GenerateRequest("hi", max_tokens=4)
+        cache.put_many({request_key("generate", model.describe(), req): {"text": "old \udc80", "tokens_in": 5,
+                                                                          "tokens_out": 2}})
+        (res,) = run(CachedModel(model, cache), "generate", [req])
+        assert res.cached and res.text == "old \ufffd" and res.tokens_in == 0 and res.tokens_out == 2
+        assert server.request_count == 0
+    r = GenerateResult("a\ud800b", reasoning="\udfff", error=None)
+    r.text = "c\udc80"
+    assert (r.text, r.reasoning) == ("c\ufffd", "\ufffd")
+
+
+@pytest.mark.parametrize("usage", [
+    "null", '{"prompt_tokens": -1000000, "completion_tokens": -5}', '{"prompt_tokens": "abc", "completion_tokens": 3}',
+    '{"prompt_tokens": 1' + "0" * 400 + ', "completion_tokens": 1}', '{"prompt_tokens": 1e18, "completion_tokens": 2}',
+    '{"prompt_tokens": 1000000000000000000, "completion_tokens": 2}', '{"prompt_tokens": true, "completion_tokens": 1}'])
+def test_a_reply_without_usable_usage_counts_keeps_its_answer_and_its_usage_is_unknown(server, usage):
+    """Absent, negative, non-integer or absurd token counts: the answer stands, the call's usage
+    is unknown (0 tokens counted, never negative, never a crash), counted as such."""
+    model = make_model(server, top_logprobs=5)
+    server.script(f"usage:{usage}")
+    (gen,) = run(model, "generate", [GenerateRequest("Count: 1, 2, ", max_tokens=5)])
+    assert gen.ok and gen.text == greedy_completion("Count: 1, 2, ", 5)[0]
+    assert gen.usage_unknown and gen.tokens_in == 0 and 0 <= gen.tokens_out <= 3  # (a count given stays)
+    server.script(f"usage:{usage}", "ok", "ok")  # the top-k request, then two echoes
+    (res,) = run(model, "score", [ScoreRequest("Pick: ", ("Cooperate", "Defect"))])
+    assert res.ok and res.usage_unknown and res.tokens_in >= 0, res
+    (fine,) = run(model, "score", [ScoreRequest("Pick: ", ("Cooperate", "Defect"))])
+    assert fine.ok and not fine.usage_unknown and fine.tokens_in > 0
+    assert model.usage.as_dict()["usage_unknown"] == 2 and model.usage.tokens_in >= 0
+
+
+def test_a_run_whose_server_reports_no_usage_says_so_and_resumes(tmp_path):
+    """run.json counts the calls of unknown usage beside a cost made of the others, never a
+    negative or overflowing total, and the folder it wrote resumes."""
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:fake-model": {"input_per_million": 1000,
+                                                                   "output_per_million": 1000}}))
+    with FakeOpenAIServer(canned_text="Action: 1", fault_rate=1.0,
+                          fault_kinds=('usage:{"prompt_tokens": -1000000, "completion_tokens": 1' + "0" * 400 + "}",)
+                          ) as server:
+        code, out, err = cli(["nashgap", "--model", "openai-compatible:fake-model", "--base-url", server.base_url,
+                              "--policy", "sample", "--num-games", "3", "--num-trials", "1", "--seed", "1",
+                              "--no-cache", "--price-table", str(prices), "--output-dir", str(tmp_path / "o")], tmp_path)
+        assert code == 0, err
+        assert "est. cost $0.0000, 3 calls whose provider reported no usage (not in the tokens or the cost)" in err, err
+        (folder,) = (tmp_path / "o").iterdir()
+        totals = json.loads((folder / "run.json").read_text())["totals"]
+        assert totals["model_usage_unknown"] == 3 and totals["model_tokens_in"] == totals["model_tokens_out"] == 0
+        assert all(r["usage"]["tokens_in"] == 0 for r in _records(folder))
+        code, out, err = cli(["nashgap", "--resume", str(folder), "--quiet"], tmp_path)
+        assert code == 0, err
+
+
+def test_a_reply_nested_too_deeply_is_invalid_json_not_an_internal_error(server):
+    server.script("deep", "deep")
+    (res,) = run(make_model(server, max_retries=1), "generate", [GenerateRequest("hi", max_tokens=4)])
+    assert res.text is None and res.error == "invalid JSON in response (nested too deeply) after 2 attempts", res.error
+
+
+# ------------------------------------------------------------------ echoed tokens must spell the continuation
+
+PROMPT = "Pick one: "
+P = len(PROMPT)
+
+
+def _echo(full: str, tokens: list, offsets: list, lps: list | None = None) -> dict:
+    lps = lps or [None] + [-1.0] * (len(tokens) - 1)
+    return {"choices": [{"text": full + "!", "finish_reason": "length",
+                         "logprobs": {"tokens": tokens, "token_logprobs": lps, "text_offset": offsets}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
+
+
+@pytest.mark.parametrize("cont, tokens, offsets, why", [
+    ("2", [PROMPT, "2", "2", "!"], [0, P, P, P + 1], "a repeated or earlier offset"),  # the label counted twice
+    ("2", [PROMPT, "2", "e: ", "2", "!"], [0, P, P - 3, P, P + 1], "a repeated or earlier offset"),  # going back
+    ("AB", [PROMPT, "A", "!"], [0, P, P + 2], "no token covers offsets 11 to 11"),  # a token left out
+    ("ABC", [PROMPT, "A", "C", "!"], [0, P, P + 2, P + 3], "no token covers offsets 11 to 11"),
+    ("AB", [PROMPT, "A"], [0, P], "they end at offset 11, the continuation at 12"),  # cut before its end
+])
+def test_echoed_tokens_that_do_not_tile_the_continuation_are_an_error(server, monkeypatch, cont, tokens, offsets, why):
+    """An echo whose tokens repeat an offset, go back, leave a gap or stop short of the end is a
+    malformed reply: an error result, never a label scored twice or by its first token."""
+    from stratbench.models.retry import RetryOutcome
+
+    model = make_model(server, top_logprobs=0)
+    full = PROMPT + cont
+
+    async def post(path, body):
+        return RetryOutcome(data=_echo(full, tokens, offsets), status=200, attempts=1)
+
+    monkeypatch.setattr(model, "_post", post)
+    (res,) = run(model, "score", [ScoreRequest(PROMPT, (cont,))])
+    assert res.logprobs is None and "do not spell the continuation exactly once" in res.error, res.error
+    assert why in res.error, res.error
+    # the same reply with its tokens tiling the continuation scores
+    good = [PROMPT, *cont, "!"]
+    good_offsets = [0, *range(P, P + len(cont) + 1)]
+
+    async def post_good(path, body):
+        return RetryOutcome(data=_echo(full, good, good_offsets), status=200, attempts=1)
+
+    monkeypatch.setattr(model, "_post", post_good)
+    (ok,) = run(model, "score", [ScoreRequest(PROMPT, (cont,))])
+    assert ok.ok and ok.logprobs == [-1.0 * len(cont)] and ok.n_tokens == [len(cont)], ok
+
+
+@pytest.mark.parametrize("entry", [{"token": "0", "logprob": "-0.1"}, {"token": "0", "logprob": True},
+                                   {"token": None, "bytes": [48], "logprob": -0.1}, {"token": 0, "logprob": -0.1},
+                                   {"token": "0"}, "0"])
+def test_a_chat_top_logprobs_entry_that_cannot_be_read_is_an_error_never_probability_0(server, monkeypatch, entry):
+    """The server put 90% on "0" in an entry that cannot be read: reading the label as outside the
+    top-20 would give it probability 0; the reply is malformed, an error result."""
+    from stratbench.models.retry import RetryOutcome
+
+    model = make_model(server, endpoint="chat")
+    top = [entry, {"token": "1", "logprob": -2.5}, {"token": "2", "logprob": -4.0}]
+    reply = {"choices": [{"message": {"role": "assistant", "content": "0"}, "finish_reason": "length",
+                          "logprobs": {"content": [{"token": "0", "logprob": -0.1, "top_logprobs": top}]}}],
+             "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
+
+    async def post(path, body):
+        return RetryOutcome(data=reply, status=200, attempts=1)
+
+    monkeypatch.setattr(model, "_post", post)
+    (res,) = run(model, "score", [ScoreRequest("Pick: ", ("0", "1", "2"))])
+    assert res.logprobs is None and "top_logprobs entry 0" in res.error, res.error
+
+
 # ------------------------------------------------------------------ response body cap
 
 
@@ -236,6 +397,23 @@ def test_bad_base_urls_are_one_line_before_any_request(url, fragment):
         OpenAICompatibleModel("openai-compatible", "m", base_url=url)
     assert fragment in str(e.value) and "\n" not in str(e.value)
     assert "--base-url" in str(e.value)
+
+
+def test_a_very_long_base_url_is_named_not_echoed_whole():
+    url = "http://127.0.0.1:8000/" + "a" * 100_000 + "?x"
+    with pytest.raises(InputError) as e:
+        OpenAICompatibleModel("openai-compatible", "m", base_url=url)
+    assert len(str(e.value)) < 400 and "characters)" in str(e.value) and "query or fragment" in str(e.value)
+
+
+def test_a_template_that_does_not_compile_is_named_by_its_path(tmp_path):
+    from stratbench.models.openai_api import ChatTemplate
+
+    f = tmp_path / "sub" / "syntax.jinja"
+    f.parent.mkdir()
+    f.write_text("{% for %}")
+    with pytest.raises(InputError, match=f"^--chat-template {f}: not a valid template"):
+        ChatTemplate.load(f)
 
 
 def test_good_base_urls_pass():
@@ -410,6 +588,62 @@ models = [{{ spec = "openai-compatible:fake-model", label = "shared" }},
     assert json.loads((folder / "suite_metadata.json").read_text())["status"] == "finished"
     assert len(trials.read_text().splitlines()) == 2
     _no_password_under(folder)
+
+
+KEY = "sk-SECRETKEY123"
+
+
+@pytest.mark.parametrize("how", ["key", "password"])
+def test_a_successful_reply_that_echoes_the_credentials_is_stored_without_them(tmp_path, monkeypatch, how):
+    """A server echoing the Authorization header in a 200 reply: the key, the password and their
+    Basic base64 are masked in the text, reasoning and finish_reason before the records and the
+    response cache get them."""
+    monkeypatch.setenv("STRATBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeOpenAIServer(fault_rate=1.0, fault_kinds=("echo_auth",)) as server:
+        url = server.base_url
+        if how == "key":
+            monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        else:
+            url = url.replace("http://", f"http://alice:{PASSWORD}@")
+        code, out, err = cli(["nashgap", "--model", "openai-compatible:fake-model", "--base-url", url, "--policy",
+                              "sample", "--chat", "--num-games", "2", "--num-trials", "1", "--seed", "1",
+                              "--output-dir", str(tmp_path / "o"), "--quiet"], tmp_path)
+        assert code == 0, err
+        secret = KEY if how == "key" else PASSWORD
+        assert secret not in out + err
+        (folder,) = (tmp_path / "o").iterdir()
+        records = _records(folder)
+        assert all("auth=" in r["raw_response"] and "***" in r["raw_response"] for r in records), records[0]
+        for f in [*folder.rglob("*"), *(tmp_path / "cache").rglob("*")]:
+            if f.is_file():
+                data = f.read_bytes()
+                assert secret.encode() not in data, f
+                basic = base64.b64encode(f"alice:{PASSWORD}".encode())
+                assert basic not in data, f
+        # scored replies too (an error that quotes the reply, a rendered prompt)
+        model = make_model(server, base_url=url)
+        (gen,) = run(model, "generate", [GenerateRequest("hi", max_tokens=4, chat=True)])
+        assert secret not in gen.text + gen.reasoning + gen.finish_reason and "***" in gen.finish_reason
+
+
+@pytest.mark.parametrize("key, what", [("sk-\nSECRETKEY123", "a line break"), ("sk-SECRET\x01KEY123", "a control character"),
+                                       ("sk-SECRÉTKEY123", "a non-ASCII character")])
+@pytest.mark.parametrize("spec, env", [("openai-compatible:m", "OPENAI_API_KEY"), ("anthropic:c", "ANTHROPIC_API_KEY"),
+                                       ("gemini:g", "GEMINI_API_KEY")])
+def test_an_api_key_no_header_can_carry_is_one_line_before_any_folder(tmp_path, monkeypatch, key, what, spec, env):
+    """A key with a line break, a control or a non-ASCII character: every call would fail quoting
+    it (or crash in an encoder); it is refused as the model opens, naming the variable, never the
+    key (exit 2, no folder). Surrounding whitespace is still stripped."""
+    monkeypatch.setenv(env, key)
+    code, out, err = cli(["nashgap", "--model", spec, "--base-url", "http://127.0.0.1:9", "--policy", "sample",
+                          "--num-games", "1", "--output-dir", str(tmp_path / "o")], tmp_path)
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and env in err and what in err, err
+    assert "SECRET" not in err + out
+    assert not (tmp_path / "o").exists()
+    monkeypatch.setenv(env, " sk-fine\r\n")
+    from stratbench.models.providers import read_key
+    assert read_key(env, spec) == "sk-fine"
 
 
 # ------------------------------------------------------------------ a GGUF without a chat template

@@ -803,6 +803,9 @@ def suite_totals(runs: Sequence[dict[str, Any]], n_cells: int, n_errors: int) ->
     totals: dict[str, Any] = {"runs": n_cells, "errors": n_errors}
     for k in ("records", "model_calls", "model_cache_hits", "model_tokens_in", "model_tokens_out"):
         totals[k] = sum(int(r["totals"].get(k, 0) or 0) for r in runs)
+    unknown = sum(int(r["totals"].get("model_usage_unknown", 0) or 0) for r in runs)
+    if unknown:  # calls whose provider reported no usage: in neither the tokens nor the cost
+        totals["model_usage_unknown"] = unknown
     costs = [r["totals"]["model_cost_usd"] for r in runs if "model_cost_usd" in r["totals"]]
     if costs:
         totals["model_cost_usd"] = float(sum(costs))
