@@ -56,6 +56,9 @@ def all_suites() -> list[SuiteBase[Any]]:
     return [SUITES.get(n) for n in SUITES.names()]
 
 
+SuiteBase.siblings = staticmethod(all_suites)  # type: ignore[assignment]
+
+
 def suite_for_run(meta: Mapping[str, Any], where: str = "") -> SuiteBase[Any]:
     """The suite that wrote a run.json (by its "suite" and "kind")."""
     from stratbench.runner.folders import check_suite_version

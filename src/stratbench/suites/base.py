@@ -11,7 +11,7 @@ baseline; CHBench: play and fits): an entry is selected for a result folder by r
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypedDict, TypeVar, runtime_checkable
@@ -137,6 +137,10 @@ class SuiteBase(Generic[C]):
     # the suite's definition (runner.schema.SUITE_VERSION_DOC); the RunPlans it runs write the same
     # number (RunPlan.version), which the contract test checks over every registered suite
     version: ClassVar[int] = 1
+    #: every registered suite; the registry (``stratbench.suites``) sets it when it is imported, so
+    #: that a suite can name another suite's scripted player without importing the registry (which
+    #: imports this module)
+    siblings: ClassVar[Callable[[], Iterable[SuiteBase[Any]]]] = staticmethod(lambda: ())
     #: the summary keys the report shows first, in order (any other key with a CI follows)
     headline_keys: ClassVar[tuple[str, ...]] = ()
     #: how the report ranks comparable runs (None: no leaderboard)
@@ -198,9 +202,7 @@ class SuiteBase(Generic[C]):
             try:
                 split_spec(spec)
             except InputError:
-                from stratbench.suites import all_suites
-
-                owners = [s.family for s in all_suites()
+                owners = [s.family for s in SuiteBase.siblings()
                           if s.family != self.family and s.in_suite_files and s.scripted.matches(spec)]
                 if not owners:
                     raise
