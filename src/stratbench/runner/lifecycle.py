@@ -291,6 +291,14 @@ def read_stream(path: Path, stream: Stream[Any], repair: bool = False) -> list[R
     return dedupe(records, stream.record_key, path)
 
 
+def check_records(plan: RunPlan, folder: Path) -> dict[str, list[Record]]:
+    """Every record of the run in ``folder`` read back as a resume reads it (each stream's schema,
+    units and record checks), nothing changed: what compare and the report ask of a run they do not
+    recompute whole (an unfinished run, one shard). ``plan`` is the folder's own run (its shard),
+    its players not opened."""
+    return {s.file: read_stream(folder / s.file, s) for s in plan.streams()}
+
+
 def resume_file(path: Path, stream: Stream[Any], before_change: Callable[[], None] | None = None) -> set[Hashable]:
     """Cut a torn tail, keep the records of finished units (dropping the rest, and duplicates, from
     the file), and return the finished units' keys. ``before_change`` is called before the file

@@ -19,7 +19,7 @@ from typing import Any
 from stratbench.errors import InputError
 from stratbench.runner.folders import read_run_json
 
-__all__ = ["check_run"]
+__all__ = ["check_run", "is_whole"]
 
 #: relative tolerance between a saved and a recomputed number: the same records summarised on
 #: another machine differ in the last bits of a bootstrap or a sum, never by more
@@ -51,23 +51,39 @@ def _first_difference(saved: Any, again: Any, path: str = "") -> str:
     return f"{path or 'the file'} is {saved!r}, the records give {again!r}"
 
 
+def is_whole(meta: dict[str, Any]) -> bool:
+    """Whether run.json's config is the whole run (no shard, as an unsharded or a merged run saves
+    it), not one shard of it; an unreadable shard counts as a shard (its records then say why)."""
+    from stratbench.runner.shard import as_shard
+
+    try:
+        return as_shard(meta["config"].get("shard")).whole
+    except (InputError, KeyError, TypeError, ValueError, AttributeError):
+        return False
+
+
 def check_run(folder: Path) -> None:
-    """InputError naming the file when a finished run's run.json, records or summaries are not
-    what the run wrote (a newer format, a record no run writes, a summary value the records do not
-    give). An unfinished run (running, interrupted) passes: it is shown as it stands, its status
-    marked; so does one shard of a run, and a run of an older version of its suite (this code
-    computes that suite differently, so it cannot recompute the run's summaries)."""
+    """InputError naming the file when a run's run.json, records or summaries are not what the
+    run wrote (a newer format, a record no run writes, a summary value the records do not give).
+    Every record is read through the suite's checks whatever run.json says of the run; a finished,
+    whole run's summaries are also recomputed and compared. An unfinished run (running,
+    interrupted) and one shard of a run have no summary of the whole run to recompute: they are
+    shown as they stand, their status marked. A run of an older version of its suite is shown as
+    saved (this code computes that suite differently, so it cannot read its records as its own)."""
     from stratbench.suites import suite_for_run
 
     meta = read_run_json(folder)
-    shard = meta["config"].get("shard")
-    if meta.get("status") != "finished" or shard is not None:  # (an unsharded run saves None)
-        return  # (one shard alone is no run a merge can recompute: its merge with the others is)
     suite = suite_for_run(meta, str(folder))
     from stratbench.runner.folders import suite_version_of
 
     if suite_version_of(meta, str(folder)) < suite.version:
         return  # measured by an older definition of the suite, which this code cannot recompute: shown as saved
+    if meta.get("status") != "finished" or not is_whole(meta):
+        try:  # (one shard alone is no run a merge can recompute, nor is an unfinished run: their records are read)
+            suite.check_records(folder)
+        except InputError as e:
+            raise InputError(_in(folder, str(e))) from None
+        return
     with tempfile.TemporaryDirectory(prefix="stratbench-check-") as tmp:
         out = Path(tmp) / "run"
         out.mkdir()
@@ -77,8 +93,9 @@ def check_run(folder: Path) -> None:
             msg = str(e)
             if "the shards hold" in msg:  # (the merge's words for records missing from a finished run)
                 msg = msg.replace("the shards hold", "the finished run holds only").split("; merge every")[0]
-            raise InputError(msg if str(folder) in msg else f"{folder}: {msg}") from None
-        for again in sorted(out.glob("summary*.json")):
+            raise InputError(_in(folder, msg)) from None
+        # the summaries, and the per-game table compare reads (TMGBench's grids.json)
+        for again in [*sorted(out.glob("summary*.json")), *sorted(out.glob("grids.json"))]:
             saved_file = folder / again.name
             if not saved_file.is_file():
                 raise InputError(f"{saved_file}: missing (the run's records give one)")
@@ -92,6 +109,13 @@ def check_run(folder: Path) -> None:
             if _differs(saved, recomputed):
                 raise InputError(f"{saved_file}: does not agree with the run's records "
                                  f"({_first_difference(saved, recomputed)}): the summary or the records were edited by hand")
+
+
+def _in(folder: Path, msg: str) -> str:
+    """A message about a run's files, naming the folder once (run.json's saved config: the file)."""
+    if str(folder) in msg:
+        return msg
+    return f"{folder}/{msg}" if msg.startswith("run.json") else f"{folder}: {msg}"
 
 
 def _read(path: Path) -> Any:

@@ -452,6 +452,14 @@ def run_chbench(config: ChbenchConfig, progress: Progress | None = None,
     return execute(ChbenchPlan(config), progress, resume_dir)
 
 
+def chbench_plan(folder: Path) -> ChbenchPlan:
+    """The CHBench run (or shard) in ``folder`` as its run.json plans it, no player opened: its
+    streams check the rounds read back (compare, the report)."""
+    plan = ChbenchPlan(rebuild_config(ChbenchConfig, read_run_json(folder)["config"]))
+    plan.build_units()
+    return plan
+
+
 def merge_chbench(folders: list[Path], out: Path) -> Outcome:
     """Write into ``out`` the rounds of the finished shards ``folders`` in the unsharded order
     (every match exactly once) and redo the analysis on them."""

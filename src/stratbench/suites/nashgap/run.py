@@ -394,6 +394,26 @@ class NashgapPlan(RunPlan):
         return plan
 
 
+    @classmethod
+    def for_folder(cls, folder: Path) -> "NashgapPlan":
+        """The run (or shard) in ``folder`` as its run.json and games.json plan it, its player not
+        opened: who played, under which policy and how many trials per game come from run.json's
+        "agent" (a run writes it before its first record), so an unfinished run is read too."""
+        meta = read_run_json(folder)
+        plan = cls(rebuild_config(NashgapConfig, meta["config"]))
+        if not (folder / "games.json").is_file():
+            raise InputError(f"{folder}: no games.json; not a Nash-gap result folder")
+        plan.entries = read_games_json(folder / "games.json")[1]
+        agent = meta.get("agent")
+        name = agent.get("name") if isinstance(agent, dict) else None
+        plan.agent_name = name if isinstance(name, str) else plan.config.player
+        policy = agent.get("policy", "scripted") if isinstance(agent, dict) else "scripted"
+        plan.policy = policy if isinstance(policy, str) else "scripted"
+        exact = plan.policy in ("logprob", "choice")
+        plan.n_trials = plan.config.order_rotations if exact else plan.config.num_trials
+        return plan
+
+
 def run_nashgap(
     config: NashgapConfig,
     agent: Agent | None = None,

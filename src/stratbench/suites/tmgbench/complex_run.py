@@ -284,6 +284,14 @@ class ComplexPlan(RunPlan):
         return plan
 
 
+def complex_plan(folder: Path) -> ComplexPlan:
+    """The complex-form run (or shard) in ``folder`` as its run.json plans it, no model opened:
+    its streams check the tasks read back (compare, the report)."""
+    plan = ComplexPlan(rebuild_config(ComplexConfig, read_run_json(folder)["config"]))
+    plan._build()
+    return plan
+
+
 def run_complex(config: TmgbenchConfig, k: int | None = None, num_tasks: int | None = None,
                 progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
     """Run (or finish) one complex-form run; writes tasks.jsonl and summary.json. ``config`` is a

@@ -589,6 +589,29 @@ class AtomicPlan(RunPlan):
         return plan
 
 
+def atomic_plan(folder: Path) -> AtomicPlan | None:
+    """The atomic run (or shard) in ``folder`` as its run.json plans it, no model opened: its
+    streams check the answers read back (compare, the report). Who answered, under which policy
+    and how often come from run.json's "agent" (written before the first answer), so an unfinished
+    run is read too. None for a story run whose stories this machine does not have (its units are
+    its story files)."""
+    meta = read_run_json(folder)
+    plan = AtomicPlan(rebuild_config(TmgbenchConfig, meta["config"]))
+    c = plan.config
+    try:
+        plan.items = shard_units(c.shard_spec, load_units(c, selected_games(c.games)), "games")
+    except InputError:
+        if c.setting == "classic":
+            raise
+        return None
+    agent = meta.get("agent")
+    name, policy = (agent.get("name"), agent.get("policy")) if isinstance(agent, dict) else (None, None)
+    plan.spec = name if isinstance(name, str) else c.player
+    plan.policy = policy if isinstance(policy, str) else "scripted"
+    plan.repeats = 1 if plan.policy in ("scripted", "logprob", "choice") else c.repeats
+    return plan
+
+
 def run_tmgbench(config: TmgbenchConfig, progress: Progress | None = None,
                  resume_dir: str | Path | None = None) -> RunResult:
     """Run (or finish) TMGBench for one player; writes answers.jsonl, summary.json, grids.json

@@ -461,6 +461,12 @@ def merge_tom_runs(folders: list[Path], out: Path) -> Outcome:
     return merge_streams(TomRunPlan(rebuild_config(TomRunConfig, saved, shard=None)), folders, out)
 
 
+def tom_run_plan(folder: Path) -> TomRunPlan:
+    """The `tom run` (or shard) in ``folder`` as its run.json plans it, no model opened: its
+    streams check the rounds read back (compare, the report)."""
+    return TomRunPlan(rebuild_config(TomRunConfig, read_run_json(folder)["config"]).resolve())
+
+
 def _cut_short(rs: list[Record], rounds: int) -> bool:
     """An episode whose rounds are not 0, 1, … in a row, or end before its last round without the
     failure that stopped it: records lost after the run finished."""
