@@ -478,8 +478,9 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
         streams = plan.streams()
         if resume_dir is not None:  # every saved record is checked before anything is changed
             _check_same_player(plan, meta, folder)  # (an edited run.json first: it would fail every record)
-            for stream in streams:
-                read_stream(folder / stream.file, stream)
+            saved = {stream.file: read_stream(folder / stream.file, stream) for stream in streams}
+            if finished_meta is not None:
+                _check_counts(plan, meta, folder, streams, saved)
             remove_stale_tmp(folder)  # left by a write that was killed or refused (disk full)
         plan.update_meta(meta, new=resume_dir is None)
         if finished_meta is None:  # (a finished run says "running" again only once a record changes)
@@ -542,6 +543,31 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
             raise
     folder = _finish_folder(folder)
     return RunResult(folder, outcome.summaries, outcome.n_errors, meta["totals"])
+
+
+def _check_counts(plan: RunPlan, meta: RunMeta, folder: Path, streams: Sequence[Stream[Any]],
+                  saved: dict[str, list[Record]]) -> None:
+    """A finished run that this resume will not change (every unit done): its run.json's
+    totals.records and totals.errors are what its records count, summarised into a scratch folder
+    (nothing in the run's folder is written first); an edited count is refused. A run with units to
+    play again (records cut, errors) is counted afresh when it finishes."""
+    import tempfile
+
+    totals = meta.get("totals")
+    if not isinstance(totals, dict) or not {"records", "errors"} & set(totals):
+        return
+    for stream in streams:
+        done = {k for k, rs in _groups(saved[stream.file], stream.record_unit).items() if stream.unit_done(rs)}
+        if any(stream.unit_key(u) not in done for u in stream.units):
+            return
+    records = {f: sorted(rs, key=s.sort_key) for (f, rs), s in zip(saved.items(), streams)}
+    with tempfile.TemporaryDirectory(prefix="stratbench-count-") as tmp:
+        outcome = plan.summarise(Path(tmp), records)
+    again = plan.totals(records, outcome)
+    for key in ("records", "errors"):
+        if key in totals and key in again and totals[key] != again[key]:
+            raise InputError(f"--resume {folder}/run.json: totals.{key} is {totals[key]!r}, but the run's records "
+                             f"count {again[key]!r}: run.json was edited; the folder is left as it is")
 
 
 def _check_same_player(plan: RunPlan, meta: RunMeta, folder: Path) -> None:

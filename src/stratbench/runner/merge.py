@@ -122,7 +122,7 @@ def _sum_totals(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _merged_counts(out: Path, merged: Any) -> dict[str, int]:
+def merged_counts(out: Path, merged: Any) -> dict[str, int]:
     """records and errors of the merged folder itself (not the shards' sums, which count a record
     twice when shards were re-run): records are the lines of its JSONL files; errors what the
     suite's merge reports (an `Outcome`), else the records with status "error"."""
@@ -201,7 +201,7 @@ def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, mer
         meta["merged_at"] = now_iso()
         meta["command"] = sys.argv
         meta["status"] = "finished"
-        meta["totals"] = {**_sum_totals(metas), **_merged_counts(out, merged)}
+        meta["totals"] = {**_sum_totals(metas), **merged_counts(out, merged)}
         meta.pop("resumed_at", None)
         write_json_atomic(out / "run.json", meta)
         return publish_folder(out)

@@ -206,22 +206,23 @@ class SuiteBase(Generic[C]):
         suite has no such plan, and its records are checked only as JSON objects of finite numbers."""
         return None
 
-    def check_records(self, folder: Path) -> None:
+    def check_records(self, folder: Path) -> int | None:
         """InputError naming the file and line of the first record of ``folder`` that its run could
         not have written, whatever run.json says of the run (finished or not, one shard or all):
         compare and the report read every record this way; only the recomputation of summaries
-        needs a finished, whole run."""
+        needs a finished, whole run. Returns the number of records read (None: the suite has no
+        plan to read them by, only their JSON is checked)."""
         plan = self.folder_plan(folder)
         if plan is not None:
             from stratbench.runner.lifecycle import check_records
 
-            check_records(plan, folder)
-            return
+            return sum(len(rs) for rs in check_records(plan, folder).values())
         from stratbench.runner.jsonl import read_jsonl
         from stratbench.runner.validation import check_schema
 
         for f in sorted(folder.glob("*.jsonl")):
             check_schema(read_jsonl(f), dict, f)  # (a plain dict: only the finite-number check applies)
+        return None
 
     # -- compare ----------------------------------------------------------------------------------
     def compare_units(self, folder: Path) -> CompareUnits:

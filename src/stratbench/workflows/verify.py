@@ -18,6 +18,7 @@ from typing import Any
 
 from stratbench.errors import InputError
 from stratbench.runner.folders import read_run_json
+from stratbench.runner.merge import merged_counts
 
 __all__ = ["check_run", "is_whole"]
 
@@ -80,20 +81,23 @@ def check_run(folder: Path) -> None:
         return  # measured by an older definition of the suite, which this code cannot recompute: shown as saved
     if meta.get("status") != "finished" or not is_whole(meta):
         try:  # (one shard alone is no run a merge can recompute, nor is an unfinished run: their records are read)
-            suite.check_records(folder)
+            n_records = suite.check_records(folder)
         except InputError as e:
             raise InputError(_in(folder, str(e))) from None
+        if meta.get("status") == "finished" and n_records is not None:  # (a running run counts none yet)
+            check_totals(folder, meta, {"records": n_records})
         return
     with tempfile.TemporaryDirectory(prefix="stratbench-check-") as tmp:
         out = Path(tmp) / "run"
         out.mkdir()
         try:
-            suite.merge([folder], out)
+            merged = suite.merge([folder], out)
         except InputError as e:
             msg = str(e)
             if "the shards hold" in msg:  # (the merge's words for records missing from a finished run)
                 msg = msg.replace("the shards hold", "the finished run holds only").split("; merge every")[0]
             raise InputError(_in(folder, msg)) from None
+        check_totals(folder, meta, merged_counts(out, merged))
         # the summaries, and the per-game table compare reads (TMGBench's grids.json)
         for again in [*sorted(out.glob("summary*.json")), *sorted(out.glob("grids.json"))]:
             saved_file = folder / again.name
@@ -109,6 +113,19 @@ def check_run(folder: Path) -> None:
             if _differs(saved, recomputed):
                 raise InputError(f"{saved_file}: does not agree with the run's records "
                                  f"({_first_difference(saved, recomputed)}): the summary or the records were edited by hand")
+
+
+def check_totals(folder: Path, meta: dict[str, Any], counted: dict[str, int]) -> None:
+    """InputError naming run.json when its totals.records or totals.errors are not what the run's
+    records count (``counted``). The model's calls, tokens and cost cannot be counted again from
+    the records (a cached answer costs nothing; a retried call counts twice): they stay as saved."""
+    totals = meta.get("totals")
+    if not isinstance(totals, dict):
+        return
+    for key, n in counted.items():
+        if key in totals and totals[key] != n:
+            raise InputError(f"{folder}/run.json: totals.{key} is {totals[key]!r}, but the run's records count {n}: "
+                             "run.json was edited")
 
 
 def _in(folder: Path, msg: str) -> str:
