@@ -599,6 +599,32 @@ def test_a_tmgbench_run_whose_form_was_edited_names_run_json(tmp_path, cli, args
     assert _snapshot(folder) == before
 
 
+@pytest.mark.parametrize("prompting,change,why", [
+    ("QA", {"predict": False}, "line 1: prediction (a prediction), but run.json's config has predict false"),
+    ("LM", {"predict": False}, "line 1: tom_policy (a prediction), but run.json's config has predict false"),
+    ("QA", {"tom_variant": "partner_first"},
+     "line 1: its ToM call asked after the action, but run.json's config has tom_variant 'partner_first'"),
+    ("QA", {"max_tries": 1}, "but run.json's config has max_tries 1"),
+    ("LM", {"history": False}, "run.json: config.history is False, but summary.json says True"),
+    ("QA", {"label_set": "canonical"}, "(action) is 'parsed', but its text gives no answer when read again"),
+])
+def test_a_tom_runs_config_is_what_its_rounds_were_played_with(tmp_path, cli, fake_server, prompting, change, why):
+    """fuzz pass 8, D7: the config keys that shape the rounds (predictions, when they are asked, the
+    tries of a call, the labels answers are read with; those only the summary repeats) are checked
+    against them on resume and compare, before anything is written."""
+    folder = _run_and_edit(tmp_path, cli, ["tom", "run", "--model", "openai-compatible:fake", "--base-url",
+                                           fake_server.base_url, "--prompting", prompting, "--rounds", "3",
+                                           "--episodes", "1", "--seed", "5"], "rounds.jsonl", "", lambda rec, rest: None)
+    meta = json.loads((folder / "run.json").read_text())
+    meta["config"].update(change)
+    (folder / "run.json").write_text(json.dumps(meta))
+    before = _snapshot(folder)
+    for cmd in (["tom", "run", "--resume", str(folder)], ["compare", str(folder), str(folder)]):
+        r = cli(*cmd)
+        assert r.returncode == 2 and why in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert _snapshot(folder) == before
+
+
 def test_a_tom_partner_state_is_where_its_state_machine_goes(tmp_path, cli, fake_server):
     folder = _run_and_edit(tmp_path, cli, ["tom", "run", "--model", "openai-compatible:fake", "--base-url",
                                            fake_server.base_url, "--rounds", "3", "--episodes", "1", "--seed", "5",

@@ -548,14 +548,14 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
 def _check_counts(plan: RunPlan, meta: RunMeta, folder: Path, streams: Sequence[Stream[Any]],
                   saved: dict[str, list[Record]]) -> None:
     """A finished run that this resume will not change (every unit done): its run.json's
-    totals.records and totals.errors are what its records count, summarised into a scratch folder
-    (nothing in the run's folder is written first); an edited count is refused. A run with units to
-    play again (records cut, errors) is counted afresh when it finishes."""
+    totals.records and totals.errors are what its records count, and the config keys its summaries
+    repeat are run.json's, summarised into a scratch folder (nothing in the run's folder is written
+    first); an edited count or config key is refused. A run with units to play again (records cut,
+    errors) is counted afresh when it finishes."""
     import tempfile
 
     totals = meta.get("totals")
-    if not isinstance(totals, dict) or not {"records", "errors"} & set(totals):
-        return
+    totals = totals if isinstance(totals, dict) else {}
     for stream in streams:
         done = {k for k, rs in _groups(saved[stream.file], stream.record_unit).items() if stream.unit_done(rs)}
         if any(stream.unit_key(u) not in done for u in stream.units):
@@ -563,11 +563,33 @@ def _check_counts(plan: RunPlan, meta: RunMeta, folder: Path, streams: Sequence[
     records = {f: sorted(rs, key=s.sort_key) for (f, rs), s in zip(saved.items(), streams)}
     with tempfile.TemporaryDirectory(prefix="stratbench-count-") as tmp:
         outcome = plan.summarise(Path(tmp), records)
+        _check_summary_config(meta, folder, Path(tmp))
     again = plan.totals(records, outcome)
     for key in ("records", "errors"):
         if key in totals and key in again and totals[key] != again[key]:
             raise InputError(f"--resume {folder}/run.json: totals.{key} is {totals[key]!r}, but the run's records "
                              f"count {again[key]!r}: run.json was edited; the folder is left as it is")
+
+
+def _check_summary_config(meta: RunMeta, folder: Path, again: Path) -> None:
+    """A finished run's summaries repeat config keys (a ToM run's history, payoffs, label set): one
+    that run.json now says otherwise was edited there (or in the summary), and a resume would write
+    the summary anew under the edited config, its records unchanged."""
+    import json
+
+    config = meta.get("config")
+    for f in sorted(again.glob("summary*.json")):
+        try:
+            saved = json.loads((folder / f.name).read_text(encoding="utf-8"))
+            now = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue  # (a summary that cannot be read is written anew)
+        if not isinstance(saved, dict) or not isinstance(now, dict) or not isinstance(config, dict):
+            continue
+        for k, v in now.items():
+            if k in config and k in saved and config[k] == v and saved[k] != v and not isinstance(v, (dict, list)):
+                raise InputError(f"--resume {folder}/run.json: config.{k} is {v!r}, but {f.name} says {saved[k]!r}: "
+                                 "run.json or the summary was edited; the folder is left as it is")
 
 
 def _check_same_player(plan: RunPlan, meta: RunMeta, folder: Path) -> None:

@@ -111,6 +111,7 @@ def check_run(folder: Path) -> None:
                     raise InputError(f"{saved_file}: lacks {len(missing)} of the {len(recomputed)} values its run's "
                                      f"records give ({', '.join(missing[:3])}, …): the summary was edited by hand")
             if _differs(saved, recomputed):
+                _config_difference(folder, meta, saved_file, saved, recomputed)
                 raise InputError(f"{saved_file}: does not agree with the run's records "
                                  f"({_first_difference(saved, recomputed)}): the summary or the records were edited by hand")
 
@@ -126,6 +127,19 @@ def check_totals(folder: Path, meta: dict[str, Any], counted: dict[str, int]) ->
         if key in totals and totals[key] != n:
             raise InputError(f"{folder}/run.json: totals.{key} is {totals[key]!r}, but the run's records count {n}: "
                              "run.json was edited")
+
+
+def _config_difference(folder: Path, meta: dict[str, Any], saved_file: Path, saved: Any, again: Any) -> None:
+    """InputError naming run.json when the first value on which a summary and its recomputation
+    differ is a config key the summary repeats: the recomputation took it from run.json, so either
+    file may have been edited (the records have not been shown to be)."""
+    config = meta.get("config")
+    if not isinstance(saved, dict) or not isinstance(again, dict) or not isinstance(config, dict):
+        return
+    key = next((k for k, v in saved.items() if k in again and _differs(v, again[k])), None)
+    if key is not None and key in config and not _differs(config[key], again[key]):
+        raise InputError(f"{folder}/run.json: config.{key} is {config[key]!r}, but {saved_file.name} says "
+                         f"{saved[key]!r}: run.json or the summary was edited")
 
 
 def _in(folder: Path, msg: str) -> str:
