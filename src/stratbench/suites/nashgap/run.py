@@ -472,7 +472,7 @@ class NashgapPlan(RunPlan):
             shard_summaries = []
             for f in folders:
                 if not (f / summary_file).is_file():
-                    raise InputError(f"{f}: no {summary_file}; finish the shard with --resume {f}")
+                    raise InputError(f"{f}: no {summary_file}; finish it with --resume {f}")
                 shard_summaries.append(read_summary(f / summary_file,
                                                     {"num_trials_per_game": int, "agent": str, "policy": str}))
             first = shard_summaries[0]

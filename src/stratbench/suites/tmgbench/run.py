@@ -589,7 +589,7 @@ class AtomicPlan(RunPlan):
         summaries = []
         for f in folders:
             if not (f / "summary.json").is_file():
-                raise InputError(f"{f}: no summary.json; finish the shard with --resume {f}")
+                raise InputError(f"{f}: no summary.json; finish it with --resume {f}")
             summaries.append(read_summary(f / "summary.json", {"player": str, "policy": str, "repeats": int}))
         first = summaries[0]
         for f, sm in zip(folders, summaries):

@@ -25,7 +25,7 @@ from typing import Any, cast
 from stratbench.checks import check_config, check_units
 from stratbench.errors import InputError
 from stratbench.runner.folders import read_run_json
-from stratbench.runner.jsonl import write_bytes_atomic, write_json_atomic, write_jsonl_atomic
+from stratbench.runner.jsonl import read_jsonl, write_bytes_atomic, write_json_atomic, write_jsonl_atomic
 from stratbench.runner.lifecycle import (
     FolderSpec,
     Outcome,
@@ -242,7 +242,11 @@ def merge_baselines(folders: list[Path], out: Path) -> Outcome:
         path = Path(f) / EPISODES_FILE
         if not path.is_file():
             raise InputError(f"{f}: no {EPISODES_FILE}; not a finished tom shard")
-        records.extend(read_stream(path, stream))  # every episode read as a resume reads it (played again)
+        read_stream(path, stream)  # every episode read as a resume reads it (played again)
+        try:
+            records.extend(read_jsonl(path))  # (as written: an episode written twice is counted twice below)
+        except ValueError as e:
+            raise InputError(str(e)) from None
     c = plan.config
     keys = [(r["game"], r["partner"], int(r["episode"])) for r in records]
     want = {(g, p, e) for g in c.games for p in c.partners for e in range(c.episodes)}

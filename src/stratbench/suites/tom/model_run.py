@@ -293,8 +293,8 @@ class TomRunPlan(RunPlan):
             v = r.get(key)
             if isinstance(v, int) and v < 0:
                 return f"{key} {v} is below 0"
-        return (self._config_problem(r) or self._play_problem(r) or self._state_problem(r) or self._lm_problem(r)
-                or self._gen_problem(r))
+        return (self._play_problem(r) or self._state_problem(r) or self._lm_problem(r) or self._gen_problem(r)
+                or self._config_problem(r))
 
     def _config_problem(self, r: Record) -> str | None:
         """What run.json's config says a round holds: a prediction exactly when it predicts (LM
