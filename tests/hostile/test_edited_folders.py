@@ -193,11 +193,32 @@ def test_a_scored_trial_edited_to_hold_no_number_is_named_by_compare_and_resume(
 
 def test_a_minus_infinity_log_prob_written_as_null_is_read_back(tmp_path, cli):
     """A label the backend gives no probability (outside a chat endpoint's top log-probs, or a
-    cached −∞) is written as null: a resume reads its own folder back."""
+    cached −∞) is written as null: a resume reads its own folder back (the trial as a log-prob
+    player writes it passes the record checks a resume applies). A scripted player's trial never
+    holds log-probs, null or not (fuzz pass 8, D6)."""
+    import numpy as np
+
+    from stratbench.games.normal_form import NormalFormGame
+    from stratbench.players import exact_policy
+    from stratbench.runner.jsonl import dumps
     from stratbench.runner.validation import check_schema
-    from stratbench.suites.nashgap.records import TrialRecord
+    from stratbench.solvers.zerosum import solve_zero_sum
+    from stratbench.suites.nashgap.games import GameEntry
+    from stratbench.suites.nashgap.players import Decision
+    from stratbench.suites.nashgap.records import TrialRecord, make_record, record_problem
 
     check_schema([{"logprobs": [None, -0.5, -1.2]}], TrialRecord, "trials.jsonl")
+    game = NormalFormGame.zero_sum([[1.0, -2.0, 0.5], [-1.0, 3.0, 0.0], [0.0, 1.0, -1.0]])
+    entry = GameEntry(0, game, solve_zero_sum(game.payoff_row), None, 5)
+    lps = [float("-inf"), -0.1, -2.4]
+    pol = exact_policy(lps)
+    assert not isinstance(pol, str)
+    d = Decision("parsed", action=1, policy=list(pol.probs), label_mass=pol.mass, logprobs=lps)
+    written = json.loads(dumps(dict(make_record(entry, 0, "pure", 7, "prompt", d, "gguf:m"))))
+    assert written["logprobs"] == [None, -0.1, -2.4]
+    assert record_problem(written, {0: 3}, {0: entry}, "pure", "gguf:m", 1) is None
+    assert np.isclose(written["label_mass"], pol.mass)
+
     r = cli("nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet",
             "--output-dir", str(tmp_path / "o"))
     assert r.returncode == 0, r.stderr
@@ -209,7 +230,7 @@ def test_a_minus_infinity_log_prob_written_as_null_is_read_back(tmp_path, cli):
     meta = json.loads((folder / "run.json").read_text())
     (folder / "run.json").write_text(json.dumps({**meta, "status": "running"}))
     r = cli("nashgap", "--resume", str(folder), "--quiet")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 2 and "logprobs [null, -0.1, -2.4], but random writes null" in r.stderr, r.stderr
 
 
 @pytest.fixture(scope="module")

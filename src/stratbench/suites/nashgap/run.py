@@ -410,7 +410,8 @@ class NashgapPlan(RunPlan):
         want: dict[str, Any] = dict(make_record(e, t, mode, seed, prompt, d, self.agent_name, order, rot))
         first = ("status", "seed", "llm_decision", "policy")  # (what names an edited play best)
         scale = max(1.0, float(np.abs(e.game.payoff_row).max()))
-        for k in [*first, *sorted((set(r) | set(want)) - set(first) - {"latency_s"})]:
+        # (every key but its timing and the hash of a prompt the reference never reads)
+        for k in [*first, *sorted((set(r) | set(want)) - set(first) - {"latency_s", "prompt_sha256"})]:
             if k not in want:  # (a model's keys on a reference player's trial: a reply, a reasoning)
                 return f"{k} {_short(r[k])} on a trial of {self.agent_name}, a scripted player, which never writes one"
             a, b = r.get(k), want[k]
