@@ -193,11 +193,32 @@ def test_a_scored_trial_edited_to_hold_no_number_is_named_by_compare_and_resume(
 
 def test_a_minus_infinity_log_prob_written_as_null_is_read_back(tmp_path, cli):
     """A label the backend gives no probability (outside a chat endpoint's top log-probs, or a
-    cached −∞) is written as null: a resume reads its own folder back."""
+    cached −∞) is written as null: a resume reads its own folder back (the trial as a log-prob
+    player writes it passes the record checks a resume applies). A scripted player's trial never
+    holds log-probs, null or not (fuzz pass 8, D6)."""
+    import numpy as np
+
+    from stratbench.games.normal_form import NormalFormGame
+    from stratbench.players import exact_policy
+    from stratbench.runner.jsonl import dumps
     from stratbench.runner.validation import check_schema
-    from stratbench.suites.nashgap.records import TrialRecord
+    from stratbench.solvers.zerosum import solve_zero_sum
+    from stratbench.suites.nashgap.games import GameEntry
+    from stratbench.suites.nashgap.players import Decision
+    from stratbench.suites.nashgap.records import TrialRecord, make_record, record_problem
 
     check_schema([{"logprobs": [None, -0.5, -1.2]}], TrialRecord, "trials.jsonl")
+    game = NormalFormGame.zero_sum([[1.0, -2.0, 0.5], [-1.0, 3.0, 0.0], [0.0, 1.0, -1.0]])
+    entry = GameEntry(0, game, solve_zero_sum(game.payoff_row), None, 5)
+    lps = [float("-inf"), -0.1, -2.4]
+    pol = exact_policy(lps)
+    assert not isinstance(pol, str)
+    d = Decision("parsed", action=1, policy=list(pol.probs), label_mass=pol.mass, logprobs=lps)
+    written = json.loads(dumps(dict(make_record(entry, 0, "pure", 7, "prompt", d, "gguf:m"))))
+    assert written["logprobs"] == [None, -0.1, -2.4]
+    assert record_problem(written, {0: 3}, {0: entry}, "pure", "gguf:m", 1) is None
+    assert np.isclose(written["label_mass"], pol.mass)
+
     r = cli("nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet",
             "--output-dir", str(tmp_path / "o"))
     assert r.returncode == 0, r.stderr
@@ -209,7 +230,7 @@ def test_a_minus_infinity_log_prob_written_as_null_is_read_back(tmp_path, cli):
     meta = json.loads((folder / "run.json").read_text())
     (folder / "run.json").write_text(json.dumps({**meta, "status": "running"}))
     r = cli("nashgap", "--resume", str(folder), "--quiet")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 2 and "logprobs [null, -0.1, -2.4], but random writes null" in r.stderr, r.stderr
 
 
 @pytest.fixture(scope="module")
@@ -444,3 +465,131 @@ def test_an_older_suite_version_is_reported_as_saved_but_never_resumed_or_compar
     monkeypatch.setattr(NashgapPlan, "version", 2)
     code, err = _inproc("nashgap", "--resume", str(a))
     assert code == 2 and "a run of version 1 of the nashgap suite; this stratbench runs version 2" in err, err
+
+
+# -- a Nash-gap run's games are the ones its saved config gives (fuzz pass 8, D5, D9) -----------
+
+def _games_edit(change):
+    def edit(folder: Path) -> str:
+        games = json.loads((folder / "games.json").read_text())
+        change(games)
+        (folder / "games.json").write_text(json.dumps(games))
+        return "games.json"
+    return edit
+
+
+def _config_edit(**change: object):
+    def edit(folder: Path) -> str:
+        meta = json.loads((folder / "run.json").read_text())
+        meta["config"].update(change)
+        (folder / "run.json").write_text(json.dumps(meta))
+        return "run.json" if {"combined", "mixed_strategy"} & set(change) else "games.json"
+    return edit
+
+
+@pytest.mark.parametrize("edit,why", [
+    (_games_edit(lambda g: g[0].update(nash_equilibrium_row=[1 / 3, 1 / 3, 1 / 3])), "game 0 has nash_equilibrium_row"),
+    (_games_edit(lambda g: g[0].update(row_labels=["a", "b", "c"])), "game 0 has row_labels"),
+    (_games_edit(lambda g: g[0].update(bucket="2x2_lowVar_pure")), "game 0 has bucket \"2x2_lowVar_pure\""),
+    (_games_edit(lambda g: g[0].update(saddle_point=not g[0]["saddle_point"])), "game 0 has saddle_point"),
+    (_games_edit(lambda g: g[0].update(value=g[0]["value"] + 1e-6)), "game 0 has value"),
+    (_games_edit(lambda g: g[0].update(payoff_col=1)), "game 0 is not a game a run writes (keys payoff_col)"),
+    (_games_edit(lambda g: g.reverse()), "game 0 has game_id 2"),
+    (_config_edit(seed=2), "game 0 has seed 5, but run.json's config gives 2"),
+    (_config_edit(num_games=9), "holds 3 games, but run.json's config gives 9"),
+    (_config_edit(num_rows=4), "game 0 has num_rows 3, but run.json's config gives 4"),
+    (_config_edit(payoff_max=50.0), "game 0 has payoff_matrix"),
+    (_config_edit(decimals=1), "game 0 has payoff_matrix"),
+    (_config_edit(bucket="3x3_midVar_mixed"), "game 0 has bucket null, but run.json's config gives \"3x3_midVar_mixed\""),
+    (_config_edit(games_file="/etc/passwd"), "game 0 has seed 5, but its payoffs give null"),
+    (_config_edit(combined=True), "its config is a combined run, but the folder holds trials.jsonl"),
+    (_config_edit(mixed_strategy=True), "its config plays mixed strategies, but trials.jsonl holds pure trials"),
+])
+def test_a_nashgap_run_whose_games_are_not_its_configs_is_refused(tmp_path, cli, edit, why):
+    """Generated games are generated again from run.json's config (and solved) wherever the run is
+    read: games.json and the config keys that define the games agree, or the folder is refused
+    before anything is written (a resume of an edited `combined` would play every trial again)."""
+    args = ["nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet"]
+    r = cli(*args, "--output-dir", str(tmp_path / "a"))
+    (clean,) = (tmp_path / "a").iterdir()
+    r = cli(*args, "--output-dir", str(tmp_path / "o"))
+    (folder,) = (tmp_path / "o").iterdir()
+    file = edit(folder)
+    before = _snapshot(folder)
+    for cmd in (["nashgap", "--resume", str(folder)], ["compare", str(clean), str(folder)]):
+        r = cli(*cmd)
+        assert r.returncode == 2 and r.stderr.startswith(f"error: {folder}/{file}: ") and why in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    r = cli("report", str(folder), "--output", str(tmp_path / "rep"))
+    assert r.returncode == 0 and why in r.stderr and "the report leaves out its numbers" in r.stderr, r.stderr
+    assert _snapshot(folder) == before
+
+
+def test_nashgap_shards_whose_configs_give_other_games_are_not_merged(tmp_path, cli):
+    for i in (1, 2):
+        r = cli("nashgap", "--model", "random", "--num-games", "4", "--num-trials", "2", "--seed", "1", "--shard",
+                f"{i}/2", "--quiet", "--output-dir", str(tmp_path / "s"))
+        assert r.returncode == 0, r.stderr
+    shards = sorted((tmp_path / "s").iterdir())
+    for f in shards:
+        meta = json.loads((f / "run.json").read_text())
+        meta["config"]["seed"] = 5
+        (f / "run.json").write_text(json.dumps(meta))
+    r = cli("merge", *map(str, shards), "--output-dir", str(tmp_path / "m"))
+    assert r.returncode == 2 and r.stderr.startswith(
+        f"error: {shards[0]}/games.json: game 0 has seed 1, but run.json's config gives 5"), r.stderr
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_games_file_runs_games_json_is_what_its_payoffs_give(tmp_path, cli):
+    """A games file's payoffs (and labels) are the run's as saved; what a run derives from them is
+    derived again, and the saved count of games is games.json's."""
+    f = tmp_path / "g.json"
+    f.write_text('[{"payoff_matrix": [[0.333, 0], [0, 1]], "row_labels": ["U", "D"]}, '
+                 '{"payoff_matrix": [[3, 1, 2], [0, 2, 1]]}]')
+    r = cli("nashgap", "--games-file", str(f), "--model", "random", "--num-trials", "2", "--quiet", "--output-dir",
+            str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    r = cli("nashgap", "--resume", str(folder), "--quiet")
+    assert r.returncode == 0, r.stderr
+    for edit, why in ((_games_edit(lambda g: g[0].update(nash_equilibrium_row=[0.5, 0.5])),
+                       "game 0 has nash_equilibrium_row [0.5, 0.5], but its payoffs give"),
+                      (_config_edit(num_games=1), "holds 2 games, but run.json's config gives 1"),
+                      (_config_edit(decimals=1), "game 0 has payoffs beyond run.json's decimals 1")):
+        saved = _snapshot(folder)
+        edit(folder)
+        r = cli("nashgap", "--resume", str(folder))
+        assert r.returncode == 2 and why in r.stderr, r.stderr
+        for name, data in saved.items():
+            (folder / name).write_bytes(data)
+
+
+@pytest.mark.parametrize("key,value", [("errors", 3), ("records", 99)])
+def test_an_edited_count_in_run_json_is_refused_where_it_is_read(tmp_path, cli, key, value):
+    """fuzz pass 8, D6: records and errors are counted again from the records (compare, report, a
+    resume of a finished run); the model's calls and cost cannot be, and stay as saved."""
+    args = ["nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet"]
+    r = cli(*args, "--output-dir", str(tmp_path / "a"))
+    (clean,) = (tmp_path / "a").iterdir()
+    r = cli(*args, "--output-dir", str(tmp_path / "o"))
+    (folder,) = (tmp_path / "o").iterdir()
+    meta = json.loads((folder / "run.json").read_text())
+    meta["totals"].update({key: value, "model_calls": 500, "cost_usd": 12.5})
+    (folder / "run.json").write_text(json.dumps(meta))
+    before = _snapshot(folder)
+    counted = {"errors": 0, "records": 6}[key]
+    why = f"run.json: totals.{key} is {value}, but the run's records count {counted}: run.json was edited"
+    r = cli("nashgap", "--resume", str(folder))
+    assert r.returncode == 2 and r.stderr.strip() == f"error: --resume {folder}/{why}; the folder is left as it is", \
+        r.stderr
+    r = cli("compare", str(clean), str(folder))
+    assert r.returncode == 2 and r.stderr.strip() == f"error: {folder}/{why}", r.stderr
+    r = cli("report", str(folder), "--output", str(tmp_path / "rep"))
+    assert r.returncode == 0 and why in r.stderr, r.stderr
+    assert "12.5" not in (tmp_path / "rep" / "index.html").read_text()  # (its counts are not shown)
+    assert _snapshot(folder) == before
+    meta["totals"].update({key: counted})  # the calls and cost alone: kept as saved
+    (folder / "run.json").write_text(json.dumps(meta))
+    r = cli("compare", str(clean), str(folder))
+    assert r.returncode == 0, r.stderr

@@ -305,3 +305,51 @@ def test_merge_names_an_input_that_is_no_result_folder_first(tmp_path, cli):
     assert r.returncode == 2
     assert r.stderr.strip() == f"error: {other}: not a result folder (no run.json or suite_metadata.json)"
     assert not (other / "sub" / "out").exists()
+
+
+def _nashgap_shards(tmp_path: Path) -> list[Path]:
+    for i in (1, 2):
+        run_nashgap(NashgapConfig(num_games=4, num_trials=2, llm_type="random", seed=1, shard=f"{i}/2",
+                                  output_dir=str(tmp_path / "s")))
+    return sorted((tmp_path / "s").iterdir())
+
+
+def test_an_interrupt_as_the_merged_folder_is_renamed_names_the_complete_folder(tmp_path, monkeypatch, capsys):
+    """fuzz pass 8, M1: a Ctrl-C landing just after the rename is held back until the folder is
+    named, and the command says the merged run is complete (not that nothing was written)."""
+    import os
+    import signal
+
+    from stratbench.cli.main import main
+    from stratbench.runner import merge as merging
+
+    shards = _nashgap_shards(tmp_path)
+    real = merging.publish_folder
+
+    def publish(staged: Path) -> Path:
+        final = real(staged)
+        os.kill(os.getpid(), signal.SIGINT)  # between the rename and the command hearing of it
+        return final
+
+    monkeypatch.setattr(merging, "publish_folder", publish)
+    with pytest.raises(SystemExit) as e:
+        main(["merge", *map(str, shards), "--output-dir", str(tmp_path / "m"), "--quiet"])
+    (merged,) = (tmp_path / "m").iterdir()
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 130 and err == f"interrupted after {merged} was written whole (status finished); nothing is lost"
+    assert json.loads((merged / "run.json").read_text())["status"] == "finished"
+
+
+def test_merge_names_a_merged_run_given_as_a_shard(tmp_path):
+    """fuzz pass 8, M2 and M3: one line that says what the folder is."""
+    shards = _nashgap_shards(tmp_path)
+    merged = merge_runs(shards, tmp_path / "m")
+    with pytest.raises(InputError) as e:
+        merge_runs([merged, shards[1]], tmp_path / "m2")
+    assert str(e.value) == (f"{merged} is a merged run, not a shard; merge combines the shards (--shard i/n) of "
+                            "one run")
+    cfg = TmgbenchConfig(model="oracle", games="421,431", seed=2, shard="2/2", output_dir=str(tmp_path / "t"))
+    other = Path(run_tmgbench(cfg).folder)
+    with pytest.raises(InputError) as e:
+        merge_runs([shards[0], other], tmp_path / "m3")
+    assert str(e.value) == f"{other} is a tmgbench atomic run but {shards[0]} is a nashgap run"

@@ -168,6 +168,15 @@ def test_hostile_suite_files_are_one_line_each(tmp_path):
         "deep.toml": (head + "[nashgap]\nx = " + "[" * 3000 + "]" * 3000 + "\n", "nested deeper than 64"),
         "dup.yaml": ("models: [random]\nmodels: [nash]\nnashgap: {}\n", "duplicate key 'models'"),
         "surrogate.yaml": ('models: ["\\ud800"]\nnashgap: {}\n', "lone surrogate"),
+        # one run twice (fuzz pass 8, D10): refused as duplicate models and seeds are
+        "games.toml": ('seeds = [1]\nmodels = ["embedded"]\n[tom]\ngames = ["rps", "rps"]\n',
+                       "[tom] games: 'rps' is listed twice"),
+        "spelt.toml": ('seeds = [1]\nmodels = ["embedded"]\n[tom]\ngames = ["rps", "RPS"]\n',
+                       "[tom] games: 'rps' is listed twice"),
+        "partners.toml": ('seeds = [1]\nmodels = ["embedded"]\n[tom]\npartners = ["tit_for_tat", "tit_for_tat"]\n',
+                          "[tom] partners: 'tit_for_tat' is listed twice"),
+        "mechanisms.toml": (head + '[chbench]\nmechanisms = ["baseline", "baseline"]\n',
+                            "[chbench] mechanisms: 'baseline' is listed twice"),
     }
     for name, (text, fragment) in cases.items():
         p = _write(tmp_path, name, text)

@@ -98,6 +98,8 @@ def _resume_hint(command: Any, args: list[str], folders: list[Path]) -> str:
                 f"stratbench {' '.join(words + given)} --resume {shlex.quote(resumed)}{again}")
     folder = folders[0] if (folders[0] / "suite_metadata.json").is_file() else folders[-1]
     options = {o for p in getattr(cmd, "params", []) for o in getattr(p, "opts", [])}
+    if "--resume" not in options and _finished(folder):  # (a merge interrupted once its folder was in place)
+        return f"interrupted after {folder} was written whole (status finished); nothing is lost"
     if "--resume" not in options:
         return (f"interrupted: the unfinished folder {folder} cannot be resumed (stratbench {' '.join(words)} "
                 "has no --resume); run the command again")
@@ -106,6 +108,17 @@ def _resume_hint(command: Any, args: list[str], folders: list[Path]) -> str:
     note = "credentials are never saved: put the password where *** is; " if url else ""
     return (f"interrupted: finished records are saved in {folder}; {note}continue with: "
             f"stratbench {' '.join(words + given)} --resume {shlex.quote(str(folder))}{again}")
+
+
+def _finished(folder: Path) -> bool:
+    """Whether the folder's run.json says finished (unreadable: not)."""
+    import json
+
+    try:
+        meta = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(meta, dict) and meta.get("status") == "finished"
 
 
 def _resumed_folder(args: list[str]) -> str | None:

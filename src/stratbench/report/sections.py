@@ -269,14 +269,17 @@ def render_run(ctx: Ctx, run: RunDir) -> RunView:
     for cp in (p for p in names if p.suffix == ".csv"):
         parts.append(el("details", el("summary", cp.name), csv_table(cp)))
 
+    if run.withheld:  # (its counts and records are what was edited, or contradict what was)
+        totals, tokens, cost = {}, None, None
     parts.append(el("h4", "Tokens and cost"))
     if totals:
         parts.append(kv_table(totals))
     else:
-        parts.append(el("p", "run.json has no totals (run unfinished?)", class_="note"))
+        parts.append(el("p", "not shown (see above)" if run.withheld else "run.json has no totals (run unfinished?)",
+                        class_="note"))
     parts.append(el("details", el("summary", "Run metadata: versions, git revision, config"), metadata_view(run)))
 
-    jsonls = [p for p in names if p.suffix == ".jsonl"]
+    jsonls = [p for p in names if p.suffix == ".jsonl"] if not run.withheld else []
     if jsonls:
         parts.append(el("h4", f"Sample records (first {ctx.max_records} per file)"))
         for jp in jsonls:

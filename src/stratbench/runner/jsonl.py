@@ -158,6 +158,18 @@ def read_jsonl(path: str | Path, repair: bool = False) -> list[dict[str, Any]]:
     return records
 
 
+def first_record(path: str | Path) -> dict[str, Any] | None:
+    """The first line of a records file as a JSON object, or None (no file, no such line): what a
+    config check peeks at to say whether run.json or the records were edited (the records
+    themselves are read, and checked, by the caller's reader)."""
+    try:
+        with open(path, "rb") as fh:
+            rec = json.loads(fh.readline())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
 def tmp_path(path: str | Path) -> Path:
     """Where :func:`write_atomic` stages ``path``."""
     p = Path(path)

@@ -292,6 +292,14 @@ def read_stream(path: Path, stream: Stream[Any], repair: bool = False) -> list[R
     return dedupe(records, stream.record_key, path)
 
 
+def check_records(plan: RunPlan, folder: Path) -> dict[str, list[Record]]:
+    """Every record of the run in ``folder`` read back as a resume reads it (each stream's schema,
+    units and record checks), nothing changed: what compare and the report ask of a run they do not
+    recompute whole (an unfinished run, one shard). ``plan`` is the folder's own run (its shard),
+    its players not opened."""
+    return {s.file: read_stream(folder / s.file, s) for s in plan.streams()}
+
+
 def resume_file(path: Path, stream: Stream[Any], before_change: Callable[[], None] | None = None) -> set[Hashable]:
     """Cut a torn tail, keep the records of finished units (dropping the rest, and duplicates, from
     the file), and return the finished units' keys. ``before_change`` is called before the file
@@ -471,8 +479,9 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
         streams = plan.streams()
         if resume_dir is not None:  # every saved record is checked before anything is changed
             _check_same_player(plan, meta, folder)  # (an edited run.json first: it would fail every record)
-            for stream in streams:
-                read_stream(folder / stream.file, stream)
+            saved = {stream.file: read_stream(folder / stream.file, stream) for stream in streams}
+            if finished_meta is not None:
+                _check_counts(plan, meta, folder, streams, saved)
             remove_stale_tmp(folder)  # left by a write that was killed or refused (disk full)
         plan.update_meta(meta, new=resume_dir is None)
         if finished_meta is None:  # (a finished run says "running" again only once a record changes)
@@ -535,6 +544,53 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
             raise
     folder = _finish_folder(folder)
     return RunResult(folder, outcome.summaries, outcome.n_errors, meta["totals"])
+
+
+def _check_counts(plan: RunPlan, meta: RunMeta, folder: Path, streams: Sequence[Stream[Any]],
+                  saved: dict[str, list[Record]]) -> None:
+    """A finished run that this resume will not change (every unit done): its run.json's
+    totals.records and totals.errors are what its records count, and the config keys its summaries
+    repeat are run.json's, summarised into a scratch folder (nothing in the run's folder is written
+    first); an edited count or config key is refused. A run with units to play again (records cut,
+    errors) is counted afresh when it finishes."""
+    import tempfile
+
+    totals = meta.get("totals")
+    totals = totals if isinstance(totals, dict) else {}
+    for stream in streams:
+        done = {k for k, rs in _groups(saved[stream.file], stream.record_unit).items() if stream.unit_done(rs)}
+        if any(stream.unit_key(u) not in done for u in stream.units):
+            return
+    records = {f: sorted(rs, key=s.sort_key) for (f, rs), s in zip(saved.items(), streams)}
+    with tempfile.TemporaryDirectory(prefix="stratbench-count-") as tmp:
+        outcome = plan.summarise(Path(tmp), records)
+        _check_summary_config(meta, folder, Path(tmp))
+    again = plan.totals(records, outcome)
+    for key in ("records", "errors"):
+        if key in totals and key in again and totals[key] != again[key]:
+            raise InputError(f"--resume {folder}/run.json: totals.{key} is {totals[key]!r}, but the run's records "
+                             f"count {again[key]!r}: run.json was edited; the folder is left as it is")
+
+
+def _check_summary_config(meta: RunMeta, folder: Path, again: Path) -> None:
+    """A finished run's summaries repeat config keys (a ToM run's history, payoffs, label set): one
+    that run.json now says otherwise was edited there (or in the summary), and a resume would write
+    the summary anew under the edited config, its records unchanged."""
+    import json
+
+    config = meta.get("config")
+    for f in sorted(again.glob("summary*.json")):
+        try:
+            saved = json.loads((folder / f.name).read_text(encoding="utf-8"))
+            now = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue  # (a summary that cannot be read is written anew)
+        if not isinstance(saved, dict) or not isinstance(now, dict) or not isinstance(config, dict):
+            continue
+        for k, v in now.items():
+            if k in config and k in saved and config[k] == v and saved[k] != v and not isinstance(v, (dict, list)):
+                raise InputError(f"--resume {folder}/run.json: config.{k} is {v!r}, but {f.name} says {saved[k]!r}: "
+                                 "run.json or the summary was edited; the folder is left as it is")
 
 
 def _check_same_player(plan: RunPlan, meta: RunMeta, folder: Path) -> None:

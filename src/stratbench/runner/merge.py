@@ -18,7 +18,7 @@ import contextlib
 import copy
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from stratbench.runner.folders import (
     unstaged,
 )
 from stratbench.runner.jsonl import write_json_atomic
+from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.shard import Shard, as_shard, check_complete
 
 # Config keys that may differ between the shards of one run: where a shard wrote its folder and
@@ -68,8 +69,8 @@ def check_same_run(folders: Sequence[Path], metas: Sequence[dict[str, Any]]) -> 
     ref, ref_cfg = metas[0], metas[0]["config"]
     for folder, meta in zip(folders[1:], metas[1:]):
         if (meta["suite"], meta.get("kind")) != (ref["suite"], ref.get("kind")):
-            def what(m: dict[str, Any]) -> str:
-                return m["suite"] + (f" {m['kind']}" if m.get("kind") else "")
+            def what(m: dict[str, Any]) -> str:  # ("a nashgap run", "a tmgbench atomic run")
+                return m["suite"] + (f" {m['kind']}" if m.get("kind") and m.get("kind") != "run" else "")
             raise InputError(f"{folder} is a {what(meta)} run but {folders[0]} is a {what(ref)} run")
         cfg = meta["config"]
         for key in sorted((set(cfg) | set(ref_cfg)) - IGNORED_CONFIG_KEYS):
@@ -122,7 +123,7 @@ def _sum_totals(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _merged_counts(out: Path, merged: Any) -> dict[str, int]:
+def merged_counts(out: Path, merged: Any) -> dict[str, int]:
     """records and errors of the merged folder itself (not the shards' sums, which count a record
     twice when shards were re-run): records are the lines of its JSONL files; errors what the
     suite's merge reports (an `Outcome`), else the records with status "error"."""
@@ -147,6 +148,10 @@ def finished_shards(paths: Sequence[Path], metas: Sequence[dict[str, Any]], meta
             raise InputError(f"{p}/{meta_file}: unreadable shard {meta['config'].get('shard')!r}") from None
     if all(s.whole for s in shards):
         raise InputError(f"these are unsharded {what}s; merge combines the shards (--shard i/n) of one {what}")
+    for p, meta, s in zip(paths, metas, shards):
+        if s.whole:  # (its shard reads 1/1: "different splits" would call it one)
+            kind = f"a merged {what}" if meta.get("merged_from") else f"a whole {what} (made without --shard)"
+            raise InputError(f"{p} is {kind}, not a shard; merge combines the shards (--shard i/n) of one {what}")
     check_complete(shards)
     for p, meta in zip(paths, metas):
         if meta.get("status") != "finished" and not allow_partial:
@@ -201,13 +206,35 @@ def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, mer
         meta["merged_at"] = now_iso()
         meta["command"] = sys.argv
         meta["status"] = "finished"
-        meta["totals"] = {**_sum_totals(metas), **_merged_counts(out, merged)}
+        meta["totals"] = {**_sum_totals(metas), **merged_counts(out, merged)}
         meta.pop("resumed_at", None)
         write_json_atomic(out / "run.json", meta)
-        return publish_folder(out)
+        with signals_held():  # (a Ctrl-C now lands once the folder is named: it is complete, nothing lost)
+            final = publish_folder(out)
+            announce_folder(final)
+        return final
     except BaseException:
-        discard_folder(out)
+        discard_folder(out)  # (a no-op once published: the staging name is gone)
         for d in made:  # folders this merge created for its output, now empty again
             with contextlib.suppress(OSError):
                 d.rmdir()
         raise
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM held back (delivered when the block ends) while a finished output is
+    renamed into place and named to the command line: an interrupt then never lands between the
+    two, where the command would say nothing was written beside a complete folder."""
+    import signal
+
+    mask = getattr(signal, "pthread_sigmask", None)
+    if mask is None:  # (not POSIX: no way to hold them back)
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = mask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        mask(signal.SIG_SETMASK, previous)

@@ -21,6 +21,24 @@ from stratbench.runner.schema import Record
 VOLATILE_KEYS = frozenset({"latency_s", "seconds", "cached", "row_latency_s", "col_latency_s"})
 
 
+#: a key a scripted record must not hold at all (see :func:`scripted_problem`)
+ABSENT: tuple[Any, ...] = ()
+
+
+def scripted_problem(rec: Record, fields: dict[str, tuple[Any, ...]], player: str) -> str | None:
+    """Why a scripted (reference) player's record holds what only a model's call writes: each key
+    of ``fields`` is absent, or holds one of the values given for it (a reference player's record
+    writes None, 0 or {} there; :data:`ABSENT`: never written). A raw reply, an error, log-probs,
+    a parse kind, token counts or a prompt on a player that never wrote text would be shown by the
+    report as if it had."""
+    for key, allowed in fields.items():
+        if key in rec and not any(type(rec[key]) is type(v) and rec[key] == v for v in allowed):
+            text = json.dumps(rec[key], default=str)
+            text = text if len(text) <= 60 else text[:57] + "..."
+            return f"{key} {text} on a record of {player}, a scripted player, which makes no model call"
+    return None
+
+
 class _Bad(Exception):
     def __init__(self, loc: list[str], msg: str) -> None:
         super().__init__(msg)

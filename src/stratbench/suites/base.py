@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypedDict, TypeVar, runtime
 from stratbench.errors import InputError
 from stratbench.players.scripted import NO_SCRIPTED, ScriptedRoster
 from stratbench.render.views import Ctx, Leaderboard, RunDir, SuiteView
-from stratbench.runner.lifecycle import Progress, RunResult
+from stratbench.runner.lifecycle import Progress, RunPlan, RunResult
 
 __all__ = [
     "CompareUnits", "HeadlineRow", "Job", "Leaderboard", "Suite", "SuiteBase", "SuiteModel",
@@ -227,6 +227,31 @@ class SuiteBase(Generic[C]):
         import importlib
 
         return importlib.import_module(self.scorecard).PART
+
+    # -- reading a folder back ----------------------------------------------------------------------
+    def folder_plan(self, folder: Path) -> RunPlan | None:
+        """The run in ``folder`` as it was planned — its saved config, its own shard, its players
+        not opened — whose streams check the records read back (:meth:`check_records`). None: the
+        suite has no such plan, and its records are checked only as JSON objects of finite numbers."""
+        return None
+
+    def check_records(self, folder: Path) -> int | None:
+        """InputError naming the file and line of the first record of ``folder`` that its run could
+        not have written, whatever run.json says of the run (finished or not, one shard or all):
+        compare and the report read every record this way; only the recomputation of summaries
+        needs a finished, whole run. Returns the number of records read (None: the suite has no
+        plan to read them by, only their JSON is checked)."""
+        plan = self.folder_plan(folder)
+        if plan is not None:
+            from stratbench.runner.lifecycle import check_records
+
+            return sum(len(rs) for rs in check_records(plan, folder).values())
+        from stratbench.runner.jsonl import read_jsonl
+        from stratbench.runner.validation import check_schema
+
+        for f in sorted(folder.glob("*.jsonl")):
+            check_schema(read_jsonl(f), dict, f)  # (a plain dict: only the finite-number check applies)
+        return None
 
     # -- compare ----------------------------------------------------------------------------------
     def compare_units(self, folder: Path) -> CompareUnits:

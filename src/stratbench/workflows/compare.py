@@ -42,12 +42,37 @@ def _check_records(folder: Path) -> None:
         check_schema(read_jsonl(f), dict, f)  # (a plain dict: only the finite-number check applies)
 
 
+def _units(suite: Any, folder: Path) -> Any:
+    """The suite's compare units of one run. Its records were read through the suite's checks
+    first (a record no run writes is named with its file and line there); what still fails here is
+    a file the checks do not cover, named by its folder."""
+    try:
+        return suite.compare_units(folder)
+    except InputError:  # (a suite's own refusal says what it is: not a hand edit)
+        raise
+    except (KeyError, TypeError, ValueError, IndexError) as e:  # records no run writes (edited by hand)
+        raise InputError(f"{folder}: a record cannot be compared ({type(e).__name__}: {e}); were its files "
+                         "edited by hand?") from None
+
+
+def _shard_text(meta: dict[str, Any]) -> str:
+    from stratbench.runner.shard import as_shard
+
+    shard = meta["config"].get("shard")
+    try:
+        return str(as_shard(shard))
+    except (InputError, KeyError, TypeError, ValueError):
+        return repr(shard)
+
+
 def compare_runs(run_a: str | Path, run_b: str | Path, seed: int = 0, allow_partial: bool = False) -> dict[str, Any]:
     """B − A for each metric the runs' suite compares, per part (mode, setting), with a 95%
     bootstrap CI paired over shared units when both runs hold the same units. Unfinished runs are
     refused (their units would be a biased subset) unless `allow_partial`."""
     fa, fb = Path(run_a), Path(run_b)
     ma, mb = read_run_json(fa), read_run_json(fb)
+    from stratbench.workflows.verify import check_run, is_whole
+
     for folder, meta in ((fa, ma), (fb, mb)):
         if meta.get("status") != "finished" and not allow_partial:
             raise InputError(f"{folder}: run is not finished (status {meta.get('status')!r}); finish it with "
@@ -62,18 +87,14 @@ def compare_runs(run_a: str | Path, run_b: str | Path, seed: int = 0, allow_part
     if va != vb:
         raise InputError(f"{fa} is a run of version {va} of the {ma.get('suite')} suite and {fb} of version {vb}: "
                          "their numbers come from different definitions of the benchmark and are not compared")
-    from stratbench.workflows.verify import check_run
-
+    for folder, meta in ((fa, ma), (fb, mb)):
+        if not is_whole(meta) and not allow_partial:  # (its units are a subset of the run's, as an unfinished run's)
+            raise InputError(f"{folder}: one shard of a run (shard {_shard_text(meta)}); merge its shards with "
+                             "stratbench merge, or compare what it holds with --allow-partial")
     for folder in (fa, fb):
         _check_records(folder)
-        check_run(folder)  # a finished run's records read as a resume reads them, its summaries agreeing
-    try:
-        ua, ub = suite.compare_units(fa), suite_for_run(mb, str(fb)).compare_units(fb)
-    except InputError:  # (a suite's own refusal says what it is: not a hand edit)
-        raise
-    except (KeyError, TypeError, ValueError, IndexError) as e:  # records no run writes (edited by hand)
-        raise InputError(f"{fa} / {fb}: a record cannot be compared ({type(e).__name__}: {e}); were the records "
-                         "edited by hand?") from None
+        check_run(folder)  # every record read as a resume reads it; a finished run's summaries agreeing
+    ua, ub = _units(suite, fa), _units(suite_for_run(mb, str(fb)), fb)
     rng = np.random.default_rng(seed)
     rows = []
     for part in sorted(set(ua) & set(ub)):

@@ -159,9 +159,28 @@ def plan_suite_data(data: dict[str, Any], p: Path) -> list[Job]:
             raise InputError(f"{p}: [{suite}] {e}") from None
         except InputError as e:
             raise InputError(_in_section(str(e), p, suite, params)) from None
+    seen: set[Any] = set()
     for j in jobs:
         j.key = f"{SUITES.get(j.suite).family}|{j.label}|{j.seed}|{j.setting}"
+        same = (j.suite, j.label, j.seed, repr(j.config))  # (names spelt two ways resolve to one config)
+        if j.key in seen or same in seen:  # (one run twice: two identical folders, two rows of runs.csv)
+            raise InputError(_listed_twice(p, j, data))
+        seen |= {j.key, same}
     return jobs
+
+
+def _listed_twice(p: Path, job: Job, data: dict[str, Any]) -> str:
+    """The line refusing a suite file that plans ``job``'s run twice: the section's list that names
+    an entry twice (``[tom] games: 'rps' is listed twice``), as duplicate models and seeds are."""
+    section = next((s for s in _sections() if s in data and SUITES.get(s).name == job.suite), job.suite)
+    params = data.get(section) if isinstance(data.get(section), dict) else {}
+    for key, value in (params or {}).items():
+        if isinstance(value, list):
+            items = [v.strip().lower() if isinstance(v, str) else v for v in value]
+            dup = next((v for i, v in enumerate(items) if v in items[:i]), None)
+            if dup is not None:
+                return f"{p}: [{section}] {key}: {value[items.index(dup)]!r} is listed twice"
+    return f"{p}: [{section}] plans the run {job.setting or job.label or job.suite!r} (seed {job.seed}) twice"
 
 
 def _job_specs(config: Any) -> list[str]:

@@ -18,8 +18,9 @@ from typing import Any
 
 from stratbench.errors import InputError
 from stratbench.runner.folders import read_run_json
+from stratbench.runner.merge import merged_counts
 
-__all__ = ["check_run"]
+__all__ = ["check_run", "is_whole"]
 
 #: relative tolerance between a saved and a recomputed number: the same records summarised on
 #: another machine differ in the last bits of a bootstrap or a sum, never by more
@@ -51,34 +52,54 @@ def _first_difference(saved: Any, again: Any, path: str = "") -> str:
     return f"{path or 'the file'} is {saved!r}, the records give {again!r}"
 
 
+def is_whole(meta: dict[str, Any]) -> bool:
+    """Whether run.json's config is the whole run (no shard, as an unsharded or a merged run saves
+    it), not one shard of it; an unreadable shard counts as a shard (its records then say why)."""
+    from stratbench.runner.shard import as_shard
+
+    try:
+        return as_shard(meta["config"].get("shard")).whole
+    except (InputError, KeyError, TypeError, ValueError, AttributeError):
+        return False
+
+
 def check_run(folder: Path) -> None:
-    """InputError naming the file when a finished run's run.json, records or summaries are not
-    what the run wrote (a newer format, a record no run writes, a summary value the records do not
-    give). An unfinished run (running, interrupted) passes: it is shown as it stands, its status
-    marked; so does one shard of a run, and a run of an older version of its suite (this code
-    computes that suite differently, so it cannot recompute the run's summaries)."""
+    """InputError naming the file when a run's run.json, records or summaries are not what the
+    run wrote (a newer format, a record no run writes, a summary value the records do not give).
+    Every record is read through the suite's checks whatever run.json says of the run; a finished,
+    whole run's summaries are also recomputed and compared. An unfinished run (running,
+    interrupted) and one shard of a run have no summary of the whole run to recompute: they are
+    shown as they stand, their status marked. A run of an older version of its suite is shown as
+    saved (this code computes that suite differently, so it cannot read its records as its own)."""
     from stratbench.suites import suite_for_run
 
     meta = read_run_json(folder)
-    shard = meta["config"].get("shard")
-    if meta.get("status") != "finished" or shard is not None:  # (an unsharded run saves None)
-        return  # (one shard alone is no run a merge can recompute: its merge with the others is)
     suite = suite_for_run(meta, str(folder))
     from stratbench.runner.folders import suite_version_of
 
     if suite_version_of(meta, str(folder)) < suite.version:
         return  # measured by an older definition of the suite, which this code cannot recompute: shown as saved
+    if meta.get("status") != "finished" or not is_whole(meta):
+        try:  # (one shard alone is no run a merge can recompute, nor is an unfinished run: their records are read)
+            n_records = suite.check_records(folder)
+        except InputError as e:
+            raise InputError(_in(folder, str(e))) from None
+        if meta.get("status") == "finished" and n_records is not None:  # (a running run counts none yet)
+            check_totals(folder, meta, {"records": n_records})
+        return
     with tempfile.TemporaryDirectory(prefix="stratbench-check-") as tmp:
         out = Path(tmp) / "run"
         out.mkdir()
         try:
-            suite.merge([folder], out)
+            merged = suite.merge([folder], out)
         except InputError as e:
             msg = str(e)
             if "the shards hold" in msg:  # (the merge's words for records missing from a finished run)
                 msg = msg.replace("the shards hold", "the finished run holds only").split("; merge every")[0]
-            raise InputError(msg if str(folder) in msg else f"{folder}: {msg}") from None
-        for again in sorted(out.glob("summary*.json")):
+            raise InputError(_in(folder, msg)) from None
+        check_totals(folder, meta, merged_counts(out, merged))
+        # the summaries, and the per-game table compare reads (TMGBench's grids.json)
+        for again in [*sorted(out.glob("summary*.json")), *sorted(out.glob("grids.json"))]:
             saved_file = folder / again.name
             if not saved_file.is_file():
                 raise InputError(f"{saved_file}: missing (the run's records give one)")
@@ -90,8 +111,42 @@ def check_run(folder: Path) -> None:
                     raise InputError(f"{saved_file}: lacks {len(missing)} of the {len(recomputed)} values its run's "
                                      f"records give ({', '.join(missing[:3])}, …): the summary was edited by hand")
             if _differs(saved, recomputed):
+                _config_difference(folder, meta, saved_file, saved, recomputed)
                 raise InputError(f"{saved_file}: does not agree with the run's records "
                                  f"({_first_difference(saved, recomputed)}): the summary or the records were edited by hand")
+
+
+def check_totals(folder: Path, meta: dict[str, Any], counted: dict[str, int]) -> None:
+    """InputError naming run.json when its totals.records or totals.errors are not what the run's
+    records count (``counted``). The model's calls, tokens and cost cannot be counted again from
+    the records (a cached answer costs nothing; a retried call counts twice): they stay as saved."""
+    totals = meta.get("totals")
+    if not isinstance(totals, dict):
+        return
+    for key, n in counted.items():
+        if key in totals and totals[key] != n:
+            raise InputError(f"{folder}/run.json: totals.{key} is {totals[key]!r}, but the run's records count {n}: "
+                             "run.json was edited")
+
+
+def _config_difference(folder: Path, meta: dict[str, Any], saved_file: Path, saved: Any, again: Any) -> None:
+    """InputError naming run.json when the first value on which a summary and its recomputation
+    differ is a config key the summary repeats: the recomputation took it from run.json, so either
+    file may have been edited (the records have not been shown to be)."""
+    config = meta.get("config")
+    if not isinstance(saved, dict) or not isinstance(again, dict) or not isinstance(config, dict):
+        return
+    key = next((k for k, v in saved.items() if k in again and _differs(v, again[k])), None)
+    if key is not None and key in config and not _differs(config[key], again[key]):
+        raise InputError(f"{folder}/run.json: config.{key} is {config[key]!r}, but {saved_file.name} says "
+                         f"{saved[key]!r}: run.json or the summary was edited")
+
+
+def _in(folder: Path, msg: str) -> str:
+    """A message about a run's files, naming the folder once (run.json's saved config: the file)."""
+    if str(folder) in msg:
+        return msg
+    return f"{folder}/{msg}" if msg.startswith("run.json") else f"{folder}: {msg}"
 
 
 def _read(path: Path) -> Any:

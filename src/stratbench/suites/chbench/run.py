@@ -40,6 +40,7 @@ from stratbench.runner.lifecycle import (
 )
 from stratbench.runner.schema import Record, RunMeta
 from stratbench.runner.shard import Shard, as_shard, check_shard_count
+from stratbench.runner.validation import ABSENT, scripted_problem
 from stratbench.seeding import derive_seed
 from stratbench.suites.chbench.catalogue import CHGame, select_games
 from stratbench.suites.chbench.prompts import MECHANISMS
@@ -303,6 +304,9 @@ class ChbenchPlan(RunPlan):
         agent = scripted_agent(spec) if r.get(f"{seat}_status") == "ok" else None
         if agent is None:
             return None
+        why = scripted_problem(r, {f"{seat}_{k}": v for k, v in _SCRIPTED_FIELDS.items()}, spec)
+        if why is not None:
+            return why
         s = ROW if seat == "row" else COL
         players = self.__dict__.setdefault("_scripted", {})
         player = players.setdefault(spec, ScriptedPlayer(spec, agent))
@@ -438,6 +442,13 @@ class ChbenchPlan(RunPlan):
             await self.factory.aclose()
 
 
+#: what a scripted seat's move holds of the keys a model's move fills (see scripted_problem)
+_SCRIPTED_FIELDS: dict[str, tuple[Any, ...]] = {
+    "raw": (None,), "tokens_in": (0,), "tokens_out": (0,), "prompt": (None,),  # (an error: refused on an ok move)
+    **dict.fromkeys(("label_mass", "consultation", "parse", "finish_reason", "reasoning"), ABSENT),
+}
+
+
 def check_chbench_meta(meta: RunMeta, folder: Path, flag: str = "--resume") -> None:
     """InputError unless run.json is a CHBench run's (not a fit's)."""
     check_meta(meta, folder, SUITE, (KIND,), flag)
@@ -450,6 +461,14 @@ def run_chbench(config: ChbenchConfig, progress: Progress | None = None,
     """Play every match (of ``config.shard``), then fit and tabulate; with ``resume_dir``, finish
     that folder's run (its saved config is used; ``config`` is ignored)."""
     return execute(ChbenchPlan(config), progress, resume_dir)
+
+
+def chbench_plan(folder: Path) -> ChbenchPlan:
+    """The CHBench run (or shard) in ``folder`` as its run.json plans it, no player opened: its
+    streams check the rounds read back (compare, the report)."""
+    plan = ChbenchPlan(rebuild_config(ChbenchConfig, read_run_json(folder)["config"]))
+    plan.build_units()
+    return plan
 
 
 def merge_chbench(folders: list[Path], out: Path) -> Outcome:

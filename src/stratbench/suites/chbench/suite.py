@@ -52,6 +52,11 @@ class _ChbenchEntry(SuiteBase[C]):
 
         return merge_chbench(folders, out)
 
+    def folder_plan(self, folder: Path) -> Any:
+        from stratbench.suites.chbench.run import chbench_plan
+
+        return chbench_plan(folder)
+
     def headline(self, folder: Path) -> list[HeadlineRow]:
         rows: list[HeadlineRow] = []
         for mech, players in read_summary(folder).get("mechanisms", {}).items():

@@ -143,6 +143,10 @@ METRIC_KEYS = ("llm_value", "best_response_value", "nash_gap", "exploitability",
 
 
 TOL = 1e-6  # rounding in a written record
+#: how far a trial's metric may be from the one its policy has in its game, relative to the game's
+#: largest payoff: the same computation on another machine differs in the last bits of a sum
+#: (~1e-15), never by more; an edit of 1e-6 is no rounding
+METRIC_TOL = 1e-9
 
 
 def record_problem(rec: dict[str, Any], rows: dict[int, int] | None = None,
@@ -218,7 +222,7 @@ def record_problem(rec: dict[str, Any], rows: dict[int, int] | None = None,
                                  e.solution.value).as_dict()
         scale = max(1.0, float(np.abs(e.game.payoff_row).max()))
         for k, v in again.items():
-            if abs(rec[k] - v) > 1e-6 * scale:
+            if abs(rec[k] - v) > METRIC_TOL * scale:
                 return f"{k} = {rec[k]!r}, but its policy has {v!r} in its game"
     return None
 

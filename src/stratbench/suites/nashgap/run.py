@@ -23,7 +23,7 @@ from stratbench.games.normal_form import NormalFormGame, load_games
 from stratbench.models.labels import check_closed
 from stratbench.players import draw
 from stratbench.runner.folders import read_run_json, read_summary
-from stratbench.runner.jsonl import write_atomic, write_json_atomic
+from stratbench.runner.jsonl import first_record, write_atomic, write_json_atomic
 from stratbench.runner.lifecycle import (
     RUNTIME_KEYS,
     FolderSpec,
@@ -122,6 +122,92 @@ def read_games_json(path: Path) -> tuple[str, list[GameEntry]]:
         raise InputError(f"{path}: not the games.json of a Nash-gap run ({type(e).__name__}: {e})") from None
 
 
+#: how far a saved equilibrium, value or payoff range may be from the solver's, relative to the
+#: game's largest payoff (the solver agrees with itself to ~1e-12; an edit is more)
+GAME_TOL = 1e-9
+
+
+def check_games(config: NashgapConfig, path: Path) -> list[GameEntry]:
+    """games.json's games, checked to be the ones its run's saved config gives: generated games are
+    generated again from (seed, num_games, size, payoff range, bucket, decimals) and each solved
+    once; a games file's games (which the file may no longer be there to read) are its payoffs and
+    labels as saved, with every field a run derives from them (equilibria, value, saddle point,
+    size, range, ids, no bucket or seed) derived again. An edited games.json, or a run.json whose
+    config no longer gives its games (another seed, number of games, bucket, …), is one InputError
+    naming games.json: a resume would otherwise go on with games its records were not played in,
+    and run.json would say what the run did not play."""
+    text, entries = read_games_json(path)
+    data = parse_json(text, str(path))
+    if config.games_file is None:
+        try:
+            again = build_games(config)
+        except InputError as e:  # (the saved config was validated: only a generator limit is left)
+            raise InputError(f"{path}: run.json's config gives no games ({e})") from None
+    else:
+        again = []
+        for entry in entries:
+            g = entry.game
+            if config.decimals is not None and not np.array_equal(rounded_game(g, config.decimals).payoff_row,
+                                                                   g.payoff_row):
+                raise InputError(f"{path}: game {entry.game_id} has payoffs beyond run.json's decimals "
+                                 f"{config.decimals} (games.json or run.json was edited)")
+            again.append(GameEntry(len(again), g, solve_zero_sum(g.payoff_row), config.bucket, None))
+    n_want = config.num_games if config.games_file is not None else len(again)  # (a games file's run saves its count)
+    if len(data) != n_want:
+        raise InputError(f"{path}: holds {len(data)} games, but run.json's config gives {n_want} "
+                         "(games.json or run.json's config was edited)")
+    for k, (saved, want) in enumerate(zip(data, (e.to_json() for e in again))):
+        if not isinstance(saved, dict) or set(saved) != set(want):
+            extra = sorted(set(saved) ^ set(want)) if isinstance(saved, dict) else []
+            raise InputError(f"{path}: game {k} is not a game a run writes"
+                             + (f" (keys {', '.join(map(str, extra))})" if extra else ""))
+        scale = max(1.0, float(np.abs(np.asarray(want["payoff_matrix"], dtype=float)).max()))
+        first = ("game_id", "num_rows", "num_cols", "bucket", "seed")  # (what names a difference best)
+        for key in [*first, *(x for x in want if x not in first)]:
+            if not _same(saved[key], want[key], GAME_TOL * scale):
+                source = "run.json's config gives" if config.games_file is None else "its payoffs give"
+                raise InputError(f"{path}: game {k} has {key} {_short(saved[key])}, but {source} "
+                                 f"{_short(want[key])} (games.json or run.json's config was edited)")
+    return entries
+
+
+def _same(a: Any, b: Any, tol: float) -> bool:
+    """Equal, floats within ``tol`` (a bool or a string only equal)."""
+    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+        if isinstance(a, list) and isinstance(b, list):
+            return len(a) == len(b) and all(_same(x, y, tol) for x, y in zip(a, b))
+        return type(a) is type(b) and bool(a == b)
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b  # (ids and seeds: exact, beyond a float's precision)
+    return abs(float(a) - float(b)) <= tol
+
+
+def _short(v: Any) -> str:
+    import json
+
+    text = json.dumps(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_layout(config: NashgapConfig, folder: Path) -> None:
+    """InputError naming run.json when the folder holds the trials of the other layout (a combined
+    run's two files beside a single-mode config, or trials.jsonl beside a combined one): run.json's
+    ``combined`` was edited, and a resume would play every trial again beside the saved ones."""
+    own = {mode_files(config, m)[0] for m in config.modes}
+    other = sorted(f for f in (SINGLE_FILES[0], *(v[0] for v in MODE_FILES.values()))
+                   if f not in own and (folder / f).exists())
+    if other:
+        said = "combined" if config.combined else "single-mode"
+        raise InputError(f"{folder}/run.json: its config is a {said} run, but the folder holds {other[0]}, which "
+                         f"{'a single-mode' if config.combined else 'a combined'} run writes: run.json's "
+                         "combined was edited; the folder is left as it is")
+    if not config.combined:  # (one file for either mode: its first record says which the run played)
+        mode = (first_record(folder / SINGLE_FILES[0]) or {}).get("mode")
+        if mode in MODE_INDEX and mode != config.modes[0]:
+            raise InputError(f"{folder}/run.json: its config plays {config.modes[0]} strategies, but trials.jsonl "
+                             f"holds {mode} trials: run.json's mixed_strategy was edited; the folder is left as it is")
+
+
 def mode_files(config: NashgapConfig, mode: str) -> tuple[str, str]:
     """(trials file, summary file) of a mode."""
     return MODE_FILES[mode] if config.combined else SINGLE_FILES
@@ -193,7 +279,8 @@ class NashgapPlan(RunPlan):
         self.config = rebuild_config(NashgapConfig, meta["config"], given=given)
         if given.shard is not None and as_shard(given.shard) != self.config.shard_spec:
             raise InputError(f"--resume {folder}: the folder is shard {self.config.shard_spec}, not {given.shard}")
-        self.entries = read_games_json(folder / "games.json")[1]
+        check_layout(self.config, folder)
+        self.entries = check_games(self.config, folder / "games.json")
 
     def open(self) -> None:
         self.agent = self.agent or player_from_config(self.config)
@@ -320,13 +407,17 @@ class NashgapPlan(RunPlan):
         seed = derive_seed(self.config.llm_seed or 0, e.game_id, t, MODE_INDEX[mode])
         agent = self.__dict__.setdefault("_replayer", factory())  # one player: its solves are cached per game
         d = settled(agent.decide(DecisionRequest(shown, mode, prompt, shown.row_labels, seed, e.game_id, t)))  # type: ignore[arg-type]
-        want = make_record(e, t, mode, seed, prompt, d, self.agent_name, order, rot)
-        for k in ("status", "seed", "llm_decision", "policy"):
-            a, b = r.get(k), want[k]  # type: ignore[literal-required]
-            same = (np.allclose(a, b, rtol=0, atol=1e-9) if isinstance(a, list) and isinstance(b, list)
-                    and len(a) == len(b) else a == b)
-            if not same:
-                return f"{k} {a!r}, but {self.agent_name} plays {b!r} in game {e.game_id}, trial {t}"
+        want: dict[str, Any] = dict(make_record(e, t, mode, seed, prompt, d, self.agent_name, order, rot))
+        first = ("status", "seed", "llm_decision", "policy")  # (what names an edited play best)
+        scale = max(1.0, float(np.abs(e.game.payoff_row).max()))
+        # (every key but its timing and the hash of a prompt the reference never reads)
+        for k in [*first, *sorted((set(r) | set(want)) - set(first) - {"latency_s", "prompt_sha256"})]:
+            if k not in want:  # (a model's keys on a reference player's trial: a reply, a reasoning)
+                return f"{k} {_short(r[k])} on a trial of {self.agent_name}, a scripted player, which never writes one"
+            a, b = r.get(k), want[k]
+            if not _same(a, b, 1e-9 * scale):  # (the whole trial: its metrics, and no model's reply, error or usage)
+                return (f"{k} {_short(a)}, but {self.agent_name} {'plays' if k in first else 'writes'} {_short(b)} "
+                        f"in game {e.game_id}, trial {t}")
         return None
 
     def summarise(self, folder: Path, records: dict[str, list[Record]]) -> Outcome:
@@ -373,13 +464,16 @@ class NashgapPlan(RunPlan):
             if parse_json(text, str(f / "games.json")) != parse_json(games[0][0], str(folders[0] / "games.json")):
                 raise InputError(f"{f}: games.json differs from {folders[0]}'s: the shards played different games")
         plan.games_text, plan.entries = games[0]
+        for f in folders:
+            check_layout(plan.config, f)
+        check_games(plan.config, folders[0] / "games.json")
         firsts = []
         for mode in plan.config.modes:
             summary_file = mode_files(plan.config, mode)[1]
             shard_summaries = []
             for f in folders:
                 if not (f / summary_file).is_file():
-                    raise InputError(f"{f}: no {summary_file}; finish the shard with --resume {f}")
+                    raise InputError(f"{f}: no {summary_file}; finish it with --resume {f}")
                 shard_summaries.append(read_summary(f / summary_file,
                                                     {"num_trials_per_game": int, "agent": str, "policy": str}))
             first = shard_summaries[0]
@@ -391,6 +485,27 @@ class NashgapPlan(RunPlan):
             firsts.append(first)
         plan.n_trials = int(firsts[0]["num_trials_per_game"])
         plan.agent_name, plan.policy = firsts[0]["agent"], firsts[0]["policy"]
+        return plan
+
+
+    @classmethod
+    def for_folder(cls, folder: Path) -> "NashgapPlan":
+        """The run (or shard) in ``folder`` as its run.json and games.json plan it, its player not
+        opened: who played, under which policy and how many trials per game come from run.json's
+        "agent" (a run writes it before its first record), so an unfinished run is read too."""
+        meta = read_run_json(folder)
+        plan = cls(rebuild_config(NashgapConfig, meta["config"]))
+        if not (folder / "games.json").is_file():
+            raise InputError(f"{folder}: no games.json; not a Nash-gap result folder")
+        check_layout(plan.config, folder)
+        plan.entries = check_games(plan.config, folder / "games.json")
+        agent = meta.get("agent")
+        name = agent.get("name") if isinstance(agent, dict) else None
+        plan.agent_name = name if isinstance(name, str) else plan.config.player
+        policy = agent.get("policy", "scripted") if isinstance(agent, dict) else "scripted"
+        plan.policy = policy if isinstance(policy, str) else "scripted"
+        exact = plan.policy in ("logprob", "choice")
+        plan.n_trials = plan.config.order_rotations if exact else plan.config.num_trials
         return plan
 
 

@@ -62,6 +62,11 @@ class NashgapSuite(SuiteBase["NashgapConfig"]):
 
         return merge_shards(folders, out)
 
+    def folder_plan(self, folder: Path) -> Any:
+        from stratbench.suites.nashgap.run import NashgapPlan
+
+        return NashgapPlan.for_folder(folder)
+
     def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
              seeds: Sequence[int]) -> list[Job["NashgapConfig"]]:
         from stratbench.suites.nashgap.config import NashgapConfig

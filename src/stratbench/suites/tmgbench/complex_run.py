@@ -25,7 +25,7 @@ from stratbench.checks import Ints, Rule
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, LanguageModel
 from stratbench.runner.folders import read_run_json
-from stratbench.runner.jsonl import write_json_atomic
+from stratbench.runner.jsonl import first_record, write_json_atomic
 from stratbench.runner.lifecycle import (
     FolderSpec,
     Outcome,
@@ -203,6 +203,7 @@ class ComplexPlan(RunPlan):
         given.check_runtime()
         self.config = rebuild_config(ComplexConfig, meta["config"], given=self.config)  # shard included
         check_resume_shard(given.shard, self.config.shard_spec, str(folder))
+        check_form(self.config, folder)
         self._build()
 
     def _build(self, shard: bool = True) -> None:
@@ -280,8 +281,34 @@ class ComplexPlan(RunPlan):
     def for_merge(cls, folders: list[Path]) -> ComplexPlan:
         """The unsharded run whose shards are ``folders``: every sampled task (no model opened)."""
         plan = cls(rebuild_config(ComplexConfig, read_run_json(folders[0])["config"], shard=None))
+        for f in folders:
+            check_form(plan.config, f)
         plan._build(shard=False)
         return plan
+
+
+def complex_plan(folder: Path) -> ComplexPlan:
+    """The complex-form run (or shard) in ``folder`` as its run.json plans it, no model opened:
+    its streams check the tasks read back (compare, the report)."""
+    plan = ComplexPlan(rebuild_config(ComplexConfig, read_run_json(folder)["config"]))
+    check_form(plan.config, folder)
+    plan._build()
+    return plan
+
+
+def check_form(config: ComplexConfig, folder: Path) -> None:
+    """InputError naming run.json when its config's form (or games per task) is not the one its
+    tasks were sampled for (the first task record says): run.json was edited, and its tasks would
+    otherwise be blamed, or a resume sample other tasks beside them."""
+    if config.form not in PAPER_K:
+        raise InputError(f"{folder}/run.json: config.form is {config.form!r}, but the folder is a complex-form run "
+                         "(its kind): run.json was edited; the folder is left as it is")
+    first = first_record(folder / TASKS) or {}
+    for key, have in (("form", config.form), ("k", config.k)):
+        saved = first.get(f"task_{key}")
+        if first.get("status") != "error" and saved is not None and have is not None and saved != have:
+            raise InputError(f"{folder}/run.json: config.{key} is {have!r}, but its tasks are {key} {saved!r} "
+                             "(tasks.jsonl): run.json was edited; the folder is left as it is")
 
 
 def run_complex(config: TmgbenchConfig, k: int | None = None, num_tasks: int | None = None,
@@ -325,7 +352,27 @@ def task_problem(rec: Record, tasks: dict[int, ComplexTask], player: str, prompt
             if k in defined:  # (the task's own definition, not a score)
                 return f"{k} {rec.get(k)!r}, but task {task.index} has {v!r}"
             return f"{k} {rec.get(k)!r}, but its answers score {v!r}"
+    scripted = player in COMPLEX_SCRIPTED
+    allowed = {*_ALWAYS, *(f"task_{k}" for k in defined), *again, *(() if scripted else _MODEL_ONLY)}
+    extra = sorted(set(rec) - allowed)
+    if extra:
+        k = extra[0]
+        who = f"{player}, a reference player," if scripted else f"a {task.form} task"
+        return f"{k} {_short(rec[k])}, which {who} never writes"
     return _answers_problem(rec, task, player)
+
+
+#: keys of every scored complex task record (besides its task_* definition and its score)
+_ALWAYS = ("task_index", "player", "prompting", "status", "latency_s")
+#: keys only a model's task has: what it was asked and replied, and how the replies were read
+_MODEL_ONLY = ("raw_responses", "finish_reasons", "reasonings", "parse", "parse_note", "rendered_prompt")
+
+
+def _short(v: Any) -> str:
+    import json
+
+    text = json.dumps(v)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _answers_problem(rec: Record, task: ComplexTask, player: str) -> str | None:
@@ -347,6 +394,14 @@ def _answers_problem(rec: Record, task: ComplexTask, player: str) -> str | None:
     steps = task.k if task.form == "sequential" else 1
     if not isinstance(replies, list) or len(replies) != steps or not all(isinstance(x, str) for x in replies):
         return f"status {status!r} without the {steps} raw_responses it was read from"
+    finish = rec.get("finish_reasons")
+    if not isinstance(finish, list) or len(finish) != steps or not all(x is None or isinstance(x, str) for x in finish):
+        return f"finish_reasons {_short(finish)} are not the {steps} finish reasons of its replies"
+    thoughts = rec.get("reasonings")
+    if "reasonings" in rec and (not isinstance(thoughts, list) or len(thoughts) != steps
+                                or not all(x is None or isinstance(x, str) for x in thoughts)
+                                or all(x is None for x in thoughts)):
+        return f"reasonings {_short(thoughts)} are not the thinking of its {steps} replies"
     detail = parse_complex_answer_detail(replies if task.form == "sequential" else replies[0], task)
     again = "parsed" if all(p.ok for p in detail) else "parse_failed"
     if status != again:
@@ -354,4 +409,16 @@ def _answers_problem(rec: Record, task: ComplexTask, player: str) -> str | None:
     said = [sorted(p.cells or ()) for p in detail]
     if again == "parsed" and answers != said:
         return f"answers {answers!r}, but its raw_responses say {said!r}"
+    # how the replies were read: strict when every answer is in the requested format and no reply
+    # was cut at the token limit (as the run read them); a flexible read says why
+    cut = "length" in finish
+    strict = again == "parsed" and all(p.strict for p in detail) and not cut
+    parse = None if again != "parsed" else "strict" if strict else "flexible"
+    if rec.get("parse") != parse:
+        return f"parse {rec.get('parse')!r}, but its raw_responses read as {parse!r} when read again"
+    note = None
+    if parse == "flexible":
+        note = "; ".join(list(dict.fromkeys(p.note for p in detail if p.note)) + (["cut at the token limit"] if cut else []))
+    if rec.get("parse_note") != note:
+        return f"parse_note {_short(rec.get('parse_note'))}, but its raw_responses read as {_short(note)}"
     return None

@@ -65,6 +65,7 @@ from stratbench.runner.lifecycle import (
 )
 from stratbench.runner.schema import Record, RunMeta
 from stratbench.runner.shard import shard_tag
+from stratbench.runner.validation import ABSENT, scripted_problem
 from stratbench.seeding import derive_seed, fresh_seed
 from stratbench.suites.tmgbench.answers import AnswerSetParse, parse_answer_set
 from stratbench.suites.tmgbench.config import (
@@ -394,6 +395,14 @@ def _record_order(r: Record) -> tuple[Any, ...]:
 _SUBSET = re.compile(r"1?2?3?4?")  # an answer subset's key: its choice numbers in order ("" = none)
 
 
+#: what a reference player's answer holds of the keys a model's answer fills (see scripted_problem)
+_SCRIPTED_FIELDS: dict[str, tuple[Any, ...]] = {
+    **dict.fromkeys(("answer", "parse", "parse_note", "raw_response", "reasoning", "finish_reason", "rendered_prompt",
+                     "usage", "logprobs", "label_mass", "error"), ABSENT),
+    "prompt_sha256": (None,),
+}
+
+
 def record_problem(rec: Record, games: Mapping[str, RGGame], config: TmgbenchConfig, player: str,
                    scripted: bool = False, policy: str | None = None) -> str | None:
     """Why an answer read back cannot be one this run wrote (its records are summarised as they
@@ -424,6 +433,9 @@ def record_problem(rec: Record, games: Mapping[str, RGGame], config: TmgbenchCon
         if abs(sum(dist.values()) - 1.0) > 1e-6:
             return f"distribution {dist!r} sums to {sum(dist.values())!r}, not 1"
     if scripted and rec.get("status") != "error":  # a reference player's answer is fixed by the game
+        why = scripted_problem(rec, _SCRIPTED_FIELDS, player)
+        if why is not None:
+            return why
         fixed = _scripted_distribution(player, standard_answer(g))
         if rec.get("status") != "ok" or not isinstance(dist, dict) or set(dist) != set(fixed) or any(
                 abs(dist[k] - v) > 1e-9 for k, v in fixed.items()):
@@ -513,6 +525,7 @@ class AtomicPlan(RunPlan):
         # the saved config, with this command's concurrency; it keeps its shard
         self.config = rebuild_config(TmgbenchConfig, meta["config"], given=given)
         check_resume_shard(given.shard, self.config.shard_spec, str(folder))
+        check_atomic(self.config, folder)
         c = self.config
         self.items = shard_units(c.shard_spec, load_units(c, selected_games(c.games)), "games")
 
@@ -572,10 +585,11 @@ class AtomicPlan(RunPlan):
         player, policy and repetitions from the shards' summaries (which must agree). No model is
         opened."""
         config = rebuild_config(TmgbenchConfig, read_run_json(folders[0])["config"], shard=None)
+        check_atomic(config, folders[0])
         summaries = []
         for f in folders:
             if not (f / "summary.json").is_file():
-                raise InputError(f"{f}: no summary.json; finish the shard with --resume {f}")
+                raise InputError(f"{f}: no summary.json; finish it with --resume {f}")
             summaries.append(read_summary(f / "summary.json", {"player": str, "policy": str, "repeats": int}))
         first = summaries[0]
         for f, sm in zip(folders, summaries):
@@ -587,6 +601,38 @@ class AtomicPlan(RunPlan):
         if config.setting == "classic":
             plan.items = load_units(config, selected_games(config.games))
         return plan
+
+
+def check_atomic(config: TmgbenchConfig, folder: Path) -> None:
+    """InputError naming run.json when an atomic run's saved config names a complex form: a resume
+    would write a summary of that form over atomic answers."""
+    if config.form != "atomic":
+        raise InputError(f"{folder}/run.json: config.form is {config.form!r}, but the folder is an atomic run (its "
+                         "kind, and its answers): run.json was edited; the folder is left as it is")
+
+
+def atomic_plan(folder: Path) -> AtomicPlan | None:
+    """The atomic run (or shard) in ``folder`` as its run.json plans it, no model opened: its
+    streams check the answers read back (compare, the report). Who answered, under which policy
+    and how often come from run.json's "agent" (written before the first answer), so an unfinished
+    run is read too. None for a story run whose stories this machine does not have (its units are
+    its story files)."""
+    meta = read_run_json(folder)
+    plan = AtomicPlan(rebuild_config(TmgbenchConfig, meta["config"]))
+    c = plan.config
+    check_atomic(c, folder)
+    try:
+        plan.items = shard_units(c.shard_spec, load_units(c, selected_games(c.games)), "games")
+    except InputError:
+        if c.setting == "classic":
+            raise
+        return None
+    agent = meta.get("agent")
+    name, policy = (agent.get("name"), agent.get("policy")) if isinstance(agent, dict) else (None, None)
+    plan.spec = name if isinstance(name, str) else c.player
+    plan.policy = policy if isinstance(policy, str) else "scripted"
+    plan.repeats = 1 if plan.policy in ("scripted", "logprob", "choice") else c.repeats
+    return plan
 
 
 def run_tmgbench(config: TmgbenchConfig, progress: Progress | None = None,

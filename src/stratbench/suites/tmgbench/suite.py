@@ -69,6 +69,11 @@ class TmgbenchSuite(SuiteBase["TmgbenchConfig"]):
 
         return merge_atomic(folders, out)
 
+    def folder_plan(self, folder: Path) -> Any:
+        from stratbench.suites.tmgbench.run import atomic_plan
+
+        return atomic_plan(folder)
+
     def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
              seeds: Sequence[int]) -> list[Job["TmgbenchConfig"]]:
         from stratbench.suites.tmgbench.config import TmgbenchConfig
@@ -153,6 +158,11 @@ class TmgbenchComplexSuite(TmgbenchSuite):
         from stratbench.suites.tmgbench.complex_run import merge_complex
 
         return merge_complex(folders, out)
+
+    def folder_plan(self, folder: Path) -> Any:
+        from stratbench.suites.tmgbench.complex_run import complex_plan
+
+        return complex_plan(folder)
 
     def headline(self, folder: Path) -> list[HeadlineRow]:
         return headline_rows(read_summary(folder), ("accuracy_pct",))

@@ -14,6 +14,8 @@ of each setting (round-robin over the episode index); episode e always plays wit
 
 from __future__ import annotations
 
+import json
+import math
 import time
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ from stratbench.runner.lifecycle import (
     Stream,
     check_meta,
     execute,
+    read_stream,
     rebuild_config,
 )
 from stratbench.runner.schema import Record, RunMeta
@@ -120,8 +123,33 @@ class BaselinePlan(RunPlan):
         return [Stream(EPISODES_FILE, settings, self.simulate, unit_key=lambda s: s,
                        record_unit=setting_of, sort_key=baseline_order(c.games, c.partners), label="settings",
                        unit_name="settings", record_key=lambda r: (r["game"], r["partner"], int(r["episode"])),
-                       record_schema=BaselineEpisodeRecord,
+                       record_schema=BaselineEpisodeRecord, record_problem=self.record_problem,
                        unit_done=self.setting_done)]
+
+    def record_problem(self, r: Record) -> str | None:
+        """An episode of the tabular agent is fixed by the run's seed and its index: it is played
+        again (each setting once, all the run's episodes at a time, as the run played them) and
+        must be the record, trajectory and metrics alike (within 1e-9: another machine's last
+        bits). An edited regret, accuracy, action or status is no result."""
+        setting = (r.get("game"), r.get("partner"))
+        cache: dict[Any, dict[int, Record]] = self.__dict__.setdefault("_replayed", {})
+        if setting not in cache:
+            c = self.config
+            if setting[0] not in c.games or setting[1] not in c.partners:
+                return None  # (a setting of another run: the unit check names it)
+            played = _replay(cast(Setting, setting), self.episode_ids(), c)
+            cache[setting] = {int(x["episode"]): cast(Record, x) for x in played}
+        e = r.get("episode")
+        want = cache[setting].get(e) if isinstance(e, int) and not isinstance(e, bool) else None
+        if want is None:
+            return f"episode {e!r}, which this run does not play"
+        for k in sorted(set(r) | set(want)):
+            if k not in want:
+                return f"{k} {r[k]!r}, which no {AGENT} episode has"
+            if not _same(r.get(k), want[k]):
+                return (f"{k} {_short(r.get(k))}, but the {AGENT} agent's episode {e} gives {_short(want[k])} "
+                        f"(seed {self.config.seed})")
+        return None
 
     def setting_done(self, records: list[Record]) -> bool:
         """A setting killed while its episodes were being written is not finished."""
@@ -162,6 +190,32 @@ class BaselinePlan(RunPlan):
         return dict(totals)
 
 
+def _replay(setting: Setting, ids: list[int], c: BaselineConfig) -> list[Any]:
+    """The records the run writes for ``setting``'s episodes ``ids``."""
+    from stratbench.suites.tom.games import GAMES
+    from stratbench.suites.tom.partners import make_partner
+    from stratbench.suites.tom.results import baseline_episode_records
+    from stratbench.suites.tom.tabular import simulate_rmax
+
+    g, p = setting
+    sim = simulate_rmax(GAMES[g], make_partner(p, g), ids, c.rounds, c.seed, m=M)
+    return list(baseline_episode_records(g, p, ids, sim))
+
+
+def _same(a: Any, b: Any) -> bool:
+    """A value read back is the one written: a float within 1e-9 (a NaN is written as null)."""
+    if isinstance(b, float):
+        if math.isnan(b):
+            return a is None
+        return isinstance(a, (int, float)) and not isinstance(a, bool) and abs(a - b) <= 1e-9 * max(1.0, abs(b))
+    return type(a) is type(b) and bool(a == b)
+
+
+def _short(v: Any) -> str:
+    text = json.dumps(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def setting_of(record: Record) -> Hashable:
     return record["game"], record["partner"]
 
@@ -188,8 +242,9 @@ def merge_baselines(folders: list[Path], out: Path) -> Outcome:
         path = Path(f) / EPISODES_FILE
         if not path.is_file():
             raise InputError(f"{f}: no {EPISODES_FILE}; not a finished tom shard")
+        read_stream(path, stream)  # every episode read as a resume reads it (played again)
         try:
-            records.extend(read_jsonl(path))
+            records.extend(read_jsonl(path))  # (as written: an episode written twice is counted twice below)
         except ValueError as e:
             raise InputError(str(e)) from None
     c = plan.config

@@ -293,7 +293,47 @@ class TomRunPlan(RunPlan):
             v = r.get(key)
             if isinstance(v, int) and v < 0:
                 return f"{key} {v} is below 0"
-        return self._play_problem(r) or self._state_problem(r) or self._lm_problem(r) or self._gen_problem(r)
+        return (self._play_problem(r) or self._state_problem(r) or self._lm_problem(r) or self._gen_problem(r)
+                or self._config_problem(r))
+
+    def _config_problem(self, r: Record) -> str | None:
+        """What run.json's config says a round holds: a prediction exactly when it predicts (LM
+        prompting: its ToM distribution; generation: its ToM calls, asked after the action with
+        ``agent_first``, before it otherwise), and no more tries of a call than ``max_tries``. A
+        round that disagrees is one another config made (or run.json was edited): a resume would
+        go on under the other config beside it."""
+        c = self.config
+        said = f"run.json's config has predict {str(c.predict).lower()}"
+        raw_calls = r.get("calls")
+        calls: list[Any] = raw_calls if isinstance(raw_calls, list) else []
+        kinds = [x.get("kind") for x in calls if isinstance(x, dict)]
+        held: list[str]
+        if self.lm:
+            held = [k for k in ("tom_policy", "prediction", "tom_label_mass") if k in r]
+            if not c.predict and held:
+                return f"{held[0]} (a prediction), but {said}"
+            if c.predict and r.get("status") == "parsed" and "tom_policy" not in r:
+                return f"no prediction (tom_policy), but {said}"
+            return None
+        social = c.prompting in ("Social", "SocialLM")
+        if not c.predict and not social:
+            held = [k for k in ("prediction", "tom_status") if k in r] + (["a tom call"] if "tom" in kinds else [])
+            if held:
+                return f"{held[0]} (a prediction), but {said}"
+        if c.predict and not social and r.get("status") == "parsed":
+            if "tom" not in kinds:
+                return f"no ToM call, but {said}"
+            first_tom, last_action = kinds.index("tom"), max((i for i, k in enumerate(kinds) if k == "action"),
+                                                            default=-1)
+            after = first_tom > last_action
+            if after != (c.tom_variant == "agent_first"):
+                return (f"its ToM call asked {'after' if after else 'before'} the action, but run.json's config has "
+                        f"tom_variant {c.tom_variant!r}")
+        for i, call in enumerate(calls):
+            n = call.get("attempt") if isinstance(call, dict) else None
+            if isinstance(n, int) and not isinstance(n, bool) and not 0 <= n < c.max_tries:
+                return f"calls[{i}] is attempt {n}, but run.json's config has max_tries {c.max_tries}"
+        return None
 
     def _state_problem(self, r: Record) -> str | None:
         """The partner's state in round t is where its state machine goes from round t-1's state
@@ -459,6 +499,12 @@ def merge_tom_runs(folders: list[Path], out: Path) -> Outcome:
     every episode exactly once, in the unsharded order, summarised as the unsharded run."""
     saved = read_run_json(folders[0])["config"]
     return merge_streams(TomRunPlan(rebuild_config(TomRunConfig, saved, shard=None)), folders, out)
+
+
+def tom_run_plan(folder: Path) -> TomRunPlan:
+    """The `tom run` (or shard) in ``folder`` as its run.json plans it, no model opened: its
+    streams check the rounds read back (compare, the report)."""
+    return TomRunPlan(rebuild_config(TomRunConfig, read_run_json(folder)["config"]).resolve())
 
 
 def _cut_short(rs: list[Record], rounds: int) -> bool:

@@ -135,6 +135,11 @@ class TomSuite(_TomBase["TomRunConfig"]):
 
         return merge_tom_runs(folders, out)
 
+    def folder_plan(self, folder: Path) -> Any:
+        from stratbench.suites.tom.model_run import tom_run_plan
+
+        return tom_run_plan(folder)
+
     def jobs(self, where: str, params: Mapping[str, Any], models: Sequence[SuiteModel],
              seeds: Sequence[int]) -> list[Job["TomRunConfig"]]:
         from stratbench.suites.tom.model_run import TomRunConfig
@@ -193,6 +198,13 @@ class TomBaselineSuite(_TomBase["BaselineConfig"]):
         from stratbench.suites.tom.baseline_run import merge_baselines
 
         return merge_baselines(folders, out)
+
+    def folder_plan(self, folder: Path) -> Any:
+        from stratbench.runner.folders import read_run_json
+        from stratbench.runner.lifecycle import rebuild_config
+        from stratbench.suites.tom.baseline_run import BaselineConfig, BaselinePlan
+
+        return BaselinePlan(rebuild_config(BaselineConfig, read_run_json(folder)["config"]))
 
     def headline(self, folder: Path) -> list[HeadlineRow]:
         rows: list[HeadlineRow] = []
