@@ -70,7 +70,36 @@ class Items:
     each: Ints | Text | None = None
 
 
-Rule = Union[Ints, Floats, Flag, Text, Items]
+@dataclass(frozen=True)
+class Choice:
+    """One of a fixed set of strings."""
+
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TagPair:
+    """``"OPEN,CLOSE"``: two different non-empty tags (--think-tags)."""
+
+
+def tag_pair(flag: str, value: str) -> tuple[str, str]:
+    """The (opening, closing) tags of ``"OPEN,CLOSE"`` (spaces around a tag dropped); one line
+    naming ``flag`` for a value that names no usable pair."""
+    parts = value.split(",") if isinstance(value, str) else []
+    if len(parts) != 2 or not all(p.strip() for p in parts):
+        raise InputError(f"{flag}: give the opening and the closing tag, comma-separated "
+                         f"(\"<think>,</think>\"; got {value!r})")
+    open_tag, close_tag = (p.strip() for p in parts)
+    if open_tag == close_tag:
+        raise InputError(f"{flag}: the opening and the closing tag must differ (got {value!r})")
+    return open_tag, close_tag
+
+
+Rule = Union[Ints, Floats, Flag, Text, Items, Choice, TagPair]
+
+#: --reasoning-effort: the values OpenAI's reasoning_effort takes (the other providers' thinking
+#: budgets are mapped from them: stratbench.models.reasoning.THINKING_BUDGETS)
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
 
 SEED = Ints(0, SEED_MAX)
 ANY_INT = Ints(-SEED_MAX - 1, SEED_MAX)
@@ -87,6 +116,8 @@ RULES: dict[str, Rule] = {
     # sampling and model calls
     "temperature": Floats(0.0, 10.0),
     "max_tokens": Ints(1, 1_000_000),
+    "reasoning_effort": Choice(REASONING_EFFORTS),
+    "think_tags": TagPair(),
     "max_concurrency": Ints(1, 1024),
     "num_workers": Ints(1, 1024),
     # HTTP requests: a timeout above 0 (a millisecond at least), retries, waiting for a server
@@ -186,6 +217,11 @@ def check_value(flag: str, value: Any, rule: Rule, may_be_empty: bool = False) -
     elif isinstance(rule, Flag):
         if not isinstance(value, bool):
             raise InputError(f"{flag} must be true or false (got {value!r})")
+    elif isinstance(rule, TagPair):
+        tag_pair(flag, value)
+    elif isinstance(rule, Choice):
+        if value not in rule.values:
+            raise InputError(f"{flag} must be one of {', '.join(rule.values)} (got {value!r})")
     elif isinstance(rule, Text):
         if not isinstance(value, str):
             raise InputError(f"{flag} must be a string (got {value!r})")

@@ -7,6 +7,8 @@ API's shape ``{"type": "error", "error": {"type": ..., "message": ...}}``.
 
 Behaviour (constructor arguments):
 - ``text``: the answer's text block; ``thinking``: a thinking block before it (extended thinking);
+- extended thinking (``thinking: {"type": "enabled", "budget_tokens": N}``) refused as the API
+  does: N under 1,024 or not under ``max_tokens``, or a temperature other than 1;
 - a reply longer than ``max_tokens`` (counted in characters here) is cut, ``stop_reason:
   "max_tokens"`` — inside the thinking when the thinking alone is longer;
 - ``fail_first``: the first N requests answer ``fail_status`` (529 ``overloaded_error`` by
@@ -74,6 +76,15 @@ class FakeAnthropicServer(FakeJSONAPI):
             return _error(400, "max_tokens: Field required")
         if not 0.0 <= float(body.get("temperature", 1.0)) <= 1.0:
             return _error(400, "temperature: Input should be less than or equal to 1")
+        thinking = body.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("type") == "enabled":  # extended thinking's rules
+            budget = thinking.get("budget_tokens")
+            if not isinstance(budget, int) or budget < 1024:
+                return _error(400, "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+            if budget >= body["max_tokens"]:
+                return _error(400, "`max_tokens` must be greater than `thinking.budget_tokens`")
+            if "temperature" in body and float(body["temperature"]) != 1.0:
+                return _error(400, "`temperature` may only be set to 1 when thinking is enabled")
         if any(not str(x).strip() for x in body.get("stop_sequences", [])):
             return _error(400, "stop_sequences: each stop sequence must contain non-whitespace")
         if n <= self.fail_first:

@@ -16,9 +16,11 @@ from stratbench.cli.options import (
     NoCache,
     OutputDir,
     Quiet,
+    ReasoningEffort,
     Resume,
     Retries,
     Shard,
+    ThinkTags,
     Timeout,
     WaitForServer,
     csv_list,
@@ -54,6 +56,8 @@ def chbench_run(
     retries: Retries = 4,
     wait_for_server: WaitForServer = 0.0,
     chat_template: ChatTemplate = None,
+    reasoning_effort: ReasoningEffort = None,
+    think_tags: ThinkTags = None,
     no_cache: NoCache = False,
     prefix_reuse: bool = typer.Option(False, help="Local models: reuse the KV cache across a match's growing "
                                       "prompts (one model instance per seat, matches in sequence, no response cache)."),
@@ -77,7 +81,7 @@ def chbench_run(
         mechanisms=csv_list([mechanism]), rounds=rounds, games=games, seed=seed, policy=policy,
         temperature=temperature, chat=chat, base_url=base_url, max_concurrency=max_concurrency,
         timeout=timeout, retries=retries, wait_for_server=wait_for_server, chat_template=chat_template,
-        no_cache=no_cache,
+        no_cache=no_cache, reasoning_effort=reasoning_effort, think_tags=think_tags,
         prefix_reuse=prefix_reuse, self_play=self_play, k_hat=k_hat, restarts=restarts, bootstrap=bootstrap,
         corrections=corrections, keep_prompts=keep_prompts, output_dir=output_dir, shard=shard)
     with progress_bar(quiet) as progress:

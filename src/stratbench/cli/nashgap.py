@@ -17,11 +17,13 @@ from stratbench.cli.options import (
     NoCache,
     OutputDir,
     Quiet,
+    ReasoningEffort,
     Resume,
     Retries,
     Seed,
     Shard,
     Temperature,
+    ThinkTags,
     Timeout,
     WaitForServer,
     slug,
@@ -53,6 +55,8 @@ def nashgap(
     retries: Retries = 4,
     wait_for_server: WaitForServer = 0.0,
     chat_template: ChatTemplate = None,
+    reasoning_effort: ReasoningEffort = None,
+    think_tags: ThinkTags = None,
     max_concurrency: MaxConcurrency = 8,
     no_cache: NoCache = False,
     temperature: Temperature = 1.0,
@@ -89,6 +93,7 @@ def nashgap(
         seed=seed, llm_type=llm_type, llm_model=llm_model, llm_seed=llm_seed, policy=policy,
         order_rotations=order_rotations, base_url=base_url, timeout=timeout, retries=retries,
         wait_for_server=wait_for_server, chat_template=chat_template, max_concurrency=max_concurrency,
+        reasoning_effort=reasoning_effort, think_tags=think_tags,
         no_cache=no_cache, temperature=temperature, max_tokens=max_tokens, chat=chat,
         price_table=price_table,
         output_dir=output_dir, parallel=parallel, num_workers=num_workers, combined=combined,
@@ -98,11 +103,13 @@ def nashgap(
     models = list(model or [])
     if resume and len(models) > 1:
         raise InputError("--resume takes one run folder; give no --model")
-    # several players: --chat-template is the HTTP players' (a local one brings its own); with no
+    # several players: --chat-template and --reasoning-effort are the HTTP players' (a local one
+    # brings its own template and reasons as it was trained to); with no
     # HTTP player every config keeps it and the first is refused in one line
     any_http = any(is_http_spec(m) for m in models)
     if len(models) > 1:
-        replace(base, chat_template=None if any_http else base.chat_template).validate()
+        replace(base, chat_template=None if any_http else base.chat_template,
+                reasoning_effort=None if any_http else base.reasoning_effort).validate()
         if base.chat_template is not None and any_http:  # a bad template: one line before any player runs
             from stratbench.models.openai_api import ChatTemplate
 
@@ -112,7 +119,8 @@ def nashgap(
 
             base.seed = fresh_seed()  # every player must see the same games (and draw alike)
     configs = [replace(base, model=m, folder_tag=slug(m) if len(models) > 1 else None,
-                       chat_template=base.chat_template if is_http_spec(m) or not any_http else None)
+                       chat_template=base.chat_template if is_http_spec(m) or not any_http else None,
+                       reasoning_effort=base.reasoning_effort if is_http_spec(m) or not any_http else None)
                for m in models] or [base]
     suite = get_suite("nashgap")
     rows = {}

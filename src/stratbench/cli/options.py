@@ -33,6 +33,13 @@ ChatTemplate = Annotated[Optional[str], typer.Option(
     help="HTTP models: the model's chat template (its GGUF, tokenizer_config.json or .jinja) for exact "
          "choice scoring of chat prompts over the completions endpoint; a GGUF also gives its tokenizer, "
          "which scores multi-token answers by a fast top-k walk instead of one echo request each.")]
+ReasoningEffort = Annotated[Optional[str], typer.Option(
+    help="HTTP reasoning models: none, minimal, low, medium or high; sent as OpenAI's reasoning_effort "
+         "(chat endpoints), as a thinking budget to Anthropic and Gemini (1,024 to 24,576 tokens, on top of "
+         "--max-tokens). Default: the provider's own.")]
+ThinkTags = Annotated[Optional[str], typer.Option(
+    help="The tags an open reasoning model writes its thinking between, \"OPEN,CLOSE\" (default "
+         "\"<think>,</think>\"): kept in the record's reasoning, never parsed as the answer.")]
 FixedSeed = Annotated[int, typer.Option(help="Seed (recorded in run.json; unit k always plays with a seed derived from it and k).")]
 
 

@@ -16,10 +16,12 @@ from stratbench.cli.options import (
     NoCache,
     OutputDir,
     Quiet,
+    ReasoningEffort,
     Resume,
     Retries,
     Seed,
     Shard,
+    ThinkTags,
     Timeout,
     WaitForServer,
     group,
@@ -96,6 +98,8 @@ def tmgbench_run(
     retries: Retries = 4,
     wait_for_server: WaitForServer = 0.0,
     chat_template: ChatTemplate = None,
+    reasoning_effort: ReasoningEffort = None,
+    think_tags: ThinkTags = None,
     output_dir: OutputDir = "results",
     resume: Resume = None,
     shard: Shard = None,
@@ -108,7 +112,8 @@ def tmgbench_run(
               repeats=repeats, games=games, seed=seed, base_url=base_url, stories_dir=stories_dir,
               max_concurrency=max_concurrency, no_cache=no_cache, temperature=temperature,
               max_tokens=max_tokens, chat=chat, output_dir=output_dir, shard=shard, timeout=timeout,
-              retries=retries, wait_for_server=wait_for_server, chat_template=chat_template)
+              retries=retries, wait_for_server=wait_for_server, chat_template=chat_template,
+              reasoning_effort=reasoning_effort, think_tags=think_tags)
     if form == "atomic" and k is not None and not resume:
         raise InputError("--k applies to complex forms only (--form sequential, parallel or nested)")
     if form != "atomic" or (resume and _is_complex_run(resume)):
@@ -167,6 +172,8 @@ def tmgbench_stories_generate(
     timeout: Timeout = 60.0,
     retries: Retries = 4,
     wait_for_server: WaitForServer = 0.0,
+    reasoning_effort: ReasoningEffort = None,
+    think_tags: ThinkTags = None,
     no_cache: NoCache = False,
     max_concurrency: MaxConcurrency = 8,
     output_dir: OutputDir = "results",
@@ -181,7 +188,7 @@ def tmgbench_stories_generate(
                          max_attempts=max_attempts, seed=seed, temperature=temperature,
                          max_tokens=max_tokens, chat=chat, base_url=base_url, no_cache=no_cache,
                          max_concurrency=max_concurrency, output_dir=output_dir, timeout=timeout, retries=retries,
-                         wait_for_server=wait_for_server)
+                         wait_for_server=wait_for_server, reasoning_effort=reasoning_effort, think_tags=think_tags)
     check_config(cfg)  # the shared checks of flag values (story generation has no validate of its own)
     with progress_bar(quiet) as progress:
         res = get_suite("tmgbench-stories").run(cfg, progress=progress, resume_dir=resume)

@@ -13,9 +13,11 @@ from stratbench.cli.options import (
     ChatTemplate,
     FixedSeed,
     OutputDir,
+    ReasoningEffort,
     Resume,
     Retries,
     Shard,
+    ThinkTags,
     Timeout,
     WaitForServer,
     group,
@@ -87,6 +89,8 @@ def tom_run(
     retries: Retries = 4,
     wait_for_server: WaitForServer = 0.0,
     chat_template: ChatTemplate = None,
+    reasoning_effort: ReasoningEffort = None,
+    think_tags: ThinkTags = None,
     shard: Shard = None,
     output_dir: OutputDir = "results",
     resume: Resume = None,
@@ -100,7 +104,8 @@ def tom_run(
                        temperature=temperature, max_tokens=max_tokens, max_tries=max_tries, memory=memory,
                        keep_prompts=keep_prompts, shard=shard, base_url=base_url,
                        max_concurrency=max_concurrency, no_cache=no_cache, output_dir=output_dir, timeout=timeout,
-                       retries=retries, wait_for_server=wait_for_server, chat_template=chat_template)
+                       retries=retries, wait_for_server=wait_for_server, chat_template=chat_template,
+                       reasoning_effort=reasoning_effort, think_tags=think_tags)
     result = get_suite("tom").run(cfg, resume_dir=resume)
     s = result.summary
     strict = "" if s["strict_parse_rate"] is None else (

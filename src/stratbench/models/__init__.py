@@ -51,12 +51,26 @@ class ModelOptions:
     # the run's sampling temperature, where it has one: a backend whose API takes a narrower range
     # (Anthropic's 0..1) refuses it as it opens, before any folder, not in every record's error
     temperature: float | None = None
+    # --reasoning-effort (HTTP models: OpenAI's reasoning_effort, Anthropic's and Gemini's thinking
+    # budgets): None sends nothing, as before the flag existed
+    reasoning_effort: str | None = None
+    # --think-tags "OPEN,CLOSE": where an open reasoning model's thinking is (default <think>)
+    think_tags: str | None = None
 
 
 def is_http_spec(spec: str) -> bool:
     """Whether a model spec names an HTTP backend (openai:, together:, a preset, openai-compatible:,
     anthropic:, gemini:)."""
     return spec.partition(":")[0].strip().lower() in (*API_PROVIDERS, *NATIVE_PROVIDERS)
+
+
+def check_reasoning_effort(effort: str | None, specs: Iterable[str]) -> None:
+    """`--reasoning-effort` is sent to HTTP models (a local model's reasoning is its own, a scripted
+    player has none): one line, before anything is opened or written, when none of `specs` is an
+    HTTP model."""
+    if effort is not None and not any(is_http_spec(s) for s in specs):
+        raise InputError(f"--reasoning-effort applies to HTTP models ({', '.join(p + ':' for p in API_PROVIDERS)}, "
+                         f"{', '.join(p + ':' for p in NATIVE_PROVIDERS)}); a local model reasons as it was trained to")
 
 
 def check_chat_template(chat_template: str | None, specs: Iterable[str]) -> None:
@@ -161,7 +175,7 @@ def _api(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
     kwargs: dict[str, Any] = dict(
         base_url=opts.base_url, max_concurrency=opts.max_concurrency, timeout_s=opts.timeout_s,
         max_retries=opts.max_retries, wait_for_server_s=opts.wait_for_server_s,
-        chat_template=opts.chat_template,
+        chat_template=opts.chat_template, reasoning_effort=opts.reasoning_effort,
     )
     if kind == "openai-compatible":
         kwargs["repeat_penalty"] = opts.repeat_penalty
@@ -179,14 +193,16 @@ def _anthropic(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageM
     if opts.chat is False:
         raise InputError(f"{spec}: the Messages API is a chat API; run it with --chat (or without --no-chat)")
     return AnthropicModel(name, base_url=opts.base_url, max_concurrency=opts.max_concurrency,
-                          timeout_s=opts.timeout_s, max_retries=opts.max_retries, temperature=opts.temperature)
+                          timeout_s=opts.timeout_s, max_retries=opts.max_retries, temperature=opts.temperature,
+                          reasoning_effort=opts.reasoning_effort)
 
 
 def _gemini(kind: str, name: str, spec: str, opts: ModelOptions) -> LanguageModel:
     from stratbench.models.gemini_api import GeminiModel
 
     return GeminiModel(name, base_url=opts.base_url, max_concurrency=opts.max_concurrency,
-                       timeout_s=opts.timeout_s, max_retries=opts.max_retries, temperature=opts.temperature)
+                       timeout_s=opts.timeout_s, max_retries=opts.max_retries, temperature=opts.temperature,
+                          reasoning_effort=opts.reasoning_effort)
 
 
 #: spec prefix → backend factory
@@ -269,9 +285,11 @@ def open_model(spec: str, model_options: ModelOptions | None = None, *, no_cache
             # --chat-template is a GGUF without a template): the cache answers the same
             setattr(model, "check_chat", inner.check_chat)  # noqa: B010
     from stratbench.models.reasoning import ReasoningReplies
+    from stratbench.parsing.reasoning import parse_tags
 
-    return ReasoningReplies(model)  # parsers read the answer, never a reasoning model's thinking
+    # parsers read the answer, never a reasoning model's thinking
+    return ReasoningReplies(model, parse_tags((model_options or ModelOptions()).think_tags))
 
 
 __all__ = ["API_PROVIDERS", "BACKENDS", "DEFAULT_MODEL", "TRAITS", "BackendTraits", "backend_traits", "EMBEDDED_INSTRUCT", "EMBEDDED_SPECS", "LOCAL_PREFIXES", "LanguageModel", "ModelOptions",
-           "check_chat_template", "check_gguf_file", "is_http_spec", "load_model", "open_model", "split_spec"]
+           "check_chat_template", "check_reasoning_effort", "check_gguf_file", "is_http_spec", "load_model", "open_model", "split_spec"]

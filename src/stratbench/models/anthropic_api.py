@@ -59,8 +59,13 @@ class AnthropicModel(SDKChatModel):
     max_temperature = 1.0
 
     def __init__(self, model: str, base_url: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,
-                 max_retries: int = 4, temperature: float | None = None) -> None:
-        super().__init__(model, base_url, max_concurrency, timeout_s, max_retries, temperature)
+                 max_retries: int = 4, temperature: float | None = None,
+                 reasoning_effort: str | None = None) -> None:
+        super().__init__(model, base_url, max_concurrency, timeout_s, max_retries, temperature, reasoning_effort)
+        if self.thinking_budget and temperature is not None and temperature != 1.0:
+            # extended thinking takes no other temperature: every call would be refused (HTTP 400)
+            raise InputError(f"{self.spec}: --reasoning-effort {reasoning_effort} turns on extended thinking, "
+                             f"which {self.api} runs only at temperature 1 (got --temperature {temperature:g})")
         self._sdk = _sdk()
 
     def describe(self) -> dict[str, Any]:
@@ -70,12 +75,13 @@ class AnthropicModel(SDKChatModel):
         return self._sdk.AsyncAnthropic(api_key=self._key, base_url=self.base_url, max_retries=self.max_retries,
                                         timeout=self.timeout_s)
 
-    @staticmethod
-    def _body(req: GenerateRequest) -> dict[str, Any]:
+    def _body(self, req: GenerateRequest) -> dict[str, Any]:
         system, turns = turns_of(req)
         body: dict[str, Any] = {
-            "max_tokens": req.max_tokens, "messages": [{"role": role, "content": c} for role, c in turns]}
-        if float(req.temperature) != 1.0:
+            "max_tokens": self._max_tokens(req), "messages": [{"role": role, "content": c} for role, c in turns]}
+        if self.thinking_budget:  # --reasoning-effort: extended thinking with its own budget
+            body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_budget}
+        elif float(req.temperature) != 1.0:
             # the API's default is 1.0; another value goes in the body as the older models take it
             # (recent SDKs no longer name the parameter; a model that refuses it says so, an error record)
             body["extra_body"] = {"temperature": float(req.temperature)}

@@ -245,6 +245,11 @@ class LanguageModel(abc.ABC):
         says otherwise (an HTTP completions endpoint takes several)."""
         return [[req.prompt, *(c for _, c in req.messages)]]
 
+    def output_budget(self, req: GenerateRequest) -> int:
+        """The most output tokens generating `req` may bill: its ``max_tokens``, unless a backend
+        adds a thinking budget of its own (Anthropic's and Gemini's --reasoning-effort)."""
+        return req.max_tokens
+
     @abc.abstractmethod
     async def generate(self, requests: Sequence[GenerateRequest]) -> list[GenerateResult]: ...
 
@@ -298,6 +303,9 @@ class WrappedModel(LanguageModel):
 
     def request_prompts(self, req: ScoreRequest) -> list[list[str]]:
         return self.inner.request_prompts(req)
+
+    def output_budget(self, req: GenerateRequest) -> int:
+        return self.inner.output_budget(req)
 
     def check_chat(self, scoring: bool = False) -> None:
         self.inner.check_chat(scoring)

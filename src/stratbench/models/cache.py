@@ -559,6 +559,9 @@ class CachedModel(LanguageModel):
     def request_prompts(self, req: ScoreRequest) -> list[list[str]]:
         return self.inner.request_prompts(req)
 
+    def output_budget(self, req: GenerateRequest) -> int:
+        return self.inner.output_budget(req)
+
     async def aclose(self) -> None:
         try:
             await self.inner.aclose()

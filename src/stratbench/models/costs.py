@@ -156,7 +156,7 @@ class _Wrapper(WrappedModel):
 @dataclass(frozen=True)
 class CallBound:
     """The most one call may take: its requests, their prompt tokens (at about four characters a
-    token) and their output tokens (a generation's whole budget; one token for each scoring
+    token) and their output tokens (a generation's whole budget, its thinking budget included; one token for each scoring
     request, which asks for one)."""
 
     requests: int
@@ -169,7 +169,7 @@ def call_bound(model: LanguageModel, req: GenerateRequest | ScoreRequest) -> Cal
     takes the requests its backend says (`LanguageModel.request_prompts`: on an HTTP completions
     endpoint the top-k request, the top-k walk's and one echo per answer)."""
     if isinstance(req, GenerateRequest):
-        return CallBound(1, _prompt_tokens(req), req.max_tokens)
+        return CallBound(1, _prompt_tokens(req), model.output_budget(req))
     prompts = model.request_prompts(req)
     return CallBound(len(prompts), sum(approx_tokens(t) for p in prompts for t in p), len(prompts))
 
@@ -201,11 +201,11 @@ class DryRunModel(_Wrapper):
         line = self.session.line(self.spec)
         out = []
         for req in requests:
-            tokens = _prompt_tokens(req)
+            tokens, budget = _prompt_tokens(req), self.inner.output_budget(req)
             line.calls += 1
             line.tokens_in += tokens
-            line.tokens_out += req.max_tokens
-            res = GenerateResult(req.dry_reply or "", tokens_in=tokens, tokens_out=req.max_tokens,
+            line.tokens_out += budget
+            res = GenerateResult(req.dry_reply or "", tokens_in=tokens, tokens_out=budget,
                                  finish_reason="stop")
             self.usage.add_generate(res)
             out.append(res)

@@ -81,8 +81,9 @@ class GeminiModel(SDKChatModel):
     max_retry_wait_s = 20.0  # the retry options' max_delay below
 
     def __init__(self, model: str, base_url: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,
-                 max_retries: int = 4, temperature: float | None = None) -> None:
-        super().__init__(model, base_url, max_concurrency, timeout_s, max_retries, temperature)
+                 max_retries: int = 4, temperature: float | None = None,
+                 reasoning_effort: str | None = None) -> None:
+        super().__init__(model, base_url, max_concurrency, timeout_s, max_retries, temperature, reasoning_effort)
         self._genai, self._types, self._errors = _sdk()
 
     def describe(self) -> dict[str, Any]:
@@ -105,9 +106,10 @@ class GeminiModel(SDKChatModel):
         system, turns = turns_of(req)
         contents = [t.Content(role="model" if role == "assistant" else "user", parts=[t.Part(text=c)])
                     for role, c in turns]
+        thinking = None if self.thinking_budget is None else t.ThinkingConfig(thinking_budget=self.thinking_budget)
         config = t.GenerateContentConfig(
-            max_output_tokens=req.max_tokens, temperature=float(req.temperature),
-            stop_sequences=list(req.stop) or None, system_instruction=system or None)
+            max_output_tokens=self._max_tokens(req), temperature=float(req.temperature),
+            stop_sequences=list(req.stop) or None, system_instruction=system or None, thinking_config=thinking)
         return contents, config
 
     async def _call(self, client: Any, req: GenerateRequest) -> GenerateResult:

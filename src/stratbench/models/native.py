@@ -52,7 +52,8 @@ class SDKChatModel(LanguageModel):
     max_retry_wait_s: ClassVar[float] = 60.0  # the longest the SDK waits between two attempts
 
     def __init__(self, model: str, base_url: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,
-                 max_retries: int = 4, temperature: float | None = None) -> None:
+                 max_retries: int = 4, temperature: float | None = None,
+                 reasoning_effort: str | None = None) -> None:
         super().__init__()
         from stratbench.models.openai_api import check_base_url
 
@@ -80,6 +81,11 @@ class SDKChatModel(LanguageModel):
             # the API would refuse every call (HTTP 400): one line before anything is written
             raise InputError(f"{self.spec}: --temperature {temperature:g}: {self.api} takes 0 to "
                              f"{self.max_temperature:g}")
+        from stratbench.models.reasoning import thinking_budget
+
+        self.reasoning_effort = reasoning_effort
+        #: the thinking budget sent with every request (None: the API's default, nothing sent)
+        self.thinking_budget = thinking_budget(reasoning_effort)
         self._key = key
         self.max_concurrency = max_concurrency
         self.timeout_s = float(timeout_s)
@@ -89,7 +95,19 @@ class SDKChatModel(LanguageModel):
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {"spec": self.spec, "backend": self.prefix, "model": self.model, "base_url": self.base_url}
+        d: dict[str, Any] = {"spec": self.spec, "backend": self.prefix, "model": self.model, "base_url": self.base_url}
+        if self.reasoning_effort is not None:  # changes the answers: part of the cache identity
+            d["reasoning_effort"] = self.reasoning_effort
+        return d
+
+    def output_budget(self, req: GenerateRequest) -> int:
+        """The answer's budget and the thinking's: a request asks for both (`_max_tokens`)."""
+        return self._max_tokens(req)
+
+    def _max_tokens(self, req: GenerateRequest) -> int:
+        """The output limit sent: the request's ``max_tokens`` for the answer plus the thinking
+        budget, so that --reasoning-effort gives thinking room without taking the answer's."""
+        return req.max_tokens + (self.thinking_budget or 0)
 
     def check_chat(self, scoring: bool = False) -> None:
         """Conversations are what the API takes; exact choice scoring would need the probability of

@@ -604,7 +604,8 @@ class OpenAICompatibleModel(LanguageModel):
                  top_logprobs: int | None = None, wait_for_server_s: float = 0.0,
                  chat_template: "str | os.PathLike[str] | ChatTemplate | None" = None,
                  repeat_penalty: float | None | str = None, tokenizer: Tokenizer | None = None,
-                 walk: bool = True, max_response_bytes: int | None = None) -> None:
+                 walk: bool = True, max_response_bytes: int | None = None,
+                 reasoning_effort: str | None = None) -> None:
         super().__init__()
         if provider not in PROVIDERS:
             raise InputError(f"{provider}:{model}: unknown API provider {provider!r} "
@@ -668,6 +669,10 @@ class OpenAICompatibleModel(LanguageModel):
         self.chat_template: ChatTemplate | None = chat_template
         self.supports_chat_scoring = chat_template is not None and chat_template.has_template
         self.walk = walk
+        if reasoning_effort is not None and endpoint != "chat":
+            # the completions endpoint takes no reasoning_effort: a flag that would change nothing
+            raise InputError(f"{self.spec}: --reasoning-effort is a chat model's option; run it with --chat")
+        self.reasoning_effort = reasoning_effort  # sent with every chat generation request
 
         env = api_key_env or default_env
         self.api_key_env = env
@@ -716,6 +721,8 @@ class OpenAICompatibleModel(LanguageModel):
             d["repeat_penalty"] = self.repeat_penalty
         if self.chat_template is not None:
             d["chat_template"] = self.chat_template.describe()
+        if self.reasoning_effort is not None:  # changes generated answers: part of the cache identity
+            d["reasoning_effort"] = self.reasoning_effort
         return d
 
     def request_prompts(self, req: ScoreRequest) -> list[list[str]]:
@@ -1094,6 +1101,8 @@ class OpenAICompatibleModel(LanguageModel):
                 messages = [{"role": "system", "content": req.system}] if req.system else []
                 messages.append({"role": "user", "content": req.prompt})
             body["messages"] = messages
+            if self.reasoning_effort is not None:
+                body["reasoning_effort"] = self.reasoning_effort
             path = "chat/completions"
         else:
             body["prompt"] = f"{req.system}\n\n{req.prompt}" if req.system else req.prompt

@@ -20,10 +20,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stratbench.checks import tag_pair
+
 #: (opening, closing) tag pairs recognised, in order
 DEFAULT_TAGS: tuple[tuple[str, str], ...] = (("<think>", "</think>"),)
 
-__all__ = ["DEFAULT_TAGS", "Split", "split_reasoning"]
+__all__ = ["DEFAULT_TAGS", "Split", "parse_tags", "split_reasoning"]
+
+
+def parse_tags(value: str | None, flag: str = "--think-tags") -> tuple[tuple[str, str], ...]:
+    """``"OPEN,CLOSE"`` (``"<reasoning>,</reasoning>"``) as the one tag pair recognised; None: the
+    default ``<think>`` pair (`stratbench.checks.tag_pair` says what a value may be)."""
+    return DEFAULT_TAGS if value is None else (tag_pair(flag, value),)
 
 
 @dataclass(frozen=True)

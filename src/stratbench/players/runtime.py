@@ -3,7 +3,8 @@ suite config inherits.
 
 Which server (``base_url``), how long a request may take and how often it is retried, how long to
 wait for a server that is down, how many calls are in flight, whether the response cache answers,
-the chat template of an HTTP model and the sampling temperature are the same flags with the same
+the chat template of an HTTP model, the sampling temperature, a reasoning model's effort and
+think tags are the same flags with the same
 meaning in every suite. Declared here once, each has one rule (`stratbench.checks.RULES`, by field
 name), one spelling in run.json's config and one mapping onto the backends' `ModelOptions`. A
 suite that wants another default redeclares the field (CHBench runs 4 calls at once, ToM samples
@@ -11,8 +12,8 @@ at 0.7).
 
 A resumed run takes ``base_url``, ``timeout``, ``retries``, ``wait_for_server``, ``max_concurrency``
 and ``no_cache`` from the resuming command when given there (`runner.lifecycle.RUNTIME_KEYS`): they
-say how the run is carried out, never what a record holds. ``temperature`` and ``chat_template``
-change the answers, so a resumed run keeps its saved ones.
+say how the run is carried out, never what a record holds. ``temperature``, ``chat_template``,
+``reasoning_effort`` and ``think_tags`` change the answers, so a resumed run keeps its saved ones.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
     from stratbench.models import ModelOptions
     from stratbench.models.base import LanguageModel
 
+
+#: fields run.json records only when set: a run without them writes the run.json it wrote before
+#: they existed (and so the cache identity and goldens of such a run stay what they were)
+WHEN_SET = ("chat_template", "reasoning_effort", "think_tags")
 
 #: the fields a resumed run takes from the resuming command (runner.lifecycle.RUNTIME_KEYS, which
 #: also names the Nash-gap suite's --parallel/--num-workers)
@@ -45,13 +50,20 @@ class RuntimeOptions:
     max_concurrency: int = 8  # --max-concurrency: calls in flight (results never depend on it)
     no_cache: bool = False  # --no-cache: neither read nor write the response cache
     temperature: float = 1.0  # --temperature: sampled answers (exact policies do not sample)
+    # --reasoning-effort, HTTP reasoning models: OpenAI's reasoning_effort as sent; Anthropic's and
+    # Gemini's thinking budgets mapped from it (stratbench.models.reasoning.THINKING_BUDGETS).
+    # Changes the answers: a resumed run keeps its saved one
+    reasoning_effort: str | None = None
+    # --think-tags "OPEN,CLOSE": the tags an open reasoning model writes its thinking between
+    # (default <think>,</think>); the thinking is kept apart from the answer the parsers read
+    think_tags: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The config as run.json records it: every field, ``chat_template`` only when given (run.json
-        stays as it was before the flag existed)."""
+        """The config as run.json records it: every field, those of `WHEN_SET` only when given
+        (run.json stays as it was before the flags existed)."""
         from dataclasses import asdict
 
-        return {k: v for k, v in asdict(self).items() if k != "chat_template" or v is not None}
+        return {k: v for k, v in asdict(self).items() if k not in WHEN_SET or v is not None}
 
     def check_runtime(self) -> None:
         """One line naming the flag for a bad value of the flags a resumed run takes from the command
@@ -59,6 +71,14 @@ class RuntimeOptions:
         from stratbench.checks import check_config
 
         check_config(self, only=RESUMED_FROM_COMMAND)
+
+    def check_http_options(self, specs: list[str]) -> None:
+        """The flags only HTTP models take (--chat-template, --reasoning-effort) given to a run with
+        none: one line before anything is opened or written."""
+        from stratbench.models import check_chat_template, check_reasoning_effort
+
+        check_chat_template(self.chat_template, specs)
+        check_reasoning_effort(self.reasoning_effort, specs)
 
     def model_options(self, chat: bool | None, **extra: Any) -> ModelOptions:
         """The backends' options for this run's models: ``chat`` (True: conversations; None: the
@@ -69,7 +89,8 @@ class RuntimeOptions:
         opts: dict[str, Any] = dict(base_url=self.base_url, max_concurrency=self.max_concurrency, chat=chat,
                                     timeout_s=self.timeout, max_retries=self.retries,
                                     wait_for_server_s=self.wait_for_server, chat_template=self.chat_template,
-                                    temperature=self.temperature)
+                                    temperature=self.temperature, reasoning_effort=self.reasoning_effort,
+                                    think_tags=self.think_tags)
         return ModelOptions(**{**opts, **extra})
 
     def open_model(self, spec: str, chat: bool | None, **extra: Any) -> LanguageModel:

@@ -204,8 +204,8 @@ def check_job_models(jobs: Iterable[Job]) -> None:
 
     from stratbench.models import ModelOptions, is_http_spec, load_model, split_spec
 
-    wanted: dict[tuple[str, str | None, str | None], dict[str, bool]] = {}
-    hottest: dict[tuple[str, str | None, str | None], float] = {}  # the highest temperature a model samples at
+    wanted: dict[tuple[str, str | None, str | None, str | None], dict[str, bool]] = {}
+    hottest: dict[tuple[str, str | None, str | None, str | None], float] = {}  # the highest temperature a model samples at
     for job in jobs:
         cfg = job.config
         roster = SUITES.get(job.suite).scripted
@@ -215,7 +215,8 @@ def check_job_models(jobs: Iterable[Job]) -> None:
             split_spec(spec)  # (the suite's own checks passed it: a model spec)
             http = is_http_spec(spec)
             key = (spec, getattr(cfg, "base_url", None) if http else None,
-                   getattr(cfg, "chat_template", None) if http else None)
+                   getattr(cfg, "chat_template", None) if http else None,
+                   getattr(cfg, "reasoning_effort", None) if http else None)
             flags = wanted.setdefault(key, {"chat": False, "choice": False})
             temperature = getattr(cfg, "temperature", None)
             if isinstance(temperature, (int, float)):
@@ -223,10 +224,11 @@ def check_job_models(jobs: Iterable[Job]) -> None:
             if getattr(cfg, "chat", False):
                 flags["chat"] = True
                 flags["choice"] |= getattr(cfg, "policy", None) == "choice"
-    for (spec, base_url, chat_template), flags in wanted.items():
+    for key, flags in wanted.items():
+        spec, base_url, chat_template, effort = key
         model = load_model(spec, ModelOptions(base_url=base_url, chat=True if flags["chat"] else None,
-                                              chat_template=chat_template,
-                                              temperature=hottest.get((spec, base_url, chat_template))))
+                                              chat_template=chat_template, reasoning_effort=effort,
+                                              temperature=hottest.get(key)))
         try:
             if flags["chat"]:
                 model.check_chat(scoring=flags["choice"])

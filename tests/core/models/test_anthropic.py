@@ -246,3 +246,38 @@ def test_a_reply_nested_too_deeply_is_an_invalid_reply_not_an_internal_error():
         (r,), usage = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=0)
     assert r.text is None and r.error == "invalid reply: its JSON is nested too deeply", r.error
     assert usage.errors == 1
+
+
+def test_reasoning_effort_asks_for_extended_thinking_with_its_own_budget(tmp_path, cli):
+    """--reasoning-effort medium: a thinking budget of 8,192 tokens on top of the answer's
+    --max-tokens (the API counts both in max_tokens), identity and dry-run plan included; extended
+    thinking runs only at temperature 1, so another temperature is one line before any folder."""
+    from stratbench.models.reasoning import THINKING_BUDGETS
+
+    async def go(server):
+        model = open_model("anthropic:claude-3-7-sonnet", ModelOptions(base_url=server.base_url, reasoning_effort="medium",
+                                                                        temperature=1.0), no_cache=True)
+        try:
+            return await model.generate([GenerateRequest("Q", max_tokens=64, chat=True, temperature=1.0)]), model
+        finally:
+            await model.aclose()
+
+    with FakeAnthropicServer(text="Action: 2", thinking="2 beats 1") as s:
+        ((r,), model) = asyncio.run(go(s))
+        (seen,) = s.requests
+    assert r.ok and r.text == "Action: 2" and r.reasoning == "2 beats 1"
+    assert seen.body["thinking"] == {"type": "enabled", "budget_tokens": THINKING_BUDGETS["medium"]}
+    assert seen.body["max_tokens"] == 64 + 8192 and "temperature" not in seen.body
+    assert model.describe()["reasoning_effort"] == "medium"
+    assert model.output_budget(GenerateRequest("Q", max_tokens=64)) == 64 + 8192
+    # "none": no thinking asked for, the request as without the flag
+    assert "thinking" not in load_model("anthropic:c", ModelOptions(reasoning_effort="none"))._body(
+        GenerateRequest("Q", max_tokens=5))
+    r = cli("nashgap", "--model", "anthropic:claude-x", "--base-url", "http://127.0.0.1:9", "--chat", "--policy",
+            "sample", "--temperature", "0.5", "--reasoning-effort", "low", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "only at temperature 1" in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists()
+    r = cli("nashgap", "--model", "anthropic:claude-x", "--chat", "--policy", "sample", "--num-games", "2",
+            "--num-trials", "1", "--max-tokens", "100", "--reasoning-effort", "low", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "4,296" in r.stdout or "4296" in r.stdout, r.stdout  # 2 calls × (100 + 2,048) output tokens

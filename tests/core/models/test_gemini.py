@@ -179,3 +179,21 @@ def test_a_finish_reason_newer_than_the_sdk_is_kept_without_its_warning(tmp_path
     (folder,) = tmp_path.iterdir()
     (rec,) = [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
     assert rec["finish_reason"] == "brand_new_reason", rec
+
+
+def test_reasoning_effort_is_a_thinking_budget_on_top_of_the_answers():
+    async def go(server, effort):
+        model = open_model("gemini:gemini-2.5-flash", ModelOptions(base_url=server.base_url, reasoning_effort=effort),
+                           no_cache=True)
+        try:
+            return await model.generate([GenerateRequest("Q", max_tokens=64, chat=True, temperature=0.0)])
+        finally:
+            await model.aclose()
+
+    with FakeGeminiServer(text="Action: 2", thought="2 beats 1.") as s:
+        for effort in ("high", "none"):
+            (r,) = asyncio.run(go(s, effort))
+            assert r.ok and r.text == "Action: 2"
+        high, none = (q.body["generationConfig"] for q in s.requests)
+    assert high == {"temperature": 0.0, "maxOutputTokens": 64 + 24576, "thinkingConfig": {"thinking_budget": 24576}}  # (as the SDK sends it)
+    assert none == {"temperature": 0.0, "maxOutputTokens": 64, "thinkingConfig": {"thinking_budget": 0}}

@@ -47,9 +47,10 @@ def test_a_reply_without_tags_is_all_answer(text):
     assert split_reasoning(text) == split_reasoning(text).__class__(text, None)
 
 
-def _generate(server: FakeOpenAIServer, spec: str, **kw: object):
+def _generate(server: FakeOpenAIServer, spec: str, reasoning_effort: str | None = None, **kw: object):
     async def go():
-        model = open_model(spec, ModelOptions(base_url=server.base_url), no_cache=True)
+        model = open_model(spec, ModelOptions(base_url=server.base_url, reasoning_effort=reasoning_effort),
+                           no_cache=True)
         try:
             return (await model.generate([GenerateRequest("Q", chat=True, **kw)]))[0]  # type: ignore[arg-type]
         finally:
@@ -109,3 +110,76 @@ def test_chbench_names_a_reply_cut_inside_its_reasoning(tmp_path, cli):
     rec = json.loads(rounds.read_text().splitlines()[0])
     assert rec["row_status"] == "parse_failed" and rec["row_action"] is None
     assert rec["row_error"].startswith("the reply ended inside its reasoning"), rec["row_error"]
+
+
+# -- --reasoning-effort and --think-tags --------------------------------------------------------
+
+
+def test_reasoning_effort_is_sent_with_chat_requests_and_is_part_of_the_cache_identity(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    with FakeOpenAIServer(canned_text="Action: 1", reasoning_rules=True) as s:
+        r = _generate(s, "openai:o3-mini", max_tokens=20, reasoning_effort="high")
+        assert r.ok, r.error
+        body = s.requests[-1].body
+    assert body["reasoning_effort"] == "high" and body["max_completion_tokens"] == 20
+    opened = [open_model("openai:o3-mini", ModelOptions(base_url="http://127.0.0.1:9/v1", chat=True, reasoning_effort=e))
+              for e in (None, "low", "high")]
+    ids = [m.describe() for m in opened]
+    assert "reasoning_effort" not in ids[0] and ids[1]["reasoning_effort"] == "low" and len({str(i) for i in ids}) == 3
+    # the completions endpoint takes none: a flag that would change nothing is refused
+    from stratbench.errors import InputError
+
+    with pytest.raises(InputError, match="--reasoning-effort is a chat model's option; run it with --chat"):
+        open_model("openai-compatible:r1", ModelOptions(base_url="http://127.0.0.1:9/v1", chat=False,
+                                                        reasoning_effort="low"))
+
+
+def test_think_tags_name_where_another_models_thinking_is():
+    from stratbench.models.reasoning import answer_only
+    from stratbench.models.base import GenerateResult
+    from stratbench.parsing.reasoning import parse_tags
+
+    tags = parse_tags(" <reasoning> , </reasoning>")
+    assert tags == (("<reasoning>", "</reasoning>"),)
+    r = answer_only(GenerateResult("<reasoning>Action: 0 loses</reasoning>\nAction: 2"), tags)
+    assert (r.text, r.reasoning) == ("Action: 2", "Action: 0 loses")
+    cut = answer_only(GenerateResult("<reasoning>Action: 0 loses, so"), tags)
+    assert cut.text == "" and cut.reasoning == "Action: 0 loses, so"
+    # with other tags, <think> is text of the answer
+    assert answer_only(GenerateResult("<think>x</think>A"), tags).text == "<think>x</think>A"
+
+
+@pytest.mark.parametrize("value,why", [("<think>", "give the opening and the closing tag"),
+                                       ("<a>,</a>,<b>", "give the opening and the closing tag"),
+                                       (" ,</a>", "give the opening and the closing tag"),
+                                       ("<a>,<a>", "must differ")])
+def test_a_bad_think_tags_value_is_one_line_before_any_folder(tmp_path, cli, value, why):
+    r = cli("nashgap", "--model", "random", "--num-games", "1", "--think-tags", value,
+            "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--think-tags" in r.stderr and why in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_custom_think_tags_in_a_run_and_its_record(tmp_path, cli):
+    reply = "<reasoning>If I choose Action: 0 they answer 1</reasoning>\n\nAction: 2"
+    with FakeOpenAIServer(canned_text=reply) as s:
+        r = cli("nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url, "--chat", "--policy",
+                "sample", "--num-games", "1", "--num-trials", "1", "--think-tags", "<reasoning>,</reasoning>",
+                "--quiet", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (run,) = (tmp_path / "o").iterdir()
+    (rec,) = map(json.loads, (run / "trials.jsonl").read_text().splitlines())
+    assert rec["raw_response"] == "Action: 2" and rec["reasoning"].startswith("If I choose")
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["config"]["think_tags"] == "<reasoning>,</reasoning>" and "reasoning_effort" not in meta["config"]
+
+
+@pytest.mark.parametrize("args,why", [
+    (["--model", "random", "--reasoning-effort", "high"], "--reasoning-effort applies to HTTP models"),
+    (["--model", "openai-compatible:m", "--base-url", "http://127.0.0.1:9/v1", "--reasoning-effort", "extreme"],
+     "--reasoning-effort must be one of none, minimal, low, medium, high"),
+])
+def test_a_reasoning_effort_that_cannot_apply_is_one_line_before_any_folder(tmp_path, cli, args, why):
+    r = cli("nashgap", *args, "--num-games", "1", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 2 and why in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists()

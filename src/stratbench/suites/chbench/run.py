@@ -100,9 +100,7 @@ class ChbenchConfig(RuntimeOptions):
                 from stratbench.models import split_spec
 
                 split_spec(spec)  # raises InputError for unknown specs
-        from stratbench.models import check_chat_template
-
-        check_chat_template(self.chat_template, self.models + self.opponents)
+        self.check_http_options(list(self.models) + list(self.opponents))
         select_games(self.games, self.corrections)
 
 

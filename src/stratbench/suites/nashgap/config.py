@@ -78,9 +78,7 @@ class NashgapConfig(RuntimeOptions):
             raise InputError("--bucket and --games-file cannot be combined")
         if self.policy not in (None, "logprob", "choice", "sample"):
             raise InputError(f"unknown --policy {self.policy!r}; use logprob, choice or sample")
-        from stratbench.models import check_chat_template
-
-        check_chat_template(self.chat_template, [self.player])
+        self.check_http_options([self.player])
         if self.games_file is None:
             self.check_size(self.num_games)
         shard = self.shard_spec

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, cast
 from stratbench.checks import Ints, Rule
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, LanguageModel
+from stratbench.players.runtime import WHEN_SET
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.jsonl import first_record, write_json_atomic
 from stratbench.runner.lifecycle import (
@@ -232,7 +233,10 @@ class ComplexPlan(RunPlan):
         return FolderSpec(self.config.output_dir, f"tmgbench_{self.config.form}", tag=shard_tag(self.config.shard_spec))
 
     def config_json(self) -> dict[str, Any]:
-        return {**asdict(self.config), "player": self.config.player}
+        # (every field, chat_template even when None, as run.json always held it; the later optional
+        # fields only when set: players.runtime.WHEN_SET)
+        return {**{k: v for k, v in asdict(self.config).items() if k == "chat_template" or k not in WHEN_SET
+                   or v is not None}, "player": self.config.player}
 
     # -- writing ----------------------------------------------------------------------------------
     def update_meta(self, meta: RunMeta, new: bool) -> None:

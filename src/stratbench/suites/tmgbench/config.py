@@ -73,9 +73,7 @@ class TmgbenchConfig(RuntimeOptions):
             raise InputError("--policy logprob scores the raw completion prompt (no chat template): with --chat "
                              "use --policy choice (exact, with the chat template) or --policy sample")
         if self.player not in SCRIPTED:
-            from stratbench.models import check_chat_template
-
-            check_chat_template(self.chat_template, [self.player])
+            self.check_http_options([self.player])
         if not self.shard_spec.whole and self.seed is None:
             raise InputError(f"--shard {self.shard_spec} needs --seed: every shard must draw the same samples")
 

@@ -49,6 +49,7 @@ from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, LanguageModel
 from stratbench.models.labels import choice_request
 from stratbench.players import no_answer, scored_policy
+from stratbench.players.runtime import WHEN_SET
 from stratbench.runner.folders import read_run_json, read_summary
 from stratbench.runner.jsonl import read_jsonl, write_json_atomic, write_jsonl_atomic
 from stratbench.runner.lifecycle import (
@@ -538,7 +539,10 @@ class AtomicPlan(RunPlan):
         return FolderSpec(self.config.output_dir, "tmgbench", tag=shard_tag(self.config.shard_spec))
 
     def config_json(self) -> dict[str, Any]:
-        return {**asdict(self.config), "player": self.config.player}
+        # (every field, chat_template even when None, as run.json always held it; the later optional
+        # fields only when set: players.runtime.WHEN_SET)
+        return {**{k: v for k, v in asdict(self.config).items() if k == "chat_template" or k not in WHEN_SET
+                   or v is not None}, "player": self.config.player}
 
     # -- writing ----------------------------------------------------------------------------------
     def update_meta(self, meta: RunMeta, new: bool) -> None:

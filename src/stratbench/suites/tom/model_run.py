@@ -122,7 +122,7 @@ class TomRunConfig(RuntimeOptions):
 
     def resolve(self) -> TomRunConfig:
         """Validate and fill defaults (canonical strategy name, chat mode, shard as JSON)."""
-        from stratbench.models import NATIVE_PROVIDERS, check_chat_template, split_spec
+        from stratbench.models import NATIVE_PROVIDERS, split_spec
         from stratbench.suites.tom.games import get_game
         from stratbench.suites.tom.partners import make_partner
         from stratbench.suites.tom.prompts import TOM_VARIANTS
@@ -136,7 +136,7 @@ class TomRunConfig(RuntimeOptions):
         if self.tom_variant not in TOM_VARIANTS:
             raise InputError(f"--tom-variant must be one of {', '.join(TOM_VARIANTS)}, got {self.tom_variant!r}")
         kind, _ = split_spec(self.model)
-        check_chat_template(self.chat_template, [self.model])
+        self.check_http_options([self.model])
         if self.chat is None:  # OpenAI's models and the chat-only APIs (Claude, Gemini) take conversations
             self.chat = kind == "openai" or kind in NATIVE_PROVIDERS
         sh = as_shard(self.shard)
