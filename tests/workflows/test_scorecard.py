@@ -26,6 +26,7 @@ from fake_openai_server import FakeOpenAIServer
 from stratbench.api import scorecard
 from stratbench.errors import InputError
 from stratbench.scoring import read_scorecard
+from stratbench.suites import SUITES
 
 SEED = 3
 FAKE = "openai-compatible:fake"
@@ -384,3 +385,27 @@ def test_compare_allow_partial_is_refused_for_scorecards(card, tmp_path):
     assert r.stderr.strip().splitlines() == [
         "error: --allow-partial: compares unfinished runs of one suite, not scorecards; finish a scorecard with "
         "stratbench scorecard --resume FOLDER, then compare"]
+
+
+def test_reasoning_effort_reaches_every_generation_request_of_the_model_and_is_saved(tmp_path):
+    """--reasoning-effort on the scorecard: the HTTP model's generation requests carry it in every
+    suite, the scorecard's saved models hold it (a resume keeps it and refuses another), and a
+    scorecard of local models only refuses it in one line before any folder."""
+    with FakeOpenAIServer(canned_text="Action: 1") as s:
+        res = scorecard([FAKE], budget="smoke", seed=SEED, output_dir=tmp_path, base_url=s.base_url, no_cache=True,
+                        chat=True, reasoning_effort="low", report=False)
+        gen = [q.body for q in s.requests if q.path.endswith("chat/completions")]
+    assert gen and all(b.get("reasoning_effort") == "low" for b in gen)
+    assert {SUITES.get(r["registry"]).family for r in json.loads((res.folder / "suite_metadata.json").read_text())["runs"]
+            if r["player"] == FAKE} >= {"nashgap", "tmgbench", "chbench", "tom"}
+    meta = json.loads((res.folder / "suite_metadata.json").read_text())
+    assert meta["config"]["models"][0]["reasoning_effort"] == "low"
+    runs = [r for r in meta["runs"] if r["player"] == FAKE]
+    for r in runs:
+        assert json.loads((res.folder / r["folder"] / "run.json").read_text())["config"]["reasoning_effort"] == "low"
+    r = cli("scorecard", "--resume", str(res.folder), "--reasoning-effort", "high", cwd=tmp_path)
+    assert r.returncode == 2 and "--reasoning-effort" in r.stderr, r.stderr
+    r = cli("scorecard", "--model", "embedded", "--reasoning-effort", "high", "--output-dir", str(tmp_path / "x"),
+            cwd=tmp_path)
+    assert r.returncode == 2 and "--reasoning-effort applies to HTTP models" in r.stderr, r.stderr
+    assert not (tmp_path / "x").exists()

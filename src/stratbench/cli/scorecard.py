@@ -7,7 +7,7 @@ from typing import Any, List, Optional
 import typer
 
 from stratbench.cli.display import console, err_console
-from stratbench.cli.options import BaseUrl, NoCache, OutputDir, Quiet, Resume
+from stratbench.cli.options import BaseUrl, NoCache, OutputDir, Quiet, ReasoningEffort, Resume
 from stratbench.cli.plan import plannable
 
 
@@ -30,6 +30,7 @@ def scorecard(
     retries: Optional[int] = typer.Option(None, help="Retries of a failed HTTP request (default: the suites' 4)."),
     wait_for_server: Optional[float] = typer.Option(None, help=(
         "Seconds to wait for an unreachable server (e.g. restarting) before its calls fail (default 0).")),
+    reasoning_effort: ReasoningEffort = None,
     quiet: Quiet = False,
 ) -> None:
     """Every suite for every model at one budget, next to chance and optimal references: one folder,
@@ -41,16 +42,17 @@ def scorecard(
             err_console.print(f"[dim]{entry['suite']:>8}  {entry['player']:<24} {entry.get('setting') or '':<22} "
                               f"{entry['seconds']:7.1f} s  {entry['folder']}[/dim]", highlight=False)
 
-    if resume and (model or chat is not None or budget is not None or seed is not None):
+    if resume and (model or chat is not None or budget is not None or seed is not None or reasoning_effort):
         from stratbench.errors import InputError
 
-        raise InputError("--resume finishes the scorecard saved in the folder; drop --model, --budget, --seed "
-                         "and --chat (--base-url only gives a URL with credentials again)")
+        raise InputError("--resume finishes the scorecard saved in the folder; drop --model, --budget, --seed, "
+                         "--chat and --reasoning-effort (--base-url only gives a URL with credentials again)")
     res = run_scorecard(model or ([] if resume else ["embedded"]), budget=budget or "quick",
                         seed=0 if seed is None else seed,
                         output_dir=output_dir,
                         resume_dir=resume, chat=chat, base_url=base_url, no_cache=no_cache, report=not no_report,
-                        on_run=said, timeout=timeout, retries=retries, wait_for_server=wait_for_server)
+                        on_run=said, timeout=timeout, retries=retries, wait_for_server=wait_for_server,
+                        reasoning_effort=reasoning_effort)
     if quiet:
         console.print(str(res.folder))
     else:

@@ -32,6 +32,9 @@ class ScorecardModel:
     label: str
     chat: bool = False
     base_url: str | None = None
+    # --reasoning-effort: sent to this model's runs where it is an HTTP model (a local one reasons
+    # as it was trained to); saved with the scorecard only when given
+    reasoning_effort: str | None = None
 
     @property
     def local(self) -> bool:

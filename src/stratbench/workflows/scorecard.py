@@ -91,8 +91,9 @@ def chat_by_default(spec: str) -> bool:
     return backend_traits(spec).chat_model
 
 
-def _models(models: Sequence[str | ScorecardModel], chat: bool | None, base_url: str | None) -> list[ScorecardModel]:
-    from stratbench.models import split_spec
+def _models(models: Sequence[str | ScorecardModel], chat: bool | None, base_url: str | None,
+            reasoning_effort: str | None = None) -> list[ScorecardModel]:
+    from stratbench.models import check_reasoning_effort, is_http_spec, split_spec
 
     if not models:
         raise InputError("give at least one --model")
@@ -110,10 +111,13 @@ def _models(models: Sequence[str | ScorecardModel], chat: bool | None, base_url:
             except InputError as e:
                 raise InputError(f"--model {m!r}: {e}; the scorecard scores language models (the reference "
                                  "players run by themselves)") from None
-            m = ScorecardModel(spec, spec, chat_by_default(spec) if chat is None else chat, base_url)
+            m = ScorecardModel(spec, spec, chat_by_default(spec) if chat is None else chat, base_url,
+                               reasoning_effort if is_http_spec(spec) else None)
         else:
             split_spec(m.spec)
         out.append(m)
+    check_value("--reasoning-effort", reasoning_effort, RULES["reasoning_effort"])
+    check_reasoning_effort(reasoning_effort, [m.spec for m in out])
     labels = [m.label for m in out]
     dup = sorted({x for x in labels if labels.count(x) > 1})
     if dup:
@@ -135,6 +139,10 @@ def plan_scorecard(models: Sequence[ScorecardModel], budget: str, seed: int) -> 
         for job, player, role in p.jobs(models, budget, seed):
             job.key = f"{family(job.suite)}|{player}|{job.seed}|{job.setting}"
             plan.append((job, player, role))
+    efforts = {m.label: m.reasoning_effort for m in models if m.reasoning_effort is not None}
+    for job, player, role in plan:  # (not part of a run's key: the scorecard's saved models say it)
+        if role == "model" and player in efforts and hasattr(job.config, "reasoning_effort"):
+            job.config.reasoning_effort = efforts[player]
     keys = [j.key for j, _, _ in plan]
     if len(set(keys)) != len(keys):  # pragma: no cover - the parts plan distinct runs
         raise RuntimeError("the scorecard plans one run twice")
@@ -142,12 +150,16 @@ def plan_scorecard(models: Sequence[ScorecardModel], budget: str, seed: int) -> 
 
 
 def _config(models: Sequence[ScorecardModel], budget: str, seed: int) -> dict[str, Any]:
-    return {"models": [asdict(m) for m in models], "budget": budget, "seed": seed}
+    # (a model's reasoning_effort only when given: the saved plan of a scorecard without it is as before)
+    return {"models": [{k: v for k, v in asdict(m).items() if k != "reasoning_effort" or v is not None}
+                       for m in models], "budget": budget, "seed": seed}
 
 
 def _from_config(cfg: dict[str, Any], where: str) -> tuple[list[ScorecardModel], str, int]:
     try:
         models = [ScorecardModel(**m) for m in cfg["models"]]
+        for m in models:
+            check_value(f"{where}: a model's reasoning_effort", m.reasoning_effort, RULES["reasoning_effort"])
         return models, str(cfg["budget"]), int(cfg["seed"])
     except (KeyError, TypeError, ValueError):
         raise InputError(f"{where}: not a scorecard folder (its plan cannot be read)") from None
@@ -183,7 +195,8 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
                   chat: bool | None = None, base_url: str | None = None, no_cache: bool = False,
                   report: Callable[[Path], Path] | None = None,
                   on_run: Callable[[dict[str, Any]], None] | None = None, timeout: float | None = None,
-                  retries: int | None = None, wait_for_server: float | None = None) -> ScorecardResult:
+                  retries: int | None = None, wait_for_server: float | None = None,
+                  reasoning_effort: str | None = None) -> ScorecardResult:
     """Run (or, with ``resume_dir``, finish) a scorecard; write scorecard.json, cost.json,
     scorecard.csv and, with ``report`` (a report builder: folder -> index page; the workflows
     layer does not know the report), the report. :func:`stratbench.api.scorecard` passes the
@@ -212,7 +225,7 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
         check_no_redacted_urls(pending, out, f"stratbench scorecard --resume {shlex.quote(str(out))} --base-url URL")
         check_job_models(pending)
     else:
-        ms = _models(models, chat, base_url)
+        ms = _models(models, chat, base_url, reasoning_effort)
         plan = plan_scorecard(ms, budget, seed)
         # every model opened (GGUF file there, base URL and API key given, chat template where
         # needed) before the folder exists: a refusal leaves nothing behind

@@ -135,8 +135,8 @@ def test_reasoning_effort_is_sent_with_chat_requests_and_is_part_of_the_cache_id
 
 
 def test_think_tags_name_where_another_models_thinking_is():
-    from stratbench.models.reasoning import answer_only
     from stratbench.models.base import GenerateResult
+    from stratbench.models.reasoning import answer_only
     from stratbench.parsing.reasoning import parse_tags
 
     tags = parse_tags(" <reasoning> , </reasoning>")
