@@ -49,6 +49,9 @@ def chbench_run(
                    "where the model scores chat conversations: local chat models, HTTP models with --chat-template) "
                    "or sample (generated and parsed)."),
     temperature: float = typer.Option(1.0, help="Temperature for generated answers and advisor messages."),
+    max_tokens: Optional[int] = typer.Option(
+        None, help="Budget of every generated answer and advisor message (default: the paper's 16 tokens for an "
+                   "answer, 96 for a message; a reasoning model needs thousands)."),
     chat: Chat = False,
     base_url: BaseUrl = None,
     max_concurrency: int = typer.Option(4, help="Matches played concurrently."),
@@ -81,7 +84,7 @@ def chbench_run(
         mechanisms=csv_list([mechanism]), rounds=rounds, games=games, seed=seed, policy=policy,
         temperature=temperature, chat=chat, base_url=base_url, max_concurrency=max_concurrency,
         timeout=timeout, retries=retries, wait_for_server=wait_for_server, chat_template=chat_template,
-        no_cache=no_cache, reasoning_effort=reasoning_effort, think_tags=think_tags,
+        no_cache=no_cache, reasoning_effort=reasoning_effort, think_tags=think_tags, max_tokens=max_tokens,
         prefix_reuse=prefix_reuse, self_play=self_play, k_hat=k_hat, restarts=restarts, bootstrap=bootstrap,
         corrections=corrections, keep_prompts=keep_prompts, output_dir=output_dir, shard=shard)
     with progress_bar(quiet) as progress:

@@ -19,7 +19,7 @@ say how the run is carried out, never what a record holds. ``temperature``, ``ch
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from stratbench.models import ModelOptions
@@ -38,6 +38,9 @@ RESUMED_FROM_COMMAND = ("base_url", "timeout", "retries", "wait_for_server", "ma
 @dataclass
 class RuntimeOptions:
     """The flags every suite config shares for running its model players (module docstring)."""
+
+    #: fields run.json records only when set (a suite adds its own optional fields)
+    WHEN_SET: ClassVar[tuple[str, ...]] = WHEN_SET
 
     base_url: str | None = None  # --base-url: an HTTP model's server (presets have their own)
     timeout: float = 60.0  # --timeout: seconds one HTTP request may take
@@ -63,7 +66,7 @@ class RuntimeOptions:
         (run.json stays as it was before the flags existed)."""
         from dataclasses import asdict
 
-        return {k: v for k, v in asdict(self).items() if k not in WHEN_SET or v is not None}
+        return {k: v for k, v in asdict(self).items() if k not in self.WHEN_SET or v is not None}
 
     def check_runtime(self) -> None:
         """One line naming the flag for a bad value of the flags a resumed run takes from the command

@@ -183,3 +183,24 @@ def test_a_reasoning_effort_that_cannot_apply_is_one_line_before_any_folder(tmp_
     r = cli("nashgap", *args, "--num-games", "1", "--output-dir", str(tmp_path / "o"))
     assert r.returncode == 2 and why in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_chbench_max_tokens_gives_a_reasoning_model_room_and_is_recorded_only_when_given(tmp_path, cli):
+    """CHBench's paper budgets (16 tokens an answer) cut a reasoning model inside its thinking;
+    --max-tokens gives every answer and message its budget (sent, recorded in run.json)."""
+    long_think = "<think>" + "If I choose 1 the other player answers 2, and so on. " * 20 + "</think>\n\n2"
+    with FakeOpenAIServer(canned_text=long_think) as s:
+        for flags in ((), ("--max-tokens", "4000")):
+            out = tmp_path / str(len(flags))
+            r = cli("chbench", "run", "--models", "openai-compatible:r1", "--opponents", "level-k:1", "--base-url",
+                    s.base_url, "--policy", "sample", "--rounds", "1", "--games", "1", "--seed", "1", "--quiet",
+                    *flags, "--output-dir", str(out))
+            assert r.returncode == 0, r.stderr
+            (run,) = out.iterdir()
+            rec = json.loads((run / "rounds.jsonl").read_text().splitlines()[0])
+            config = json.loads((run / "run.json").read_text())["config"]
+            if flags:
+                assert rec["row_status"] == "parsed" and rec["row_action"] == 1 and config["max_tokens"] == 4000
+                assert s.requests[-1].body["max_tokens"] == 4000
+            else:
+                assert rec["row_status"] == "parse_failed" and "max_tokens" not in config

@@ -161,6 +161,7 @@ class ModelPlayer:
     temperature: float = 1.0
     chat: bool = False
     conv: Conversations = field(default_factory=Conversations)
+    max_tokens: int | None = None  # every generation's budget; None: ANSWER_TOKENS / MESSAGE_TOKENS
     _sessions_done: int = 0
 
     def __post_init__(self) -> None:
@@ -199,7 +200,8 @@ class ModelPlayer:
                 prompt = consultation_prompt(own, opp, view.rounds, self.mechanism, view.history, conv, advisor)
                 messages = (consultation_messages(own, opp, view.rounds, self.mechanism, view.history, conv, advisor)
                             if self.chat else ())
-                text, r = await self._generate(prompt, view.seed, MESSAGE_TOKENS, 2 * k + advisor, messages)
+                text, r = await self._generate(prompt, view.seed, self.max_tokens or MESSAGE_TOKENS, 2 * k + advisor,
+                                                     messages)
                 used["tokens_in"] += r.tokens_in
                 used["tokens_out"] += r.tokens_out
                 who = ADVISOR_NAME if advisor else AGENT_NAME
@@ -253,7 +255,7 @@ class ModelPlayer:
             extra["label_mass"] = pol.mass
             return Move(a, "parsed", policy=pol.probs, prompt=shown, extra=extra,
                         tokens_in=tokens_in, tokens_out=tokens_out, latency_s=time.perf_counter() - t0)
-        text, g = await self._generate(prompt, view.seed, ANSWER_TOKENS, 0, messages)
+        text, g = await self._generate(prompt, view.seed, self.max_tokens or ANSWER_TOKENS, 0, messages)
         tokens_in += g.tokens_in
         tokens_out += g.tokens_out
         shown = g.rendered or prompt

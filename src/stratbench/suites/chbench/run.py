@@ -60,6 +60,7 @@ class ChbenchConfig(RuntimeOptions):
     models run: `RuntimeOptions` (4 calls in flight by default)."""
 
     FIELD_RULES: ClassVar[dict[str, Rule]] = {"k_hat": K_HAT_RULE}
+    WHEN_SET: ClassVar[tuple[str, ...]] = (*RuntimeOptions.WHEN_SET, "max_tokens")
 
     models: list[str] = field(default_factory=lambda: ["embedded"])
     opponents: list[str] = field(default_factory=list)
@@ -77,6 +78,9 @@ class ChbenchConfig(RuntimeOptions):
     bootstrap: int = 100
     corrections: str | None = None
     keep_prompts: bool = True
+    # --max-tokens: the budget of every generated answer and advisor message; None: the paper's
+    # (16 tokens for an answer, 96 for a message), which leaves a reasoning model no room to think
+    max_tokens: int | None = None
     output_dir: str = "results"
     # as given: None (the whole run), "i/n" or a Shard; run.json records {"index", "count"} or None
     shard: dict[str, int] | str | Shard | None = None
@@ -196,7 +200,7 @@ class PlayerFactory:
         if agent is not None:
             return ScriptedPlayer(spec, agent)
         return ModelPlayer(spec, self._model(spec, seat), mechanism, self.policy_for(spec),
-                           self.config.temperature, self.config.chat)
+                           self.config.temperature, self.config.chat, max_tokens=self.config.max_tokens)
 
     def describe(self) -> dict[str, Any]:
         return {spec: m.describe() for (spec, seat), m in self._models.items() if seat == 0}
