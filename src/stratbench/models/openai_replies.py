@@ -117,13 +117,27 @@ def _tiled_logprob(tokens: list[Any], token_lps: list[Any], offsets: list[Any], 
     """The summed log-prob of the echoed tokens that spell ``full[prompt_len:]``, which must tile
     it exactly once: the first starts at `prompt_len`, each next one where the one before ends,
     none repeated, none going back, none left out, the last ending at ``len(full)`` (where the
-    generated token, if any, starts). A token holding U+FFFD (part of a character) ends where the
-    next begins. Anything else is a malformed reply — never a label counted twice or scored by a
-    part of it."""
+    generated token, if any, starts). Anything else is a malformed reply — never a label counted
+    twice or scored by a part of it.
+
+    A *partial* token — one holding U+FFFD, or an empty text (llama-cpp-python echoes the byte
+    tokens of a rare character so, each at that character's offset) — stands for bytes of one
+    character: its length in characters is not known, so it ends where the next token begins,
+    and what it covers beyond its own known characters is at most one character, which is not
+    ASCII (no byte of an ASCII character is ever a partial token)."""
     full_len = len(full)
     total, n = 0.0, 0
     pos: int | None = None  # where the next continuation token must start (None: not started)
-    loose = False  # the token before held U+FFFD: its length in characters is not known
+    partial: tuple[int, int] | None = None  # the token before was partial: (its offset, its known characters)
+
+    def close_partial(end: int) -> None:
+        assert partial is not None
+        start, known = partial
+        span = full[start:end]
+        if end < start or len(span) > known + 1 or (len(span) > known and span.isascii()):
+            raise Malformed(f"the echoed tokens do not spell the continuation exactly once (a token that holds part "
+                            f"of a character at offset {start} would cover {span[:40]!r})")
+
     for tok, tok_lp, off in zip(tokens, token_lps, offsets):
         if not isinstance(off, int) or isinstance(off, bool):
             raise Malformed("malformed response: bad text_offset")
@@ -135,20 +149,29 @@ def _tiled_logprob(tokens: list[Any], token_lps: list[Any], offsets: list[Any], 
             if off != prompt_len:
                 raise Malformed("continuation does not start at a token boundary")
             pos = prompt_len
-        if off >= full_len and (pos == full_len or loose):
+        if off >= full_len and pos == full_len and partial is None:
             break  # the generated token (max_tokens=1), ignored
-        if loose and pos <= off < full_len:
+        if partial is not None:
+            close_partial(min(off, full_len))
+            if off >= full_len:
+                partial = None
+                pos = full_len
+                break  # the generated token
             pos = off
         if off != pos:
             why = (f"a token at offset {off}, before the end of the one before it ({pos}): a repeated or earlier "
                    "offset" if off < pos else f"no token covers offsets {pos} to {off - 1}")
             raise Malformed(f"the echoed tokens do not spell the continuation exactly once ({why})")
-        if not isinstance(tok, str) or not tok:
+        if not isinstance(tok, str):
             raise Malformed("malformed response: a continuation token is not a text")
         total += _logprob(tok_lp, "a continuation token")
         n += 1
-        loose = "\ufffd" in tok
-        pos = off if loose else off + len(tok)
+        if not tok or "\ufffd" in tok:
+            partial = (off, len(tok.replace("\ufffd", "")))
+            pos = off
+        else:
+            partial = None
+            pos = off + len(tok)
         if pos > full_len:
             raise Malformed("a token runs past the end of the continuation")
     if pos is None:
@@ -156,7 +179,9 @@ def _tiled_logprob(tokens: list[Any], token_lps: list[Any], offsets: list[Any], 
         if any(isinstance(o, int) and o < prompt_len for o in offsets):
             raise Malformed("continuation does not start at a token boundary")
         raise Malformed("server did not echo the continuation's tokens (echo=true unsupported?)")
-    if pos != full_len and not loose:
+    if partial is not None:
+        close_partial(full_len)
+    elif pos != full_len:
         raise Malformed(f"the echoed tokens do not spell the continuation exactly once (they end at offset "
                          f"{pos}, the continuation at {full_len})")
     return total, n

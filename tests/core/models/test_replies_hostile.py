@@ -241,6 +241,12 @@ def _echo(full: str, tokens: list, offsets: list, lps: list | None = None) -> di
     ("AB", [PROMPT, "A", "!"], [0, P, P + 2], "no token covers offsets 11 to 11"),  # a token left out
     ("ABC", [PROMPT, "A", "C", "!"], [0, P, P + 2, P + 3], "no token covers offsets 11 to 11"),
     ("AB", [PROMPT, "A"], [0, P], "they end at offset 11, the continuation at 12"),  # cut before its end
+    # a token holding part of a character (U+FFFD, or llama-cpp-python's empty byte tokens) covers
+    # at most one character, never ASCII (fuzz 9 D1)
+    ("No equilibrium", [PROMPT, "\ufffd", "!"], [0, P, P + 14], "would cover 'No equilibrium'"),
+    ("AB", [PROMPT, "", "!"], [0, P, P + 2], "would cover 'AB'"),
+    ("A", [PROMPT, "", "!"], [0, P, P + 1], "would cover 'A'"),
+    ("\u00e9\u00e9", [PROMPT, "\ufffd", "!"], [0, P, P + 2], "would cover"),
 ])
 def test_echoed_tokens_that_do_not_tile_the_continuation_are_an_error(server, monkeypatch, cont, tokens, offsets, why):
     """An echo whose tokens repeat an offset, go back, leave a gap or stop short of the end is a
@@ -267,6 +273,26 @@ def test_echoed_tokens_that_do_not_tile_the_continuation_are_an_error(server, mo
     monkeypatch.setattr(model, "_post", post_good)
     (ok,) = run(model, "score", [ScoreRequest(PROMPT, (cont,))])
     assert ok.ok and ok.logprobs == [-1.0 * len(cont)] and ok.n_tokens == [len(cont)], ok
+
+
+@pytest.mark.parametrize("cont, tokens, offsets", [
+    # llama-cpp-python's real echo of " 𝔘𝔫": a rare character's byte tokens, empty texts at its offset (fuzz 9 D2)
+    (" \U0001d518\U0001d52b", [PROMPT, " ", "", "", "", "", "", "", "", "", "!"],
+     [0, P, P + 1, P + 1, P + 1, P + 1, P + 2, P + 2, P + 2, P + 2, P + 3]),
+    # U+FFFD halves of one character, then an ASCII token
+    ("\u00e9x", [PROMPT, "\ufffd", "\ufffd", "x", "!"], [0, P, P, P + 1, P + 2]),
+])
+def test_a_characters_byte_tokens_are_scored_as_that_character(server, monkeypatch, cont, tokens, offsets):
+    from stratbench.models.retry import RetryOutcome
+
+    model = make_model(server, top_logprobs=0)
+
+    async def post(path, body):
+        return RetryOutcome(data=_echo(PROMPT + cont, tokens, offsets), status=200, attempts=1)
+
+    monkeypatch.setattr(model, "_post", post)
+    (res,) = run(model, "score", [ScoreRequest(PROMPT, (cont,))])
+    assert res.ok and res.n_tokens == [len(tokens) - 2] and res.logprobs == [-1.0 * (len(tokens) - 2)], res
 
 
 @pytest.mark.parametrize("entry", [{"token": "0", "logprob": "-0.1"}, {"token": "0", "logprob": True},
