@@ -90,6 +90,11 @@ def secret_forms(key: str | None = None, basic: str | None = None) -> list[str]:
     return [f for f in forms if f]
 
 
+#: the shortest secret masked in what a model said (`models.base`'s results): a shorter key or
+#: password is a placeholder or an ordinary word, not a secret a reply could give away
+CONTENT_MIN_SECRET = 8
+
+
 def redact_known(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every occurrence of each of ``secrets`` (`secret_forms`) replaced by ``***``.
     A secret under 3 characters is left alone: masking it would mask ordinary text, and it gives
@@ -112,4 +117,4 @@ def is_redacted_url(url: str) -> bool:
     return MASK in (parts.password, parts.username) and "@" in parts.netloc
 
 
-__all__ = ["MASK", "is_redacted_url", "redact_json", "redact_known", "redact_text", "redact_url", "secret_forms"]
+__all__ = ["CONTENT_MIN_SECRET", "MASK", "is_redacted_url", "redact_json", "redact_known", "redact_text", "redact_url", "secret_forms"]

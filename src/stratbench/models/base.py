@@ -91,14 +91,20 @@ class _Reply:
         """Mask the backend's known secrets (`stratbench.redact.secret_forms`) in every text of
         this result — the reply, its reasoning, finish reason, rendered prompt and error — before
         anything stores it: a server that echoes the request's Authorization header in a
-        successful reply must not get the key or password written to a record or the cache."""
-        from stratbench.redact import redact_known
+        successful reply must not get the key or password written to a record or the cache.
+
+        What the model said (the reply, its reasoning, the rendered prompt) is masked only for
+        secrets of `redact.CONTENT_MIN_SECRET` characters or more: a shorter one is a placeholder
+        local servers are given (``EMPTY``, ``none``, ``test``) or an ordinary word, and masking it
+        would rewrite the answer ("Action: 1" → "***: 1"); the error message is masked for all."""
+        from stratbench.redact import CONTENT_MIN_SECRET, redact_known
 
         if not secrets:
             return
+        long_ones = [x for x in secrets if len(x) >= CONTENT_MIN_SECRET]
         for name, value in list(vars(self).items()):
             if isinstance(value, str):
-                setattr(self, name, redact_known(value, secrets))
+                setattr(self, name, redact_known(value, secrets if name == "error" else long_ones))
 
 
 @dataclass(frozen=True)

@@ -567,3 +567,19 @@ def test_a_server_that_rejects_repeat_penalty_gets_requests_without_it():
             assert g.ok and "repeat_penalty" not in s.requests[-1].body
         finally:
             asyncio.run(m.aclose())
+
+
+@pytest.mark.parametrize("key", ["Action", "EMPTY"])
+def test_a_short_placeholder_key_never_rewrites_what_the_model_said(monkeypatch, key):
+    """A key under 8 characters (a local server's placeholder, or an ordinary word) is not masked
+    in the reply: "Action: 1" stays "Action: 1" (fuzz 9 D3); a real key is masked everywhere."""
+    monkeypatch.setenv("TOGETHER_API_KEY", key)
+    with FakeOpenAIServer(canned_text=f"Action: 1 ({key})") as s:
+        model = make_model(s, provider="together", model="m")
+        (res,) = run(model, "generate", [GenerateRequest("hi")])
+    assert res.ok and res.text == f"Action: 1 ({key})"
+    monkeypatch.setenv("TOGETHER_API_KEY", SECRET)
+    with FakeOpenAIServer(canned_text=f"Action: 1 ({SECRET})") as s:
+        model = make_model(s, provider="together", model="m")
+        (res,) = run(model, "generate", [GenerateRequest("hi")])
+    assert res.ok and res.text == "Action: 1 (***)" and len(SECRET) >= 8
