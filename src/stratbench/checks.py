@@ -148,6 +148,12 @@ RULES: dict[str, Rule] = {
     "llm_type": Text(),
     "llm_model": Text(),
     "base_url": Text(),
+    # files a run reads (a saved run.json holding another type is refused, never opened)
+    "chat_template": Text(),
+    "corrections": Text(),
+    "price_table": Text(),
+    "games_file": Text(),
+    "stories_dir": Text(),
     "models": Items(Text()),
     "opponents": Items(Text()),
     "partners": Items(Text()),

@@ -19,6 +19,9 @@ import pytest
     ({"payoff_min": 500}, "payoff range must be finite with min < max (got 500, 100.0)"),
     ({"bucket": "nope"}, "unknown --bucket 'nope'; known: 2x2_lowVar_pure, 2x2_lowVar_mixed, 3x3_midVar_pure, "
                             "3x3_midVar_mixed, 4x4_highVar_pure, 4x4_highVar_mixed"),
+    # a file a run reads, of another type: refused, never opened (fuzz 9 T1, T2)
+    ({"chat_template": {"a": 1}}, "--chat-template must be a string (got {'a': 1})"),
+    ({"price_table": 1}, "--price-table must be a string (got 1)"),
 ])
 def test_a_saved_config_edited_to_nonsense_is_refused_before_the_folder_changes(tmp_path, cli, edit, why):
     r = cli("nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet",
@@ -593,3 +596,24 @@ def test_an_edited_count_in_run_json_is_refused_where_it_is_read(tmp_path, cli, 
     (folder / "run.json").write_text(json.dumps(meta))
     r = cli("compare", str(clean), str(folder))
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("edit,why", [
+    ({"corrections": 1}, "--corrections must be a string (got 1)"),
+    ({"opponents": "level-k:1"}, "opponents must be a list (got 'level-k:1')"),
+    ({"models": "random"}, "models must be a list (got 'random')"),
+])
+def test_a_chbench_config_of_another_type_is_one_line_in_resume_and_compare(tmp_path, cli, edit, why):
+    """(fuzz 9 T1, T2: each was an internal error with a crash file)"""
+    r = cli("chbench", "run", "--models", "random", "--opponents", "level-k:1", "--games", "1", "--rounds", "2",
+            "--seed", "1", "--bootstrap", "3", "--quiet", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    meta = json.loads((folder / "run.json").read_text())
+    meta["config"].update(edit)
+    (folder / "run.json").write_text(json.dumps(meta))
+    before = {p.name: p.read_bytes() for p in Path(folder).iterdir()}
+    for args in (("chbench", "run", "--resume", str(folder)), ("compare", str(folder), str(folder))):
+        r = cli(*args)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and why in r.stderr, r.stderr
+    assert {p.name: p.read_bytes() for p in Path(folder).iterdir()} == before

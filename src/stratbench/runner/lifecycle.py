@@ -31,7 +31,7 @@ import re
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
@@ -228,6 +228,14 @@ def rebuild_config(cls: type[C], saved: dict[str, Any], *, given: Any = None, **
         # resume: other samples, other bootstrap intervals, beside records made with the old ones
         if k in names and k in saved and saved[k] is None:
             raise InputError(f"run.json's saved config is not valid: {k} is null (a run saves the seed it drew); "
+                             "the folder is left as it is")
+    for k, v in values.items():
+        # a list field (models, opponents, mechanisms) read back as something else (a string the
+        # CLI would split at commas, a number) would be taken apart character by character
+        spec = names[k]
+        default = spec.default_factory() if spec.default_factory is not MISSING else spec.default  # type: ignore[misc]
+        if isinstance(default, list) and v is not None and not isinstance(v, list):
+            raise InputError(f"run.json's saved config is not valid: {k} must be a list (got {v!r:.60}); "
                              "the folder is left as it is")
     if given is not None:
         for k in RUNTIME_KEYS:
