@@ -82,11 +82,13 @@ def redact_json(value: Any) -> Any:
 
 def secret_forms(key: str | None = None, basic: str | None = None) -> list[str]:
     """The texts that give away an API key and URL credentials (``user:password``): the key, the
-    password, and the credentials as an HTTP Basic header carries them (base64), which a server
+    password (the user name when there is none), and the credentials as an HTTP Basic header carries them (base64), which a server
     echoing its request headers shows."""
     forms = [key or ""]
     if basic:
-        forms += [basic.partition(":")[2], base64.b64encode(basic.encode("utf-8")).decode("ascii")]
+        user, _, password = basic.partition(":")
+        # a URL with a user name and no password (http://TOKEN@host/v1) carries a token as its user
+        forms += [password or user, base64.b64encode(basic.encode("utf-8")).decode("ascii")]
     return [f for f in forms if f]
 
 

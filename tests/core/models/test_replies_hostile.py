@@ -697,3 +697,13 @@ def test_a_gguf_without_a_template_is_named_as_such(tmp_path, base_gguf, argv):
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "holds no" in err and base_gguf.name in err and "give an HTTP model its template" not in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_token_given_as_the_urls_user_name_is_masked_in_an_echoed_reply():
+    """``http://TOKEN@host/v1``: with no password the user name is the credential; a server that
+    echoes the Authorization header in its reply gets neither the token nor its base64 stored (fuzz 9 S1)."""
+    from stratbench.redact import secret_forms
+
+    token = "sk-USERSECRET42"
+    assert token in secret_forms(None, f"{token}:")
+    assert "alice" not in secret_forms(None, f"alice:{PASSWORD}") and PASSWORD in secret_forms(None, f"alice:{PASSWORD}")
