@@ -115,6 +115,7 @@ from typing import Any, Sequence
 from urllib.parse import unquote, urlsplit
 
 import httpx
+import numpy as np
 
 from stratbench.errors import InputError
 from stratbench.models.base import (
@@ -656,7 +657,16 @@ class OpenAICompatibleModel(LanguageModel):
             top = chat_top_logprobs(out.data)
         except Malformed as e:
             return ScoreResult(logprobs=None, error=self._redact(str(e)), **usage)
-        return ScoreResult(logprobs=[top.get(c, float("-inf")) for c in req.continuations],
+        # the first token of a chat reply may carry the whitespace a tokenizer puts before a word
+        # (SentencePiece models behind vLLM report " 1"): an answer with no whitespace of its own
+        # is every top-20 token that is it after that whitespace, their probabilities summed
+        bare: dict[str, float] = {}
+        for tok, lp in top.items():
+            key = tok.lstrip()
+            if key:
+                bare[key] = lp if key not in bare else float(np.logaddexp(bare[key], lp))
+        return ScoreResult(logprobs=[(bare.get(c, float("-inf")) if c and c == c.lstrip() else top.get(c, float("-inf")))
+                                     for c in req.continuations],
                            n_tokens=[1] * len(req.continuations), **usage)
 
     # -- generation -----------------------------------------------------------------------

@@ -317,6 +317,30 @@ def test_a_chat_top_logprobs_entry_that_cannot_be_read_is_an_error_never_probabi
     assert res.logprobs is None and "top_logprobs entry 0" in res.error, res.error
 
 
+def test_chat_labels_led_by_the_tokenizers_whitespace_are_the_labels(server, monkeypatch):
+    """A SentencePiece model behind vLLM reports its first token as " 1": the label "1" is every
+    top-20 token that is "1" after leading whitespace, their probabilities summed (fuzz 9 D4: the
+    clear answer 1 was read as outside the top-20, and the policy put 1.0 on 2)."""
+    import math
+
+    from stratbench.models.retry import RetryOutcome
+
+    model = make_model(server, endpoint="chat")
+    top = [{"token": " 1", "logprob": math.log(0.6)}, {"token": "1", "logprob": math.log(0.3)},
+           {"token": " 0", "logprob": math.log(0.05)}, {"token": "2", "logprob": math.log(0.01)}]
+    reply = {"choices": [{"message": {"role": "assistant", "content": " 1"}, "finish_reason": "length",
+                          "logprobs": {"content": [{"token": " 1", "logprob": -0.5, "top_logprobs": top}]}}],
+             "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
+
+    async def post(path, body):
+        return RetryOutcome(data=reply, status=200, attempts=1)
+
+    monkeypatch.setattr(model, "_post", post)
+    (res,) = run(model, "score", [ScoreRequest("Pick: ", ("0", "1", "2", " 1"))])
+    assert res.ok
+    assert [round(math.exp(x), 6) for x in res.logprobs] == [0.05, 0.9, 0.01, 0.6]  # " 1" asked as such: itself
+
+
 # ------------------------------------------------------------------ response body cap
 
 
