@@ -243,6 +243,11 @@ def rebuild_config(cls: type[C], saved: dict[str, Any], *, given: Any = None, **
             if f is not None and hasattr(given, k) and getattr(given, k) != f.default:
                 values[k] = getattr(given, k)
     config = cls(**{**values, **overrides})
+    shown = getattr(config, "player", None)
+    if "player" in saved and "player" not in names and isinstance(shown, str) and saved["player"] != shown:
+        # (run.json's "player" is written from the config, for people: one that is not is an edit)
+        raise InputError(f"run.json's saved config is not valid: player is {saved['player']!r:.80} but its config "
+                         f"plays {shown!r:.80}; the folder is left as it is")
     from stratbench.checks import check_config
 
     try:  # a hand-edited run.json ("seed": "x", "num_rows": 0) is refused here, before the folder is touched
@@ -486,7 +491,7 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
                 raise
         streams = plan.streams()
         if resume_dir is not None:  # every saved record is checked before anything is changed
-            _check_same_player(plan, meta, folder)  # (an edited run.json first: it would fail every record)
+            check_same_player(plan, meta, folder)  # (an edited run.json first: it would fail every record)
             saved = {stream.file: read_stream(folder / stream.file, stream) for stream in streams}
             if finished_meta is not None:
                 _check_counts(plan, meta, folder, streams, saved)
@@ -601,20 +606,21 @@ def _check_summary_config(meta: RunMeta, folder: Path, again: Path) -> None:
                                  "run.json or the summary was edited; the folder is left as it is")
 
 
-def _check_same_player(plan: RunPlan, meta: RunMeta, folder: Path) -> None:
+def check_same_player(plan: RunPlan, meta: RunMeta, folder: Path, flag: str = "--resume ") -> None:
     """A resumed run's player is the one its records were made by: run.json's config edited to
-    another model would otherwise finish the run with a second player's records mixed in."""
+    another model would otherwise finish the run with a second player's records mixed in (and
+    compare and the report would show the records under another player's name)."""
     probe: dict[str, Any] = {}
     plan.update_meta(probe, new=True)  # type: ignore[arg-type]  # what a new run with this config says
     saved, now = meta.get("agent"), probe.get("agent")
     if isinstance(saved, dict) and isinstance(now, dict) and saved.get("name") != now.get("name"):
-        raise InputError(f"--resume {folder}: run.json's config plays {now.get('name')!r} but the run's records "
+        raise InputError(f"{flag}{folder}: run.json's config plays {now.get('name')!r} but the run's records "
                          f"were made by {saved.get('name')!r} (its \"agent\"): run.json was edited; the folder is "
                          "left as it is")
     then, used = _template_digests(meta), _template_digests(probe)
     if then and used and then != used:
         named = meta.get("config", {}).get("chat_template") if isinstance(meta.get("config"), dict) else None
-        raise InputError(f"--resume {folder}: the chat template{f' {named}' if named else ''} is not the one the run "
+        raise InputError(f"{flag}{folder}: the chat template{f' {named}' if named else ''} is not the one the run "
                          f"started with ({', '.join(sorted(then))} in run.json, {', '.join(sorted(used))} now: the "
                          "file was changed); put it back to finish the run, or start a new one; the folder is left "
                          "as it is")

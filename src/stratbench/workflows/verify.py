@@ -79,11 +79,13 @@ def check_run(folder: Path) -> None:
 
     if suite_version_of(meta, str(folder)) < suite.version:
         return  # measured by an older definition of the suite, which this code cannot recompute: shown as saved
+    try:  # every record as a resume reads it, by the plan of run.json's config (a finished run's too:
+        # a config edited to fewer units, or to another player, is named here, not merged around)
+        n_records = suite.check_records(folder)
+    except InputError as e:
+        raise InputError(_in(folder, str(e))) from None
     if meta.get("status") != "finished" or not is_whole(meta):
-        try:  # (one shard alone is no run a merge can recompute, nor is an unfinished run: their records are read)
-            n_records = suite.check_records(folder)
-        except InputError as e:
-            raise InputError(_in(folder, str(e))) from None
+        # (one shard alone is no run a merge can recompute, nor is an unfinished run)
         if meta.get("status") == "finished" and n_records is not None:  # (a running run counts none yet)
             check_totals(folder, meta, {"records": n_records})
         return

@@ -107,7 +107,7 @@ def test_merge_refuses_bad_suite_shards(tmp_path):
     cases = [
         ((s1,), "missing 2/2"),
         ((odd[0], odd[1]), "differ in config key 'num_trials': 3 vs 2"),
-        ((s1, s2, whole), "different splits"),
+        ((s1, s2, whole), "is a whole suite \\(made without --shard\\), not a shard"),
         ((whole,), "unsharded suites"),
         ((s1, cell_run), "not a tiered suite folder"),
         ((cell_run, s1), "not a tiered suite folder"),

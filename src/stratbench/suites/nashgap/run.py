@@ -501,6 +501,9 @@ class NashgapPlan(RunPlan):
         plan.entries = check_games(plan.config, folder / "games.json")
         agent = meta.get("agent")
         name = agent.get("name") if isinstance(agent, dict) else None
+        if isinstance(name, str) and name != plan.config.player:  # (a resume refuses the same edit)
+            raise InputError(f"{folder}: run.json's config plays {plan.config.player!r} but the run's records were "
+                             f"made by {name!r} (its \"agent\"): run.json was edited")
         plan.agent_name = name if isinstance(name, str) else plan.config.player
         policy = agent.get("policy", "scripted") if isinstance(agent, dict) else "scripted"
         plan.policy = policy if isinstance(policy, str) else "scripted"

@@ -633,6 +633,12 @@ def atomic_plan(folder: Path) -> AtomicPlan | None:
         return None
     agent = meta.get("agent")
     name, policy = (agent.get("name"), agent.get("policy")) if isinstance(agent, dict) else (None, None)
+    if isinstance(name, str) and name != c.player:  # (a resume names the same edit: the player its records name)
+        raise InputError(f"{folder}: run.json's config plays {c.player!r} but the run's records were made by "
+                         f"{name!r} (its \"agent\"): run.json was edited")
+    if isinstance(policy, str) and c.policy is not None and policy not in ("scripted", c.policy):
+        raise InputError(f"{folder}: run.json's config asks for --policy {c.policy} but the run's records were "
+                         f"answered by {policy!r} (its \"agent\"): run.json was edited")
     plan.spec = name if isinstance(name, str) else c.player
     plan.policy = policy if isinstance(policy, str) else "scripted"
     plan.repeats = 1 if plan.policy in ("scripted", "logprob", "choice") else c.repeats
