@@ -1,0 +1,277 @@
+"""`stratbench trend`: one scorecard per checkpoint, a curve per suite, emergence and regressions.
+
+The checkpoints are the fake OpenAI-compatible server with a planted skill: for the model
+``ckpt-<step>`` its next-token log-probabilities on a Nash-gap prompt put weight w (WEIGHTS) on the
+game's maximin strategy (solved here with scipy from the table in the prompt) and 1 − w on the
+uniform one — w = 0 is exactly the chance reference, and the score grows with w. Every other
+suite's prompts get the fake model's own answers, the same for every checkpoint (a flat series:
+TMGBench's sampled answers never parse, a failed cell). So the Nash-gap curve is known: emergence
+at the first step with w > 0, a regression where w falls.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fake_openai_server import FakeOpenAIServer
+from scipy.optimize import linprog
+
+from stratbench.api import trend
+from stratbench.errors import InputError
+from stratbench.scoring import UnitScores, normalized_score, paired_difference
+from stratbench.workflows.trend_analysis import StepScore, difference, emergence, holm, p_value_from_ci, regressions
+
+SEED = 0
+WEIGHTS = {"ckpt-100": 0.0, "ckpt-1000": 0.9, "ckpt-10000": 0.9, "ckpt-100000": 0.2, "ckpt-1000000": 0.0}
+FIRST = ["ckpt-100", "ckpt-1000", "ckpt-10000", "ckpt-100000"]
+ADDED = "ckpt-1000000"
+NASH_END = "Answer: I choose action "
+
+
+def _spec(name: str) -> str:
+    return f"openai-compatible:{name}"
+
+
+def _maximin(a: np.ndarray) -> np.ndarray:
+    """The row player's maximin strategy of a zero-sum game (payoffs ``a`` to the row player)."""
+    m, n = a.shape
+    c = np.zeros(m + 1)
+    c[-1] = -1.0  # maximise v
+    a_ub = np.hstack([-a.T, np.ones((n, 1))])  # v - p·A[:, j] <= 0
+    a_eq = np.hstack([np.ones((1, m)), np.zeros((1, 1))])
+    res = linprog(c, A_ub=a_ub, b_ub=np.zeros(n), A_eq=a_eq, b_eq=[1.0],
+                  bounds=[(0, None)] * m + [(None, None)], method="highs")
+    p = np.clip(res.x[:m], 0.0, None)
+    return p / p.sum()
+
+
+def planted(model: str, prompt: str) -> dict[str, float] | None:
+    """The checkpoints' next token on a Nash-gap prompt: w × maximin + (1 − w) × uniform."""
+    if model not in WEIGHTS or not prompt.endswith(NASH_END) or "you \\ opp" not in prompt:
+        return None
+    lines = prompt.split("\n")
+    head = next(i for i, line in enumerate(lines) if line.strip().startswith("you \\ opp"))
+    labels, rows = [], []
+    for line in lines[head + 2:]:
+        if " | " not in line:
+            break
+        cells = [x.strip() for x in line.split(" | ")]
+        labels.append(cells[0])
+        rows.append([float(x) for x in cells[1:]])
+    w = WEIGHTS[model]
+    q = w * _maximin(np.asarray(rows)) + (1.0 - w) / len(labels)
+    out = {lab: math.log(max(float(x), 1e-12)) for lab, x in zip(labels, q)}
+    out["\n"] = math.log(1e-9)  # a token that is no label, far below them
+    return out
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeOpenAIServer(next_token=planted) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def first(server, tmp_path_factory):
+    out = tmp_path_factory.mktemp("trend")
+    return trend([_spec(m) for m in FIRST], step_from=r"ckpt-(\d+)", budget="smoke", seed=SEED, output_dir=out,
+                 base_url=server.base_url, no_cache=True, report=True)
+
+
+def _suite(t: dict, name: str) -> dict:
+    (s,) = [s for s in t["suites"] if s["suite"] == name]
+    return s
+
+
+def test_the_planted_curve_gives_emergence_and_the_regression(first):
+    nash = _suite(first.trend, "nashgap")
+    steps = [p["step"] for p in nash["points"]]
+    assert steps == [100, 1000, 10000, 100000]
+    scores = [p["score"] for p in nash["points"]]
+    assert scores[0] == pytest.approx(0.0, abs=1e-9)  # w = 0: the uniform strategy, exactly chance
+    assert nash["points"][0]["above_chance"] == "no"
+    assert scores[1] > 60 and scores[1] == pytest.approx(scores[2])
+    assert 0 < scores[3] < scores[1]
+    assert all(p["ci95"] is not None for p in nash["points"])
+    assert nash["emergence"] == {"decision": "emerged", "step": 1000, "stays_above": "yes"}
+    assert nash["regressions"] == [100000]
+    diffs = {d["step_b"]: d for d in nash["differences"]}
+    assert diffs[1000]["regression"] == "no" and diffs[1000]["diff"] > 0
+    assert diffs[10000]["diff"] == pytest.approx(0.0, abs=1e-9) and diffs[10000]["regression"] == "no"
+    assert diffs[100000]["p_holm"] < 0.05 and diffs[100000]["ci95"][1] < 0
+
+
+def test_flat_suites_have_no_regression_and_failed_cells_are_undetermined(first):
+    tom = _suite(first.trend, "tom")
+    assert tom["regressions"] == []
+    assert all(d["diff"] == pytest.approx(0.0, abs=1e-9) for d in tom["differences"])
+    tmg = _suite(first.trend, "tmgbench")  # the fake's sampled answers never parse: nothing scored
+    assert all(p["score"] is None and p["above_chance"] == "undetermined" for p in tmg["points"])
+    assert tmg["emergence"]["decision"] == "undetermined" and tmg["emergence"]["step"] is None
+    assert tmg["undetermined_pairs"] == [1000, 10000, 100000] and tmg["regressions"] == []
+    ch = _suite(first.trend, "chbench")  # one fit per scorecard: no paired CI, no p-value
+    assert all(d["regression"] == "undetermined" and d["p_value"] is None for d in ch["differences"])
+
+
+def test_the_folder_holds_scorecards_files_and_the_report(first):
+    f = first.folder
+    meta = json.loads((f / "trend_metadata.json").read_text())
+    assert meta["status"] == "finished" and meta["config"]["budget"] == "smoke"
+    assert [c["step"] for c in meta["checkpoints"]] == [100, 1000, 10000, 100000]
+    for c in meta["checkpoints"]:
+        assert c["status"] == "finished" and (f / c["scorecard"] / "scorecard.json").is_file()
+        assert c["scorecard"].startswith(f"ckpt_{c['step']}/scorecard_")
+    saved = json.loads((f / "trend.json").read_text())
+    assert saved == json.loads(json.dumps(first.trend)) and saved["multiple_comparisons"] == "holm"
+    rows = list(csv.DictReader((f / "trend.csv").open()))
+    assert len(rows) == 4 * 4 and len(first.table) == 16
+    nash = [r for r in rows if r["suite"] == "nashgap"]
+    assert [r["regression"] for r in nash] == ["", "no", "no", "yes"]
+    assert {r["emergence_step"] for r in nash} == {"1000"}
+    html = (f / "report" / "index.html").read_text()
+    assert html.index('id="curves"') < html.index('id="decisions"') < html.index('id="steps"')
+    assert "data:image/png;base64" in html and (f / "report" / "trend.png").is_file()
+    assert "<script" not in html
+
+
+def test_add_runs_only_the_new_checkpoint(first, server, tmp_path):
+    copy = tmp_path / first.folder.name
+    shutil.copytree(first.folder, copy)
+    server.reset()
+    res = trend([_spec(ADDED)], step_from=r"ckpt-(\d+)", add_to=copy, base_url=server.base_url, report=False)
+    models = {r.body.get("model") for r in server.requests if isinstance(r.body, dict)}
+    assert models == {ADDED} and server.request_count > 0  # the earlier checkpoints made 0 model calls
+    nash = _suite(res.trend, "nashgap")
+    assert [p["step"] for p in nash["points"]] == [100, 1000, 10000, 100000, 1000000]
+    assert nash["emergence"] == {"decision": "emerged", "step": 1000, "stays_above": "no"}
+    assert 100000 in nash["regressions"]
+    meta = json.loads((copy / "trend_metadata.json").read_text())
+    assert [c["step"] for c in meta["checkpoints"]] == [100, 1000, 10000, 100000, 1000000]
+    # the earlier scorecards are the copied ones, untouched
+    for c in meta["checkpoints"][:4]:
+        assert (copy / c["scorecard"] / "scorecard.json").read_bytes() == (
+            first.folder / c["scorecard"] / "scorecard.json").read_bytes()
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, CI="1")
+    return subprocess.run([sys.executable, "-m", "stratbench", "trend", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=120, env=env)
+
+
+M1, M2 = "openai-compatible:ckpt-1", "openai-compatible:ckpt-2"
+URL = "http://127.0.0.1:9/v1"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", M1, "--model", M2, "--step", "5", "--step", "5"], "--step 5 is given twice"),
+    (["--model", M1, "--model", M2, "--step", "5"], "--step: 1 given for 2 --model"),
+    (["--model", M1, "--model", M2], "--step: no step given"),
+    (["--model", M1, "--model", "openai-compatible:final", "--step-from", r"ckpt-(\d+)"],
+     "openai-compatible:final has no step in it"),
+    (["--model", M1, "--step-from", "ckpt-("], "not a regular expression"),
+    (["--model", M1, "--step", "-3"], "--step -3: give a number >= 0"),
+    (["--model", M1, "--step", "1", "--budget", "huge"], "unknown --budget"),
+    (["--model", M1, "--step", "1", "--step-from", "x"], "--step and --step-from"),
+    (["--resume", "nowhere"], "not a trend folder"),
+    (["--add", "nowhere", "--model", M1, "--step", "1"], "not a trend folder"),
+])
+def test_bad_inputs_are_one_line_exit_2_and_leave_no_folder(tmp_path, args, message):
+    out = tmp_path / "out"
+    base = [] if args[0] in ("--resume", "--add") else ["--base-url", URL]
+    p = _cli(*args, *base, "--output-dir", str(out), cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], p.stderr
+    assert "Traceback" not in p.stderr and not out.exists()
+
+
+def test_add_refuses_a_step_or_model_already_there_and_changes_nothing(first, tmp_path):
+    before = (first.folder / "trend_metadata.json").read_bytes()
+    with pytest.raises(InputError, match="--step 1000 is given twice"):
+        trend([_spec("ckpt-other")], steps=[1000], add_to=first.folder)
+    with pytest.raises(InputError, match="already a checkpoint"):
+        trend([_spec("ckpt-100")], steps=[7], add_to=first.folder)
+    with pytest.raises(InputError, match="--budget"):
+        trend([_spec("ckpt-7")], steps=[7], add_to=first.folder, budget="quick")
+    assert (first.folder / "trend_metadata.json").read_bytes() == before
+
+
+# -- the analysis alone --------------------------------------------------------------------------
+
+
+def test_holm_adjusts_step_down_and_keeps_undetermined():
+    assert holm([0.01, None, 0.04, 0.03]) == pytest.approx([0.03, None, 0.06, 0.06])
+    assert holm([]) == []
+    assert p_value_from_ci(None, [1, 2], 5) is None and p_value_from_ci(-3.0, None, 5) is None
+    assert p_value_from_ci(-3.0, [-4, -2], 1) is None  # one shared unit decides nothing
+    assert p_value_from_ci(0.0, [0.0, 0.0], 6) == 1.0
+    assert p_value_from_ci(-1.96, [-3.92, 0.0], 6) == pytest.approx(0.05, rel=1e-3)
+
+
+def test_emergence_needs_every_earlier_step_decided():
+    def pt(step, score, ci, status="ok"):
+        return StepScore(step, None, f"m{step}", status, score, ci, 5)
+
+    assert emergence([pt(1, 5, [-2, 9]), pt(2, 30, [10, 50]), pt(3, 40, [20, 60])]).decision == "emerged"
+    e = emergence([pt(1, None, None, "failed"), pt(2, 30, [10, 50])])
+    assert e.decision == "undetermined" and e.step is None
+    e = emergence([pt(1, 30, [10, 50]), pt(2, None, None, "failed")])
+    assert (e.decision, e.step, e.stays_above) == ("emerged", 1, "undetermined")
+    assert emergence([pt(1, 1, [-5, 6]), pt(2, 0, [-4, 4])]).decision == "never"
+
+
+def _flat_series(rng: np.random.Generator, n_steps: int, n_units: int) -> tuple[list[StepScore], list[dict]]:
+    """Checkpoints at chance: per unit, chance 0.5 and optimal 0, the value chance + noise (shared
+    per unit across steps, as one model's games are)."""
+    chance, optimal = np.full(n_units, 0.5), np.zeros(n_units)
+    unit_effect = rng.normal(0, 0.1, n_units)
+    series = [UnitScores(tuple(range(n_units)), chance + unit_effect + rng.normal(0, 0.05, n_units), chance,
+                         optimal) for _ in range(n_steps)]
+    points = []
+    for k, u in enumerate(series):
+        s, ci = normalized_score(u, seed=k)
+        points.append(StepScore(k + 1, None, f"m{k}", "ok", s, ci, n_units))
+    rows = []
+    for a, b in zip(series, series[1:]):
+        d, ci, n = paired_difference(a, b, seed=0)
+        rows.append({"diff": d, "diff_ci95": ci, "n_units": n, "paired": True})
+    return points, rows
+
+
+def test_flat_series_rarely_emerge_or_regress_across_seeds():
+    """At chance, a step is called above chance about 2.5% of the time (its CI's lower tail), so a
+    5-step series about 12%; Holm keeps false regressions near 5% per series or below."""
+    emerged = regressed = 0
+    n = 200
+    for seed in range(n):
+        points, rows = _flat_series(np.random.default_rng(seed), 5, 12)
+        emerged += emergence(points).decision == "emerged"
+        diffs = regressions([difference(a.step, b.step, r) for a, b, r in zip(points, points[1:], rows)])
+        regressed += any(d.regression == "yes" for d in diffs)
+    assert emerged / n < 0.25 and regressed / n < 0.10
+
+
+def test_a_planted_rise_and_fall_is_found_in_synthetic_series():
+    rng = np.random.default_rng(1)
+    n_units, chance, optimal = 20, np.full(20, 0.5), np.zeros(20)
+    noise = rng.normal(0, 0.03, n_units)
+    noise -= noise.mean()  # at w = 0 exactly chance on average
+    levels = [0.0, 0.0, 0.6, 0.6, 0.0]  # the share of the way to optimal
+    series = [UnitScores(tuple(range(n_units)), chance * (1 - w) + noise, chance, optimal) for w in levels]
+    points = [StepScore(k, None, "m", "ok", *normalized_score(u, seed=k), n_units) for k, u in enumerate(series)]
+    rows = [dict(zip(("diff", "diff_ci95", "n_units"), paired_difference(a, b)), paired=True)
+            for a, b in zip(series, series[1:])]
+    diffs = regressions([difference(a.step, b.step, r) for a, b, r in zip(points, points[1:], rows)])
+    assert emergence(points).step == 2 and emergence(points).stays_above == "no"
+    assert [d.step_b for d in diffs if d.regression == "yes"] == [4]
+
