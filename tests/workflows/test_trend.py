@@ -16,8 +16,10 @@ import json
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -275,3 +277,31 @@ def test_a_planted_rise_and_fall_is_found_in_synthetic_series():
     assert emergence(points).step == 2 and emergence(points).stays_above == "no"
     assert [d.step_b for d in diffs if d.regression == "yes"] == [4]
 
+
+
+def test_an_interrupted_trend_names_its_resume_and_resumes(server, tmp_path):
+    """Ctrl-C in the first checkpoint: one line naming `stratbench trend --resume DIR`; the resume
+    finishes the interrupted scorecard in place and runs the rest."""
+    args = ["--model", _spec("ckpt-100"), "--model", _spec("ckpt-1000"), "--step-from", r"ckpt-(\d+)", "--budget",
+            "smoke", "--base-url", server.base_url, "--output-dir", str(tmp_path), "--no-report", "--quiet"]
+    env = dict(os.environ, CI="1")
+    server.reset()
+    p = subprocess.Popen([sys.executable, "-m", "stratbench", "trend", *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    deadline = time.monotonic() + 120
+    while server.count() < 40 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    (folder,) = tmp_path.glob("trend_*")
+    assert p.returncode == 130 and f"continue with: stratbench trend --resume {folder}" in err, err
+    meta = json.loads((folder / "trend_metadata.json").read_text())
+    assert meta["status"] == "running" and meta["checkpoints"][0]["status"] == "running"
+    first_card = meta["checkpoints"][0]["scorecard"]
+    assert first_card is not None
+    done = _cli("--resume", str(folder), "--no-report", "--quiet", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    meta = json.loads((folder / "trend_metadata.json").read_text())
+    assert meta["status"] == "finished" and meta["checkpoints"][0]["scorecard"] == first_card
+    assert [c["status"] for c in meta["checkpoints"]] == ["finished", "finished"]
+    assert (folder / "trend.json").is_file()
