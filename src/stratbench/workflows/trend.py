@@ -42,11 +42,11 @@ from stratbench.workflows.scorecard import (
     META as SCORECARD_META,
 )
 from stratbench.workflows.scorecard import (
-    _models,
     check_scorecard,
     compare_scorecards,
     plan_scorecard,
     run_scorecard,
+    scorecard_models,
 )
 from stratbench.workflows.suite_plan import check_job_models
 from stratbench.workflows.trend_analysis import ALPHA, P_VALUE_METHOD, StepScore, suite_trend
@@ -199,7 +199,7 @@ def _saved_checkpoints(meta: dict[str, Any]) -> list[Checkpoint]:
 
 
 def _scorecard_model(c: Checkpoint, cfg: dict[str, Any], base_url: str | None) -> ScorecardModel:
-    (m,) = _models([c.spec], cfg.get("chat"), base_url, cfg.get("reasoning_effort"))
+    (m,) = scorecard_models([c.spec], cfg.get("chat"), base_url, cfg.get("reasoning_effort"))
     return m
 
 
