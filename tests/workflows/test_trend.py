@@ -367,3 +367,64 @@ def test_the_embedded_models_as_a_two_point_series_end_to_end_offline(tmp_path):
     assert 'id="curves"' in html and "embedded-instruct" in html
     assert all(s["title"] in html for s in t["suites"])
 
+
+# -- SIGKILL, then --resume -----------------------------------------------------------------------
+
+KILLED = ["ckpt-100", "ckpt-1000"]
+
+
+def _no_folders(t: dict) -> dict:
+    """trend.json without its scorecard folders' names (they carry the time they were made)."""
+    return {**t, "checkpoints": [{k: v for k, v in c.items() if k != "scorecard"} for c in t["checkpoints"]]}
+
+
+def _kill_when(p: subprocess.Popen, ready, what: str) -> None:
+    deadline = time.monotonic() + 300
+    while not ready() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert p.poll() is None, f"the trend finished before {what}"
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=60)
+
+
+def test_a_killed_trend_resumes_to_the_same_trend_and_finished_checkpoints_make_no_calls(server, tmp_path):
+    """SIGKILL once inside the first checkpoint's scorecard and once inside the second's; the last
+    --resume gives the trend.json of an uninterrupted run, and the finished first checkpoint makes
+    no model call."""
+    want = trend([_spec(m) for m in KILLED], step_from=r"ckpt-(\d+)", budget="smoke", seed=SEED,
+                 output_dir=tmp_path / "whole", base_url=server.base_url, no_cache=True, report=False)
+    out = tmp_path / "killed"
+    env = dict(os.environ, CI="1")
+    with FakeOpenAIServer(next_token=planted, latency_ms=15) as slow:
+        args = [a for m in KILLED for a in ("--model", _spec(m))] + [
+            "--step-from", r"ckpt-(\d+)", "--budget", "smoke", "--seed", str(SEED), "--base-url", slow.base_url,
+            "--no-cache", "--no-report", "--quiet", "--output-dir", str(out)]
+        p = subprocess.Popen([sys.executable, "-m", "stratbench", "trend", *args], cwd=tmp_path, env=env, text=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _kill_when(p, lambda: any(out.glob("trend_*/ckpt_100/scorecard_*/suite_metadata.json")),
+                   "the first checkpoint's scorecard began")
+        (folder,) = out.glob("trend_*")
+        assert not (folder / "trend.json").exists()
+        meta = json.loads((folder / "trend_metadata.json").read_text())
+        assert [c["status"] for c in meta["checkpoints"]] == ["running", "pending"]
+
+        p = subprocess.Popen([sys.executable, "-m", "stratbench", "trend", "--resume", str(folder), "--no-report",
+                              "--quiet"], cwd=tmp_path, env=env, text=True, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        _kill_when(p, lambda: any(folder.glob("ckpt_1000/scorecard_*/suite_metadata.json")),
+                   "the second checkpoint's scorecard began")
+        meta = json.loads((folder / "trend_metadata.json").read_text())
+        assert [c["status"] for c in meta["checkpoints"]] == ["finished", "running"]
+        assert not (folder / "trend.json").exists()
+
+        slow.reset()
+        done = subprocess.run([sys.executable, "-m", "stratbench", "trend", "--resume", str(folder), "--no-report",
+                               "--quiet"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+        assert done.returncode == 0, done.stderr
+        models = {r.body.get("model") for r in slow.requests if isinstance(r.body, dict)}
+        assert models == {"ckpt-1000"}  # the finished checkpoint made 0 model calls
+    meta = json.loads((folder / "trend_metadata.json").read_text())
+    assert meta["status"] == "finished" and [c["status"] for c in meta["checkpoints"]] == ["finished", "finished"]
+    got = json.loads((folder / "trend.json").read_text())
+    assert _no_folders(got) == _no_folders(json.loads(json.dumps(want.trend)))
+    assert list(csv.DictReader((folder / "trend.csv").open()))[0].keys() == want.table[0].keys()
