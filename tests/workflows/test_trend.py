@@ -428,3 +428,93 @@ def test_a_killed_trend_resumes_to_the_same_trend_and_finished_checkpoints_make_
     got = json.loads((folder / "trend.json").read_text())
     assert _no_folders(got) == _no_folders(json.loads(json.dumps(want.trend)))
     assert list(csv.DictReader((folder / "trend.csv").open()))[0].keys() == want.table[0].keys()
+
+
+# -- a damaged or edited trend_metadata.json, given to --resume and --add --------------------------
+
+
+def _set(path: str, value):
+    """An edit of the saved metadata: ``path`` (dotted, list indices as numbers) set to ``value``."""
+    def edit(meta: dict, folder: Path) -> None:
+        *head, last = [int(k) if k.isdigit() else k for k in path.split(".")]
+        node = meta
+        for k in head:
+            node = node[k]
+        node[last] = value(meta, folder) if callable(value) else value
+    return edit
+
+
+def _link_out(meta: dict, folder: Path) -> None:
+    """ckpt_100 made a link to a copy of itself outside the trend folder."""
+    outside = folder.parent / "outside"
+    shutil.move(str(folder / "ckpt_100"), str(outside))
+    (folder / "ckpt_100").symlink_to(outside, target_is_directory=True)
+
+
+def _rm_scorecard(meta: dict, folder: Path) -> None:
+    shutil.rmtree(folder / meta["checkpoints"][1]["scorecard"])
+
+
+HOSTILE = {
+    "not JSON": (None, "not valid JSON"),
+    "a list": (lambda m, f: [m], "not a trend folder"),
+    "format version": (_set("format_version", 99), "written in result format 99 by a newer stratbench"),
+    "trend version": (_set("trend_version", 2), "trend_version 2 is not 1"),
+    "step a string": (_set("checkpoints.1.step", "1000"), "checkpoints[1]: step must be a whole number >= 0 (got str '1000')"),
+    "step a bool": (_set("checkpoints.0.step", True), "checkpoints[0]: step must be a whole number"),
+    "tokens negative": (_set("checkpoints.2.tokens", -5), "checkpoints[2]: tokens must be a whole number >= 0 or null"),
+    "status": (_set("checkpoints.0.status", "done"), "checkpoints[0]: status 'done' is none of"),
+    "checkpoints an object": (_set("checkpoints", {}), "checkpoints must be a non-empty list (got dict {})"),
+    "no checkpoints": (_set("checkpoints", []), "checkpoints must be a non-empty list"),
+    "label": (_set("checkpoints.1.label", "someone else"), "checkpoints[1]: label 'someone else' is not its spec"),
+    "seed a string": (_set("config.seed", "x"), "config.seed must be a whole number >= 0 (got str 'x')"),
+    "seed too large": (_set("config.seed", 2**70), "config.seed must be at most"),
+    "budget": (_set("config.budget", 5), "config.budget 5 is none of smoke, quick, standard, paper"),
+    "chat": (_set("config.chat", "yes"), "config.chat must be true, false or null"),
+    "config a list": (_set("config", []), "config must be an object"),
+    "duplicate steps": (_set("checkpoints.1.step", 100), "step 100 is given to 2 checkpoints"),
+    "steps out of order": (_set("checkpoints.1.step", 5), "not in step order (100, 5, 10000, 100000)"),
+    "duplicate models": (_set("checkpoints.1", lambda m, f: {**m["checkpoints"][0], "step": 1000,
+                                                             "scorecard": m["checkpoints"][1]["scorecard"]}),
+                         "model openai-compatible:ckpt-100 is given to 2 checkpoints"),
+    "folder outside by ..": (_set("checkpoints.0.scorecard", "../../elsewhere"),
+                             "checkpoints[0]: scorecard '../../elsewhere' is not a folder ckpt_100/scorecard_<time>"),
+    "folder absolute": (_set("checkpoints.0.scorecard", "/tmp/scorecard_x"), "is not a folder ckpt_100/"),
+    "another checkpoint's folder": (_set("checkpoints.0.scorecard", lambda m, f: m["checkpoints"][1]["scorecard"]),
+                                    "checkpoints[0]: scorecard 'ckpt_1000/scorecard_"),
+    "folder a link out": (_link_out, "checkpoints[0]: scorecard 'ckpt_100/scorecard_"),
+    "folder missing": (_rm_scorecard, "checkpoints[1]: scorecard 'ckpt_1000/scorecard_"),
+    "finished without folder": (_set("checkpoints.3.scorecard", None),
+                                "checkpoints[3]: finished, but no scorecard folder is recorded"),
+}
+EXTRA = {"folder a link out": "leads out of the trend folder", "folder missing": "is missing"}
+
+
+def _snapshot(folder: Path) -> dict[str, bytes | str]:
+    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() and not p.is_symlink() else
+                                         f"link {os.readlink(p)}" if p.is_symlink() else "dir")
+            for p in sorted(folder.rglob("*"))}
+
+
+@pytest.mark.parametrize("verb", ["--resume", "--add"])
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_a_damaged_trend_metadata_is_one_line_exit_2_and_changes_nothing(first, tmp_path, case, verb):
+    folder = tmp_path / "trend"
+    shutil.copytree(first.folder, folder, symlinks=True)
+    path = folder / "trend_metadata.json"
+    edit, message = HOSTILE[case]
+    if edit is None:
+        path.write_text(path.read_text()[:-20])  # cut short
+    else:
+        meta = json.loads(path.read_text())
+        got = edit(meta, folder)
+        path.write_text(json.dumps(got if got is not None else meta))
+    before = _snapshot(folder)
+    extra = ["--model", _spec("ckpt-7"), "--step", "7", "--base-url", URL] if verb == "--add" else []
+    p = _cli(verb, str(folder), *extra, "--no-report", cwd=tmp_path)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in p.stderr, p.stderr
+    named = str(folder) if message == "not a trend folder" else str(path)
+    assert named in lines[0] and message in lines[0] and EXTRA.get(case, "") in lines[0], lines[0]
+    assert _snapshot(folder) == before

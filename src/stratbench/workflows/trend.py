@@ -29,14 +29,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stratbench.checks import RULES, check_value
+from stratbench.checks import REASONING_EFFORTS, RULES, SEED, check_value
 from stratbench.errors import InputError
 from stratbench.render.csv_cells import csv_row
-from stratbench.runner.folders import create_run_folder, missing_dirs, now_iso, remove_empty_dirs, run_metadata
+from stratbench.runner.folders import (
+    create_run_folder,
+    migrate_run_json,
+    missing_dirs,
+    now_iso,
+    remove_empty_dirs,
+    run_metadata,
+)
 from stratbench.runner.jsonl import write_csv_atomic, write_json_atomic
 from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.lock import folder_lock
-from stratbench.scoring import read_scorecard
+from stratbench.scoring import BUDGETS, read_scorecard
 from stratbench.suites.scorecards import ScorecardModel
 from stratbench.workflows.scorecard import (
     META as SCORECARD_META,
@@ -160,38 +167,141 @@ def _entry(c: Checkpoint, folder: str | None = None, status: str = "pending") ->
 
 
 def _read_meta(folder: Path, flag: str) -> dict[str, Any]:
-    """A trend folder's metadata, its checkpoints checked as this module writes them."""
+    """A trend folder's metadata, checked as this module writes it, before anything runs or is
+    written: one InputError line naming the file and what is wrong with it (not JSON, another
+    format or trend version, a config or checkpoint field of the wrong type, duplicate or unordered
+    steps, a checkpoint's scorecard folder outside its ``ckpt_<step>`` folder, missing, or not the
+    checkpoint's finished scorecard at the trend's budget and seed)."""
+    path = folder / META
+    if not path.is_file():
+        raise InputError(f"{flag} {folder}: not a trend folder (no {META})")
+    where = f"{flag} {path}"
     try:
-        meta = json.loads((folder / META).read_text(encoding="utf-8"))
-        if not isinstance(meta, dict) or meta.get("kind") != KIND or not isinstance(meta.get("config"), dict):
-            raise ValueError
-        cps = meta.get("checkpoints")
-        if not isinstance(cps, list) or not all(isinstance(c, dict) for c in cps):
-            raise ValueError
-    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
-        raise InputError(f"{flag} {folder}: not a trend folder (no readable {META})") from None
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{where}: not UTF-8 text; the trend folder was changed by hand") from None
+    except OSError as e:
+        raise InputError(f"{where}: cannot be read ({e.strerror or e})") from None
+    try:
+        meta = json.loads(text)
+    except (ValueError, RecursionError):
+        raise InputError(f"{where}: not valid JSON; the trend folder was changed by hand") from None
+    if not isinstance(meta, dict) or meta.get("kind") != KIND:
+        raise InputError(f"{flag} {folder}: not a trend folder ({META} is not a trend's)")
+    meta = migrate_run_json(meta, where)
     if meta.get("trend_version") != TREND_VERSION:
-        raise InputError(f"{flag} {folder}/{META}: trend_version {meta.get('trend_version')!r} is not "
+        raise InputError(f"{where}: trend_version {meta.get('trend_version')!r} is not "
                          f"{TREND_VERSION}, the one this stratbench writes")
-    steps = []
+    _check_config(meta.get("config"), where)
+    cps = meta.get("checkpoints")
+    if not isinstance(cps, list) or not cps:
+        raise InputError(f"{where}: checkpoints must be a non-empty list (got {_what(cps)})")
     for i, c in enumerate(cps):
-        ok = (isinstance(c.get("spec"), str) and c["spec"] and isinstance(c.get("step"), int)
-              and not isinstance(c["step"], bool) and c["step"] >= 0
-              and (c.get("tokens") is None or (isinstance(c["tokens"], int) and c["tokens"] >= 0))
-              and c.get("status") in ("pending", "running", "finished")
-              and (c.get("scorecard") is None or (isinstance(c["scorecard"], str)
-                                                  and _inside(folder, c["scorecard"]))))
-        if not ok:
-            raise InputError(f"{flag} {folder}/{META}: checkpoints[{i}] is not a checkpoint this stratbench wrote")
-        steps.append(c["step"])
-    if len(set(steps)) != len(steps) or steps != sorted(steps):
-        raise InputError(f"{flag} {folder}/{META}: its checkpoints' steps are not distinct and in order")
+        problem = _checkpoint_problem(c)
+        if problem is not None:
+            raise InputError(f"{where}: checkpoints[{i}]: {problem}")
+    steps, specs = [c["step"] for c in cps], [c["spec"] for c in cps]
+    dup = sorted({s for s in steps if steps.count(s) > 1})
+    if dup:
+        raise InputError(f"{where}: step {dup[0]} is given to {steps.count(dup[0])} checkpoints; each needs its own")
+    if steps != sorted(steps):
+        raise InputError(f"{where}: the checkpoints are not in step order ({', '.join(map(str, steps))})")
+    again = sorted({s for s in specs if specs.count(s) > 1})
+    if again:
+        raise InputError(f"{where}: model {again[0]} is given to {specs.count(again[0])} checkpoints")
+    cfg = meta["config"]
+    for i, c in enumerate(cps):
+        problem = _scorecard_folder_problem(c, folder)
+        if problem is not None:
+            raise InputError(f"{where}: checkpoints[{i}]: {problem}")
+        if c["status"] == "finished":
+            card = read_scorecard(folder / c["scorecard"], f"{where}: checkpoints[{i}]: ")
+            if (card.get("budget"), card.get("seed")) != (cfg["budget"], cfg["seed"]):
+                raise InputError(f"{where}: checkpoints[{i}]: its scorecard {c['scorecard']} is at budget "
+                                 f"{card.get('budget')!r}, seed {card.get('seed')!r}, not the trend's "
+                                 f"{cfg['budget']!r}, {cfg['seed']!r}")
+            if not any(x.get("player") == c["label"] and x.get("role") == "model" for x in card["players"]):
+                raise InputError(f"{where}: checkpoints[{i}]: its scorecard {c['scorecard']} does not score "
+                                 f"{c['label']}")
     return meta
 
 
-def _inside(folder: Path, rel: str) -> bool:
+def _what(x: Any) -> str:
+    return f"{type(x).__name__} {x!r}" if len(repr(x)) <= 40 else type(x).__name__
+
+
+def _check_config(cfg: Any, where: str) -> None:
+    """The trend's config (:func:`_config`) as it was written: the types, and the budget, seed and
+    reasoning effort a scorecard accepts."""
+    if not isinstance(cfg, dict):
+        raise InputError(f"{where}: config must be an object (got {_what(cfg)})")
+    if cfg.get("budget") not in BUDGETS:
+        raise InputError(f"{where}: config.budget {cfg.get('budget')!r} is none of {', '.join(BUDGETS)}")
+    for key, ok, want in (("seed", _is_whole(cfg.get("seed")), "a whole number >= 0"),
+                          ("chat", cfg.get("chat") is None or isinstance(cfg.get("chat"), bool), "true, false or null"),
+                          ("base_url", cfg.get("base_url") is None or isinstance(cfg.get("base_url"), str),
+                           "a URL or null"),
+                          ("no_cache", isinstance(cfg.get("no_cache", False), bool), "true or false"),
+                          ("reasoning_effort", cfg.get("reasoning_effort") is None
+                           or cfg.get("reasoning_effort") in REASONING_EFFORTS,
+                           "an effort or null")):
+        if not ok:
+            raise InputError(f"{where}: config.{key} must be {want} (got {_what(cfg.get(key))})")
+    try:
+        check_value("config.seed", cfg["seed"], SEED)
+    except InputError as e:
+        raise InputError(f"{where}: {e}") from None
+
+
+def _is_whole(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _checkpoint_problem(c: Any) -> str | None:
+    """What is wrong with one saved checkpoint's fields (None: nothing): their types and values."""
+    if not isinstance(c, dict):
+        return f"must be an object (got {_what(c)})"
+    if not isinstance(c.get("spec"), str) or not c["spec"].strip():
+        return f"spec must be a model spec (got {_what(c.get('spec'))})"
+    if c.get("label") != c["spec"]:
+        return f"label {c.get('label')!r} is not its spec {c['spec']!r}"
+    if not _is_whole(c.get("step")):
+        return f"step must be a whole number >= 0 (got {_what(c.get('step'))})"
+    if c.get("tokens") is not None and not _is_whole(c["tokens"]):
+        return f"tokens must be a whole number >= 0 or null (got {_what(c['tokens'])})"
+    if c.get("status") not in ("pending", "running", "finished"):
+        return f"status {c.get('status')!r} is none of pending, running, finished"
+    rel = c.get("scorecard")
+    if rel is None and c["status"] == "finished":
+        return "finished, but no scorecard folder is recorded"
+    if rel is not None and not isinstance(rel, str):
+        return f"scorecard must be a folder name or null (got {_what(rel)})"
+    return None
+
+
+def _scorecard_folder_problem(c: dict[str, Any], folder: Path) -> str | None:
+    """What is wrong with a checkpoint's recorded scorecard folder (None: nothing, or none
+    recorded): it must be ``ckpt_<step>/scorecard_<time>`` inside the trend folder (no absolute
+    path, no .., no link out of it) and be there, with its suite_metadata.json."""
+    rel = c.get("scorecard")
+    if rel is None:
+        return None
+    if "\0" in rel:
+        return "scorecard holds a NUL character"
     p = Path(rel)
-    return not p.is_absolute() and ".." not in p.parts and len(p.parts) == 2 and p.parts[0].startswith("ckpt_")
+    if (p.is_absolute() or ".." in p.parts or len(p.parts) != 2 or p.parts[0] != f"ckpt_{c['step']}"
+            or not p.parts[1].startswith("scorecard_")):
+        return f"scorecard {rel!r} is not a folder ckpt_{c['step']}/scorecard_<time> of the trend folder"
+    full = folder / p
+    try:
+        inside = full.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError, ValueError):
+        inside = False
+    if not inside:
+        return f"scorecard {rel!r} leads out of the trend folder"
+    if not (full / SCORECARD_META).is_file():
+        return f"scorecard {rel!r} is missing (no {SCORECARD_META} there)"
+    return None
 
 
 def _saved_checkpoints(meta: dict[str, Any]) -> list[Checkpoint]:
