@@ -15,6 +15,7 @@ import csv
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from chromium import chromium, console_lines, run_chromium
 from fake_openai_server import FakeOpenAIServer
 from scipy.optimize import linprog
 
@@ -484,10 +486,13 @@ HOSTILE = {
                                     "checkpoints[0]: scorecard 'ckpt_1000/scorecard_"),
     "folder a link out": (_link_out, "checkpoints[0]: scorecard 'ckpt_100/scorecard_"),
     "folder missing": (_rm_scorecard, "checkpoints[1]: scorecard 'ckpt_1000/scorecard_"),
+    "scorecards at another budget": (_set("config.budget", "quick"),
+                                     "checkpoints[0]: its scorecard ckpt_100/scorecard_"),
     "finished without folder": (_set("checkpoints.3.scorecard", None),
                                 "checkpoints[3]: finished, but no scorecard folder is recorded"),
 }
-EXTRA = {"folder a link out": "leads out of the trend folder", "folder missing": "is missing"}
+EXTRA = {"folder a link out": "leads out of the trend folder", "folder missing": "is missing",
+         "scorecards at another budget": "is at budget 'smoke', seed 0, not the trend's 'quick', 0"}
 
 
 def _snapshot(folder: Path) -> dict[str, bytes | str]:
@@ -518,3 +523,39 @@ def test_a_damaged_trend_metadata_is_one_line_exit_2_and_changes_nothing(first, 
     named = str(folder) if message == "not a trend folder" else str(path)
     assert named in lines[0] and message in lines[0] and EXTRA.get(case, "") in lines[0], lines[0]
     assert _snapshot(folder) == before
+
+
+# -- the report in a browser ----------------------------------------------------------------------
+
+
+@pytest.mark.skipif(chromium() is None, reason="no chromium binary (Debian: apt-get install -y chromium; "
+                    "`make test` installs it where it can)")
+def test_the_trend_report_opens_in_headless_chromium_on_the_curves(first, tmp_path):
+    """The page loads without a console error or a blocked resource, its first screen is the
+    curves' figure (drawn, in colour), and its links to the checkpoints' reports lead to files."""
+    from PIL import Image
+
+    index = first.report
+    assert index is not None and index.is_file()
+    binary = chromium()
+    assert binary is not None
+    dom = run_chromium(binary, "--dump-dom", index.resolve().as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    html = dom.stdout
+    console = console_lines(dom.stderr)
+    assert not console, console
+    assert html.index('id="curves"') < html.index('id="decisions"') < html.index('id="steps"')
+    assert "<script" not in html.lower() and "data:image/png;base64" in html
+    links = re.findall(r'href="([^"#:]+)"', html)
+    assert len([x for x in links if x.endswith("index.html")]) == 4, links
+    for rel in links:
+        assert (index.parent / rel).resolve().is_file(), rel
+
+    shot = tmp_path / "shot.png"
+    r = run_chromium(binary, "--window-size=1280,900", f"--screenshot={shot}", index.resolve().as_uri())
+    assert r.returncode == 0 and shot.exists(), r.stderr[-2000:]
+    img = np.asarray(Image.open(shot).convert("RGB"))
+    assert img.shape[:2] == (900, 1280)
+    assert (img.min(axis=2) < 128).mean() > 0.01  # text and the figure drawn, not a blank page
+    packed = (img[..., 0].astype(np.uint32) << 16) | (img[..., 1].astype(np.uint32) << 8) | img[..., 2]
+    assert np.unique(packed).size > 50  # the curves, in colour, on the first screen
