@@ -22,9 +22,21 @@ Decisions, and why they are made so:
   pair tested) are adjusted by Holm's step-down method, which controls the family-wise error
   rate at 5% without assuming the tests independent; a regression is an adjusted p < 0.05 with a
   negative difference.
-* Where the data cannot decide (a failed cell: nothing scored; no paired CI: CHBench's score is one
-  fit per scorecard; fewer than 2 shared units), the answer is the string ``"undetermined"`` —
-  never a number that looks like a measurement.
+* Where the data cannot decide (a failed cell: nothing scored; no paired CI: CHBench; fewer than
+  2 shared units), the answer is the string ``"undetermined"`` — never a number that looks like a
+  measurement.
+* **CHBench is never paired**, for two reasons. Its score is one Poisson-CH fit over all of a
+  model's play, not a mean over units (its scorecard part has no ``units``, so
+  ``compare_scorecards`` gives ``paired: False`` and no difference CI). And two checkpoints do not
+  play the same matches even at one seed: a match's seed is derived from its id
+  ``mechanism|game|row|col``, whose seats are the players' model specs
+  (``suites/chbench/run.py``, ``Match.id``/``Match.seed``), and it drives the scripted
+  opponents' draws and the model's sampled moves — so checkpoint B's rounds of a game are not a
+  replay of checkpoint A's with another player. Its consecutive differences are therefore
+  reported (B − A of the two fits) without a CI or p-value, and their regression decision is
+  ``"undetermined"``; emergence still uses each step's own fit CI. The other suites pair: Nash
+  gap's games and decision seeds, TMGBench's sample seeds and ToM's episode seeds come from the
+  scorecard seed and the game/trial/episode alone, never from the model.
 """
 
 from __future__ import annotations
