@@ -13,8 +13,9 @@ from typing import Any
 
 from stratbench.report.build import ReportResult
 from stratbench.workflows.scorecard import ScorecardResult, run_scorecard
+from stratbench.workflows.trend import TrendResult, run_trend
 
-__all__ = ["report", "scorecard"]
+__all__ = ["report", "scorecard", "trend"]
 
 
 def report(path: str | Path, output: str | Path | None = None, max_records: int = 10,
@@ -52,3 +53,27 @@ def scorecard(models: Sequence[str] = ("embedded",), budget: str = "quick", seed
                          chat=chat, base_url=base_url, no_cache=no_cache,
                          report=_report_index if report else None, on_run=on_run, timeout=timeout,
                          retries=retries, wait_for_server=wait_for_server, reasoning_effort=reasoning_effort)
+
+
+def trend(models: Sequence[str] = (), steps: Sequence[int] = (), step_from: str | None = None,
+          tokens: Sequence[int] = (), budget: str | None = None, seed: int | None = None,
+          output_dir: str | Path = "results", resume_dir: str | Path | None = None,
+          add_to: str | Path | None = None, chat: bool | None = None, base_url: str | None = None,
+          no_cache: bool = False, report: bool = True, on_run: Callable[[dict[str, Any]], None] | None = None,
+          timeout: float | None = None, retries: int | None = None, wait_for_server: float | None = None,
+          reasoning_effort: str | None = None) -> TrendResult:
+    """`stratbench trend`: the scorecard of every checkpoint (``models``, each with its training
+    step: ``steps`` in order, or read from the specs by the regular expression ``step_from``;
+    ``tokens`` seen, optional) at one budget (default quick) and seed (default 0) in one folder
+    `trend_<time>/` with trend.json (per suite: score per step, paired differences, emergence,
+    regressions), trend.csv, and (``report``) the HTML page of the curves; each checkpoint's
+    scorecard gets its own report too. ``resume_dir`` finishes an interrupted trend; ``add_to``
+    adds checkpoints to a trend (only they run). The result's ``table`` holds trend.csv's rows. Bad
+    inputs raise :class:`stratbench.errors.InputError` before any folder is created or changed."""
+    from stratbench.report.trend import build_trend_report
+
+    return run_trend(models, steps=steps, step_from=step_from, tokens=tokens, budget=budget, seed=seed,
+                     output_dir=output_dir, resume_dir=resume_dir, add_to=add_to, chat=chat, base_url=base_url,
+                     no_cache=no_cache, report=build_trend_report if report else None,
+                     scorecard_report=_report_index if report else None, on_run=on_run, timeout=timeout,
+                     retries=retries, wait_for_server=wait_for_server, reasoning_effort=reasoning_effort)

@@ -63,7 +63,11 @@ Options that imitate particular servers (all off by default):
 * `strict_fields`: a request with a field the OpenAI API does not define is a 400 naming it, as
   OpenAI's API answers ("Unrecognized request argument supplied: repeat_penalty");
 * `report_prompt`: chat responses carry the rendered prompt (top-level ``prompt``);
-* `port`: listen on this port (0: any free one), e.g. to restart a server where it was.
+* `port`: listen on this port (0: any free one), e.g. to restart a server where it was;
+* `next_token`: a planted model for completions requests without echo (a scorer's top-k next-token
+  request): ``next_token(model, prompt)`` returns ``{token: logprob}`` — the first generated
+  token's top log-probabilities, its most likely token the text — or None for the fake model's own
+  answer (tests/workflows/test_trend.py plants a skill that grows with the model name this way).
 
 Usage::
 
@@ -524,8 +528,10 @@ class FakeOpenAIServer:
                  garbage_text: str = "lorem ipsum ??? no action here",
                  special_tokens: Sequence[str] = (), echo_skips: Sequence[str] = (),
                  strict_fields: bool = False, report_prompt: bool = False, port: int = 0,
-                 reasoning_content: str | None = None, reasoning_rules: bool = False) -> None:
+                 reasoning_content: str | None = None, reasoning_rules: bool = False,
+                 next_token: Any = None) -> None:
         self.latency_ms = latency_ms
+        self.next_token = next_token
         self.canned_text = canned_text
         self.echo_supported = echo_supported
         self.multi_char_tokens = tuple(multi_char_tokens)
@@ -759,6 +765,16 @@ class FakeOpenAIServer:
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= self.max_logprobs):
             raise FakeServerError(400, f"logprobs must be an integer in [0, {self.max_logprobs}]")
         canned = self.garbage_text if garbage else self.canned_text
+        planted = self.next_token(body.get("model"), prompt) if self.next_token and not echo and k else None
+        if planted:  # a planted model's next token: its most likely one is the text
+            top = dict(sorted(planted.items(), key=lambda t: -t[1])[:k])
+            first = next(iter(top))
+            return {"id": f"cmpl-{len(self.requests)}", "object": "text_completion", "created": int(time.time()),
+                    "model": body.get("model", self.model_name),
+                    "choices": [{"index": 0, "text": first, "finish_reason": "length",
+                                 "logprobs": {"tokens": [first], "token_logprobs": [top[first]],
+                                              "top_logprobs": [top], "text_offset": [len(prompt)]}}],
+                    "usage": self._usage(len(tokenize(prompt, self.multi_char_tokens)), 1)}
         text, finish = _generate(prompt, max_tokens, temperature, seed, stop, self.multi_char_tokens, canned)
         multi = self.multi_char_tokens + self.special_tokens
         prompt_toks = tokenize(prompt, multi)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from chromium import chromium as _chromium
+from chromium import console_lines
+from chromium import run_chromium as _run_chromium
 from fake_openai_server import FakeOpenAIServer
 
 from stratbench.errors import InputError
@@ -131,24 +132,6 @@ def html_escaped(text: str) -> str:
 # ------------------------------------------------------------------------------------------------
 
 
-def _chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
-def _run_chromium(binary: str, *args: str) -> subprocess.CompletedProcess:
-    with tempfile.TemporaryDirectory() as profile:
-        return subprocess.run(
-            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--hide-scrollbars", *args],
-            capture_output=True, text=True, timeout=120, check=False,
-        )
-
-
 @pytest.mark.skipif(_chromium() is None, reason="no chromium binary (Debian: apt-get install -y chromium; "
                     "`make test` installs it where it can)")
 def test_report_renders_in_headless_chromium_and_script_stays_text(xss_run: Path, tmp_path: Path):
@@ -169,7 +152,7 @@ def test_report_renders_in_headless_chromium_and_script_stays_text(xss_run: Path
     assert "<b>evil</b>" not in html and "&lt;b&gt;evil&lt;/b&gt;" in html
     assert "<title>stratbench report" in html and "PWNED" not in html.split("<body")[0]
     # No page errors and no blocked resource: Chromium logs every console message as CONSOLE.
-    console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
+    console = console_lines(dom.stderr)
     assert not console, console
 
     shot = tmp_path / "shot.png"

