@@ -153,11 +153,15 @@ _PUNCT = re.compile(r"^[\s()\[\]{}:,]*$")
 
 def significant_lines(text: str) -> list[tuple[int, str]]:
     """(line number, text with white space folded) of the lines that carry code: blank lines,
-    comments, lone punctuation, imports and docstrings are passed over."""
+    comments, lone punctuation, imports, docstrings and the parameter lists of function signatures
+    are passed over (a CLI command lists the shared options declared once in cli/options.py, in
+    the order of its help: a declaration, not repeated logic)."""
     skip: set[int] = set()
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             skip.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            skip.update(range(node.lineno + 1, node.body[0].lineno))  # (the def line itself still counts)
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             skip.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
     out = []
@@ -192,6 +196,9 @@ def test_repeated_block_finder():
     assert repeated_blocks({"a.py": a, "b.py": b}) == [("a.py", 2, "b.py", 4)]
     assert repeated_blocks({"a.py": a, "b.py": block[: block.rindex("x5")]}) == []  # 5 lines only
     assert repeated_blocks({"a.py": a, "b.py": "from x import (\n" + "".join(f"    n{i},\n" for i in range(9)) + ")\n"}) == []
+    params = "".join(f"    p{i}: int = {i},\n" for i in range(8))  # two signatures with the same parameters
+    assert repeated_blocks({"a.py": f"def f(\n{params}) -> None:\n    pass\n",
+                            "b.py": f"def g(\n{params}) -> None:\n    return\n"}) == []
 
 
 def test_no_block_of_six_lines_repeated_across_modules():

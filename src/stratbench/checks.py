@@ -78,6 +78,11 @@ class Choice:
 
 
 @dataclass(frozen=True)
+class Str:
+    """A string, possibly empty (a file's path: its own check says what an empty one means)."""
+
+
+@dataclass(frozen=True)
 class TagPair:
     """``"OPEN,CLOSE"``: two different non-empty tags (--think-tags)."""
 
@@ -95,7 +100,7 @@ def tag_pair(flag: str, value: str) -> tuple[str, str]:
     return open_tag, close_tag
 
 
-Rule = Union[Ints, Floats, Flag, Text, Items, Choice, TagPair]
+Rule = Union[Ints, Floats, Flag, Text, Items, Choice, TagPair, Str]
 
 #: --reasoning-effort: the values OpenAI's reasoning_effort takes (the other providers' thinking
 #: budgets are mapped from them: stratbench.models.reasoning.THINKING_BUDGETS)
@@ -149,11 +154,11 @@ RULES: dict[str, Rule] = {
     "llm_model": Text(),
     "base_url": Text(),
     # files a run reads (a saved run.json holding another type is refused, never opened)
-    "chat_template": Text(),
-    "corrections": Text(),
-    "price_table": Text(),
-    "games_file": Text(),
-    "stories_dir": Text(),
+    "chat_template": Str(),
+    "corrections": Str(),
+    "price_table": Str(),
+    "games_file": Str(),
+    "stories_dir": Str(),
     "models": Items(Text()),
     "opponents": Items(Text()),
     "partners": Items(Text()),
@@ -223,6 +228,9 @@ def check_value(flag: str, value: Any, rule: Rule, may_be_empty: bool = False) -
     elif isinstance(rule, Flag):
         if not isinstance(value, bool):
             raise InputError(f"{flag} must be true or false (got {value!r})")
+    elif isinstance(rule, Str):
+        if not isinstance(value, str):
+            raise InputError(f"{flag} must be a string (got {value!r})")
     elif isinstance(rule, TagPair):
         tag_pair(flag, value)
     elif isinstance(rule, Choice):

@@ -369,7 +369,7 @@ def test_a_saved_model_edited_to_an_unknown_backend_names_the_folder(tmp_path, c
     assert r.returncode == 0, r.stderr
     (folder,) = (tmp_path / "o").iterdir()
     meta = json.loads((folder / "run.json").read_text())
-    meta.update(status="running", config={**meta["config"], "model": "nosuch:thing"})
+    meta.update(status="running", config={**meta["config"], "model": "nosuch:thing", "player": "nosuch:thing"})
     (folder / "run.json").write_text(json.dumps(meta))
     before = _snapshot(folder)
     r = cli("nashgap", "--resume", str(folder))

@@ -317,18 +317,24 @@ def _nashgap_shards(tmp_path: Path) -> list[Path]:
 def test_an_interrupt_as_the_merged_folder_is_renamed_names_the_complete_folder(tmp_path, monkeypatch, capsys):
     """fuzz pass 8, M1: a Ctrl-C landing just after the rename is held back until the folder is
     named, and the command says the merged run is complete (not that nothing was written)."""
-    import os
     import signal
+    import threading
 
     from stratbench.cli.main import main
     from stratbench.runner import merge as merging
 
     shards = _nashgap_shards(tmp_path)
     real = merging.publish_folder
+    # (Ctrl-C as a command-line process has it, whatever an earlier in-process test left installed)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    monkeypatch.setattr(signal, "_test_previous_sigint", previous, raising=False)
 
     def publish(staged: Path) -> Path:
         final = real(staged)
-        os.kill(os.getpid(), signal.SIGINT)  # between the rename and the command hearing of it
+        # between the rename and the command hearing of it; sent to the main thread, which holds it
+        # back (a signal sent to the process may be taken by another thread of the test process,
+        # which does not hold it: pthread_sigmask is per thread)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
         return final
 
     monkeypatch.setattr(merging, "publish_folder", publish)
@@ -336,6 +342,7 @@ def test_an_interrupt_as_the_merged_folder_is_renamed_names_the_complete_folder(
         main(["merge", *map(str, shards), "--output-dir", str(tmp_path / "m"), "--quiet"])
     (merged,) = (tmp_path / "m").iterdir()
     err = capsys.readouterr().err.strip()
+    signal.signal(signal.SIGINT, previous)
     assert e.value.code == 130 and err == f"interrupted after {merged} was written whole (status finished); nothing is lost"
     assert json.loads((merged / "run.json").read_text())["status"] == "finished"
 

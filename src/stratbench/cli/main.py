@@ -214,6 +214,12 @@ def main(argv: list[str] | None = None) -> None:
     from stratbench.runner.lifecycle import on_run_folder
 
     args = list(sys.argv[1:] if argv is None else argv)
+    # a run stopped from inside one of its tasks (a refused key, --max-cost) ends in the
+    # KeyboardInterrupt this boundary turns into its one line; asyncio would also log the stopped
+    # task's "exception was never retrieved" with a traceback, depending on when it is collected
+    import logging
+
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     debug = "--debug" in args or os.environ.get("STRATBENCH_DEBUG", "") not in ("", "0")
     args = [a for a in args if a != "--debug"]
     if len(args) >= 2 and args[0] == "nashgap" and args[1] == "run":

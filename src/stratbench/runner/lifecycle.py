@@ -247,7 +247,7 @@ def rebuild_config(cls: type[C], saved: dict[str, Any], *, given: Any = None, **
     if "player" in saved and "player" not in names and isinstance(shown, str) and saved["player"] != shown:
         # (run.json's "player" is written from the config, for people: one that is not is an edit)
         raise InputError(f"run.json's saved config is not valid: player is {saved['player']!r:.80} but its config "
-                         f"plays {shown!r:.80}; the folder is left as it is")
+                         f"plays {shown!r:.80} (run.json was edited); the folder is left as it is")
     from stratbench.checks import check_config
 
     try:  # a hand-edited run.json ("seed": "x", "num_rows": 0) is refused here, before the folder is touched
@@ -576,7 +576,10 @@ def _check_counts(plan: RunPlan, meta: RunMeta, folder: Path, streams: Sequence[
             return
     records = {f: sorted(rs, key=s.sort_key) for (f, rs), s in zip(saved.items(), streams)}
     with tempfile.TemporaryDirectory(prefix="stratbench-count-") as tmp:
-        outcome = plan.summarise(Path(tmp), records)
+        try:
+            outcome = plan.summarise(Path(tmp), records)
+        except OutputWriteError:
+            return  # (the scratch copy cannot be written, a full disk: the run's own write names it)
         _check_summary_config(meta, folder, Path(tmp))
     again = plan.totals(records, outcome)
     for key in ("records", "errors"):

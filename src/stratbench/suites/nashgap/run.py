@@ -501,12 +501,11 @@ class NashgapPlan(RunPlan):
         plan.entries = check_games(plan.config, folder / "games.json")
         agent = meta.get("agent")
         name = agent.get("name") if isinstance(agent, dict) else None
-        if isinstance(name, str) and name != plan.config.player:  # (a resume refuses the same edit)
-            raise InputError(f"{folder}: run.json's config plays {plan.config.player!r} but the run's records were "
-                             f"made by {name!r} (its \"agent\"): run.json was edited")
-        plan.agent_name = name if isinstance(name, str) else plan.config.player
         policy = agent.get("policy", "scripted") if isinstance(agent, dict) else "scripted"
         plan.policy = policy if isinstance(policy, str) else "scripted"
+        # as a run names its records' agent: a model by its backend's name, a scripted player as the
+        # config names it ("dummy", the original's name, plays as "random")
+        plan.agent_name = name if isinstance(name, str) and plan.policy != "scripted" else plan.config.player
         exact = plan.policy in ("logprob", "choice")
         plan.n_trials = plan.config.order_rotations if exact else plan.config.num_trials
         return plan
