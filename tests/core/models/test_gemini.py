@@ -143,23 +143,10 @@ def test_a_reply_trickled_past_the_timeout_ends_at_the_deadline():
     """--timeout is a deadline for the whole answer, as on the OpenAI route: a body written a byte
     every 0.3 s (no per-read timeout trips) ends as an error at --timeout × attempts, not when the
     server is done (about 100 s here) or never."""
-    import time
-
-    from stratbench.models import open_model
-
-    async def go(server):
-        model = open_model("gemini:g", ModelOptions(base_url=server.base_url, max_retries=0, timeout_s=1.0),
-                           no_cache=True)
-        try:
-            return await model.generate([GenerateRequest("Q", max_tokens=20, chat=True)])
-        finally:
-            await model.aclose()
+    from model_calls import trickled_reply
 
     with FakeGeminiServer() as s:
-        s.trickle_s = 0.3
-        start = time.monotonic()
-        (r,) = asyncio.run(go(s))
-        took = time.monotonic() - start
+        r, took = trickled_reply("gemini:g", s)
     assert r.text is None and "no whole answer within 1 s" in r.error, r.error
     assert took < 5, took
 
