@@ -295,24 +295,31 @@ def test_a_characters_byte_tokens_are_scored_as_that_character(server, monkeypat
     assert res.ok and res.n_tokens == [len(tokens) - 2] and res.logprobs == [-1.0 * (len(tokens) - 2)], res
 
 
-@pytest.mark.parametrize("entry", [{"token": "0", "logprob": "-0.1"}, {"token": "0", "logprob": True},
-                                   {"token": None, "bytes": [48], "logprob": -0.1}, {"token": 0, "logprob": -0.1},
-                                   {"token": "0"}, "0"])
-def test_a_chat_top_logprobs_entry_that_cannot_be_read_is_an_error_never_probability_0(server, monkeypatch, entry):
-    """The server put 90% on "0" in an entry that cannot be read: reading the label as outside the
-    top-20 would give it probability 0; the reply is malformed, an error result."""
+def _chat_model_answering(server, monkeypatch, first: str, top: list) -> object:
+    """A chat-endpoint model whose every request is answered by a reply whose first token is
+    ``first`` with ``top`` as its top_logprobs (as a server sends them)."""
     from stratbench.models.retry import RetryOutcome
 
     model = make_model(server, endpoint="chat")
-    top = [entry, {"token": "1", "logprob": -2.5}, {"token": "2", "logprob": -4.0}]
-    reply = {"choices": [{"message": {"role": "assistant", "content": "0"}, "finish_reason": "length",
-                          "logprobs": {"content": [{"token": "0", "logprob": -0.1, "top_logprobs": top}]}}],
+    reply = {"choices": [{"message": {"role": "assistant", "content": first}, "finish_reason": "length",
+                          "logprobs": {"content": [{"token": first, "logprob": -0.1, "top_logprobs": top}]}}],
              "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
 
     async def post(path, body):
         return RetryOutcome(data=reply, status=200, attempts=1)
 
     monkeypatch.setattr(model, "_post", post)
+    return model
+
+
+@pytest.mark.parametrize("entry", [{"token": "0", "logprob": "-0.1"}, {"token": "0", "logprob": True},
+                                   {"token": None, "bytes": [48], "logprob": -0.1}, {"token": 0, "logprob": -0.1},
+                                   {"token": "0"}, "0"])
+def test_a_chat_top_logprobs_entry_that_cannot_be_read_is_an_error_never_probability_0(server, monkeypatch, entry):
+    """The server put 90% on "0" in an entry that cannot be read: reading the label as outside the
+    top-20 would give it probability 0; the reply is malformed, an error result."""
+    top = [entry, {"token": "1", "logprob": -2.5}, {"token": "2", "logprob": -4.0}]
+    model = _chat_model_answering(server, monkeypatch, "0", top)
     (res,) = run(model, "score", [ScoreRequest("Pick: ", ("0", "1", "2"))])
     assert res.logprobs is None and "top_logprobs entry 0" in res.error, res.error
 
@@ -323,19 +330,9 @@ def test_chat_labels_led_by_the_tokenizers_whitespace_are_the_labels(server, mon
     clear answer 1 was read as outside the top-20, and the policy put 1.0 on 2)."""
     import math
 
-    from stratbench.models.retry import RetryOutcome
-
-    model = make_model(server, endpoint="chat")
     top = [{"token": " 1", "logprob": math.log(0.6)}, {"token": "1", "logprob": math.log(0.3)},
            {"token": " 0", "logprob": math.log(0.05)}, {"token": "2", "logprob": math.log(0.01)}]
-    reply = {"choices": [{"message": {"role": "assistant", "content": " 1"}, "finish_reason": "length",
-                          "logprobs": {"content": [{"token": " 1", "logprob": -0.5, "top_logprobs": top}]}}],
-             "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
-
-    async def post(path, body):
-        return RetryOutcome(data=reply, status=200, attempts=1)
-
-    monkeypatch.setattr(model, "_post", post)
+    model = _chat_model_answering(server, monkeypatch, " 1", top)
     (res,) = run(model, "score", [ScoreRequest("Pick: ", ("0", "1", "2", " 1"))])
     assert res.ok
     assert [round(math.exp(x), 6) for x in res.logprobs] == [0.05, 0.9, 0.01, 0.6]  # " 1" asked as such: itself
