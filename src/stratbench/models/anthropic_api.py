@@ -36,6 +36,7 @@ from typing import Any
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, GenerateResult
 from stratbench.models.native import SDKChatModel, turns_of
+from stratbench.models.sdk_transport import guarded_client, too_large_cause
 
 __all__ = ["DEFAULT_URL", "KEY_ENV", "AnthropicModel"]
 
@@ -73,7 +74,16 @@ class AnthropicModel(SDKChatModel):
 
     def _make_client(self) -> Any:
         return self._sdk.AsyncAnthropic(api_key=self._key, base_url=self.base_url, max_retries=self.max_retries,
-                                        timeout=self.timeout_s)
+                                        timeout=self.timeout_s, http_client=guarded_client(self._sdk_http()))
+
+    def _sdk_http(self) -> Any:
+        """The httpx-like package the SDK is built on (recent SDKs: ``httpx2``; older: ``httpx``)."""
+        base = getattr(self._sdk, "_base_client", None)
+        for name in ("httpx2", "httpx"):
+            module = getattr(base, name, None)
+            if module is not None:
+                return module
+        raise InputError("anthropic: this version of Anthropic's SDK is not supported (no httpx client)")
 
     def _body(self, req: GenerateRequest) -> dict[str, Any]:
         system, turns = turns_of(req)
@@ -103,8 +113,9 @@ class AnthropicModel(SDKChatModel):
             return GenerateResult(None, latency_s=time.perf_counter() - t0,
                                   error=f"timed out after {self.timeout_s:g} s ({self.max_retries} retries)")
         except sdk.APIConnectionError as e:
-            return GenerateResult(None, latency_s=time.perf_counter() - t0,
-                                  error=f"connection failed after {self.max_retries} retries: {e}")
+            too_large = too_large_cause(e)
+            return GenerateResult(None, latency_s=time.perf_counter() - t0, error=str(too_large) if too_large else
+                                  f"connection failed after {self.max_retries} retries: {e}")
         except sdk.APIResponseValidationError as e:
             return GenerateResult(None, latency_s=time.perf_counter() - t0, error=f"invalid reply: {e}")
         res = _result(msg, time.perf_counter() - t0)

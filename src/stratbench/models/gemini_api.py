@@ -34,6 +34,7 @@ from typing import Any
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, GenerateResult, reported_count
 from stratbench.models.native import SDKChatModel, turns_of
+from stratbench.models.sdk_transport import guarded_client, too_large_cause
 
 __all__ = ["DEFAULT_URL", "KEY_ENV", "GeminiModel"]
 
@@ -79,6 +80,7 @@ class GeminiModel(SDKChatModel):
 
     prefix, api, key_env, default_url = "gemini", "the Gemini API", KEY_ENV, DEFAULT_URL
     max_retry_wait_s = 20.0  # the retry options' max_delay below
+    _http: Any = None  # the httpx client given to the SDK (models.sdk_transport)
 
     def __init__(self, model: str, base_url: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,
                  max_retries: int = 4, temperature: float | None = None,
@@ -93,13 +95,18 @@ class GeminiModel(SDKChatModel):
         t = self._types
         retry = t.HttpRetryOptions(attempts=self.max_retries + 1, initial_delay=0.5, max_delay=self.max_retry_wait_s,
                                    http_status_codes=_RETRY_CODES)
-        opts = t.HttpOptions(base_url=self.base_url, timeout=int(self.timeout_s * 1000), retry_options=retry)
+        self._http = guarded_client()  # the SDK leaves a client it was given open: closed in _close
+        opts = t.HttpOptions(base_url=self.base_url, timeout=int(self.timeout_s * 1000), retry_options=retry,
+                             httpx_async_client=self._http)
         return self._genai.Client(api_key=self._key, vertexai=False, http_options=opts)
 
     async def _close(self, client: Any) -> None:
         close = getattr(getattr(client, "aio", None), "aclose", None)
-        if close is not None:
-            await close()
+        try:
+            if close is not None:
+                await close()
+        finally:
+            await self._http.aclose()
 
     def _request(self, req: GenerateRequest) -> tuple[list[Any], Any]:
         t = self._types
@@ -125,8 +132,9 @@ class GeminiModel(SDKChatModel):
             return GenerateResult(None, latency_s=time.perf_counter() - t0,
                                   error=f"HTTP {e.code} {status}: {str(e.message or '')[:300]}".replace(" :", ":"))
         except Exception as e:  # noqa: BLE001 - transport failures (after the SDK's retries): an error record
-            return GenerateResult(None, latency_s=time.perf_counter() - t0,
-                                  error=f"request failed: {type(e).__name__}: {str(e)[:300]}")
+            too_large = too_large_cause(e)
+            return GenerateResult(None, latency_s=time.perf_counter() - t0, error=str(too_large) if too_large else
+                                  f"request failed: {type(e).__name__}: {str(e)[:300]}")
         return _result(resp, time.perf_counter() - t0)
 
 

@@ -268,3 +268,31 @@ def test_reasoning_effort_asks_for_extended_thinking_with_its_own_budget(tmp_pat
             "--num-trials", "1", "--max-tokens", "100", "--reasoning-effort", "low", "--dry-run")
     assert r.returncode == 0, r.stderr
     assert "4,296" in r.stdout or "4296" in r.stdout, r.stdout  # 2 calls × (100 + 2,048) output tokens
+
+
+def test_a_5001_digit_count_is_unknown_usage_and_the_answer_stands():
+    """Python refuses to build an integer of 5,001 digits: the answer was lost to a ValueError
+    naming Python internals, with usage {} and 0 calls counted. It is a count that is no count:
+    usage unknown, the answer kept (models.sdk_transport)."""
+    def edit(a):
+        body = json.dumps({**a, "usage": {"input_tokens": "BIG", "output_tokens": 5}}).encode()
+        return body.replace(b'"BIG"', b"7" * 5001)
+
+    with FakeAnthropicServer(edit=edit) as s:
+        (r,), totals = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=0)
+    assert r.ok and r.text == "Action: 1" and r.usage_unknown, r
+    assert totals.calls == 1 and totals.usage_unknown == 1 and totals.errors == 0
+
+
+def test_a_reply_over_the_size_cap_is_an_error_naming_the_cap(monkeypatch):
+    """The OpenAI route's cap on a response body holds here too: a 40 MB reply is never written
+    to a record whole (STRATBENCH_MAX_RESPONSE_BYTES, here 4,000 bytes), nor a gzip body that
+    expands past it read on."""
+    monkeypatch.setenv("STRATBENCH_MAX_RESPONSE_BYTES", "4000")
+    with FakeAnthropicServer(text="x" * 10_000) as s:
+        (r,), totals = _generate(s, GenerateRequest("Q", max_tokens=20_000, chat=True), retries=0)
+    assert r.text is None and r.error.startswith("response body over 4000 bytes"), r.error
+    assert totals.errors == 1
+    with FakeAnthropicServer(text="x" * 1_000) as s:  # under the cap: the answer, whole
+        (r,), _ = _generate(s, GenerateRequest("Q", max_tokens=20_000, chat=True), retries=0)
+    assert r.ok and r.text == "x" * 1_000

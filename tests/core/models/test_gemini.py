@@ -184,3 +184,37 @@ def test_reasoning_effort_is_a_thinking_budget_on_top_of_the_answers():
         high, none = (q.body["generationConfig"] for q in s.requests)
     assert high == {"temperature": 0.0, "maxOutputTokens": 64 + 24576, "thinkingConfig": {"thinking_budget": 24576}}  # (as the SDK sends it)
     assert none == {"temperature": 0.0, "maxOutputTokens": 64, "thinkingConfig": {"thinking_budget": 0}}
+
+
+def _with_usage(usage_json: bytes):
+    """An edit giving the normal reply with `usage_json` as its usageMetadata, written as raw
+    bytes (a count Python's json would refuse to build, or a bool, as a server sends it)."""
+    def edit(a):
+        body = json.dumps({**a, "usageMetadata": "USAGE"}).encode()
+        return body.replace(b'"USAGE"', usage_json)
+    return edit
+
+
+@pytest.mark.parametrize("usage_json", [b'{"promptTokenCount": true, "candidatesTokenCount": 3}',
+                                        b'{"promptTokenCount": 4, "candidatesTokenCount": ' + b"9" * 5001 + b"}"])
+def test_a_bool_or_a_5001_digit_count_is_unknown_usage_and_the_answer_stands(usage_json):
+    """The SDK's pydantic reads ``true`` as the count 1, and Python refuses to build an integer of
+    5,001 digits (the answer was lost to a ValueError naming Python internals): both are no count,
+    so the call's usage is unknown and its answer kept (models.sdk_transport)."""
+    with FakeGeminiServer(edit=_with_usage(usage_json)) as s:
+        (r,), totals = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=0)
+    assert r.ok and r.text == "Action: 1" and r.usage_unknown, r
+    assert totals.calls == 1 and totals.usage_unknown == 1 and totals.errors == 0
+
+
+def test_a_reply_over_the_size_cap_is_an_error_naming_the_cap(monkeypatch):
+    """The OpenAI route's cap on a response body holds here too: a 40 MB reply is never written
+    to a record whole (STRATBENCH_MAX_RESPONSE_BYTES, here 4,000 bytes)."""
+    monkeypatch.setenv("STRATBENCH_MAX_RESPONSE_BYTES", "4000")
+    with FakeGeminiServer(text="x" * 10_000) as s:
+        (r,), totals = _generate(s, GenerateRequest("Q", max_tokens=20_000, chat=True), retries=0)
+    assert r.text is None and r.error.startswith("response body over 4000 bytes"), r.error
+    assert totals.errors == 1
+    with FakeGeminiServer(text="x" * 1_000) as s:  # under the cap: the answer, whole
+        (r,), _ = _generate(s, GenerateRequest("Q", max_tokens=20_000, chat=True), retries=0)
+    assert r.ok and r.text == "x" * 1_000
