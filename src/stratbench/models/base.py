@@ -79,8 +79,10 @@ class _Reply:
                 value = 0
             else:
                 value = count
-        elif name == "tokens_reasoning":
-            value = None if value is None else reported_count(value)  # a part of tokens_out, where known
+        elif name == "tokens_reasoning":  # a part of tokens_out, where known: never more than the whole
+            value = None if value is None else reported_count(value)
+            if value is not None and value > getattr(self, "tokens_out", 0):
+                value = None
         elif name == "usage_unknown":
             value = bool(value) or bool(getattr(self, "usage_unknown", False))
         elif isinstance(value, str):

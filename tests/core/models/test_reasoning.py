@@ -204,3 +204,12 @@ def test_chbench_max_tokens_gives_a_reasoning_model_room_and_is_recorded_only_wh
                 assert s.requests[-1].body["max_tokens"] == 4000
             else:
                 assert rec["row_status"] == "parse_failed" and "max_tokens" not in config
+
+
+@pytest.mark.parametrize(("out", "reasoning", "kept"), [(3, 5000, None), (30, 30, 30), (30, 12, 12), (0, 1, None)])
+def test_reasoning_tokens_are_a_part_of_the_output_never_more(out, reasoning, kept):
+    """``reasoning_tokens: 5000`` of ``completion_tokens: 3`` is no count of a part of the output:
+    unknown (None), never recorded as given."""
+    from stratbench.models.base import GenerateResult
+
+    assert GenerateResult("Action: 1", tokens_out=out, tokens_reasoning=reasoning).tokens_reasoning == kept
