@@ -179,6 +179,14 @@ CORPUS: dict[str, object] = {
                                 b"{{ l|map('string')|map('upper')|map('lower')|map('trim')|map('title')|list|length }}",
     "template_map_chain.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}{% set l = range(99999)|list %}"
                                 + b"{{ l" + b"|map('string')|map('trim')" * 40 + b"|list|length }}",
+    # small values whose text is gigabytes, built by a filter (or the output) before any check after it
+    "template_indent_wide.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}"
+                                  b"{{ ('a\\n' * 1950000)|indent(1000)|length }}",
+    "template_tojson_shared.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}{% set s = 'x' * 3900000 %}"
+                                    b"{{ ([s] * 500)|tojson|length }}",
+    "template_output_shared.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}{% set s = 'x' * 3900000 %}"
+                                    b"{{ [s] * 500 }}",
+    "template_lone_surrogate.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}{{ '\\udc80' }}",
     "template_a_text.gguf": b"{% for m in messages %}{{ m['content'] }}{% endfor %}",
     "template_config_empty.json": _json({"chat_template": "", "bos_token": "<s>"}),
     "model_a_text.gguf": b"not a model, only text\n",
@@ -311,6 +319,10 @@ FILE_CASES: list[tuple[str, list[str], str]] = [
     ("template_doubling.jinja", _TEMPLATE, "builds a value of"),
     ("template_long_list.jinja", _TEMPLATE, "builds a sequence of 3,800,000 items (at most 100,000)"),
     ("template_map_chain.jinja", _TEMPLATE, "ran past its time limit"),
+    ("template_indent_wide.jinja", _TEMPLATE, "filter 'indent' builds a text of more than 4,000,000 characters"),
+    ("template_tojson_shared.jinja", _TEMPLATE, "filter 'tojson' would make a text of more than 4,000,000"),
+    ("template_output_shared.jinja", _TEMPLATE, "would make a text of more than 4,000,000 characters"),
+    ("template_lone_surrogate.jinja", _TEMPLATE, "holds a lone surrogate"),
     ("template_a_text.gguf", _TEMPLATE, "not a GGUF file"),
     ("template_config_empty.json", _TEMPLATE, "no chat_template in it"),
     ("model_a_text.gguf", _GGUF_MODEL, "not a GGUF file"),

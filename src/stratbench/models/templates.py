@@ -98,10 +98,66 @@ def _check_arguments(args: Sequence[Any], kwargs: dict[str, Any], what: str) -> 
             raise TemplateLimitError(f"chat template: {what} is given {a:,} (at most {TEMPLATE_MAX_CHARS:,})")
 
 
+# filters that never make a text of their first argument: a large list through them builds nothing
+_NOT_SHOWN = frozenset({"length", "count", "first", "last", "list", "random", "reverse", "sort", "unique",
+                        "select", "reject", "map", "selectattr", "rejectattr", "batch", "slice", "min", "max",
+                        "sum", "groupby", "dictsort", "items", "default", "d", "attr", "abs", "int", "float",
+                        "bool", "round"})
+
+
+def _shown_size_past_cap(value: Any) -> bool:
+    """Whether the text of `value` (``str()``, ``tojson``) would hold more than `TEMPLATE_MAX_CHARS`
+    characters: a list of 500 references to one string of 3.9 million is a small list whose text
+    is 2 GB, built before any check after it could apply. Counted without building it, stopping
+    as soon as the count passes the cap (so at most a few million steps, whatever the value)."""
+    if not isinstance(value, (list, tuple, dict)):
+        return False
+    total, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (str, bytes)):
+            total += len(item) + 4  # quotes and a separator
+        elif isinstance(item, dict):
+            total += 2
+            for k, v in item.items():
+                stack += (k, v)
+        elif isinstance(item, (list, tuple)):
+            total += 2
+            stack += item
+        else:
+            total += 24  # a number or another small value's text
+        if total > TEMPLATE_MAX_CHARS:
+            return True
+    return False
+
+
+def _check_shown(args: Sequence[Any], kwargs: dict[str, Any], what: str) -> None:
+    for a in (*args, *kwargs.values()):
+        if _shown_size_past_cap(a):
+            raise TemplateLimitError(f"chat template: {what} would make a text of more than "
+                                     f"{TEMPLATE_MAX_CHARS:,} characters")
+
+
+def _check_indent(args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+    """``indent`` adds its width to every line: ``('a\\n' * 1950000) | indent(1000)`` is 2 GB."""
+    text = args[0] if args else kwargs.get("s")
+    width = args[1] if len(args) > 1 else kwargs.get("width", 4)
+    if not isinstance(text, str):
+        return
+    pad = len(width) if isinstance(width, str) else width if isinstance(width, int) else 0
+    if len(text) + max(pad, 0) * (text.count("\n") + 1) > TEMPLATE_MAX_CHARS:
+        raise TemplateLimitError(f"chat template: filter 'indent' builds a text of more than "
+                                 f"{TEMPLATE_MAX_CHARS:,} characters")
+
+
 def _bounded_filter(f: Callable[..., Any], name: str) -> Callable[..., Any]:
     @functools.wraps(f)  # keeps jinja's pass_context/pass_environment marks
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         _check_arguments(args, kwargs, f"filter {name!r}")
+        if name not in _NOT_SHOWN:
+            _check_shown(args[:1] if name not in ("format", "join") else args, kwargs, f"filter {name!r}")
+        if name == "indent":
+            _check_indent(args, kwargs)
         if name == "format" and any(_huge_width(a) for a in args):
             raise TemplateLimitError(f"chat template: filter 'format' is given a width above {TEMPLATE_MAX_CHARS:,}")
         _check_deadline()
@@ -119,9 +175,13 @@ def _environment_class() -> type:
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     class _Generator(CodeGenerator):
-        def visit_Concat(self, node: Any, frame: Any) -> None:  # `a ~ b`: its result is checked
+        def visit_Concat(self, node: Any, frame: Any) -> None:  # `a ~ b`: its operands and result checked
             self.write("environment.sized_concat(")
-            super().visit_Concat(node, frame)
+            from jinja2 import nodes
+
+            wrapped = [nodes.Call(nodes.EnvironmentAttribute("shown_operand"), [arg], [], None, None,
+                                  lineno=arg.lineno) for arg in node.nodes]
+            super().visit_Concat(nodes.Concat(wrapped, lineno=node.lineno), frame)
             self.write(")")
 
     class BoundedEnvironment(ImmutableSandboxedEnvironment):  # type: ignore[misc]
@@ -131,6 +191,17 @@ def _environment_class() -> type:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.filters = {k: _bounded_filter(f, k) for k, f in self.filters.items()}
+            self.finalize = self.shown_output  # `{{ value }}`: checked before its text is made
+
+        @staticmethod
+        def shown_output(value: Any) -> Any:
+            _check_shown((value,), {}, "'{{ … }}'")
+            return value
+
+        @staticmethod
+        def shown_operand(value: Any) -> Any:
+            _check_shown((value,), {}, "'~'")
+            return value
 
         def sized_concat(self, value: Any) -> Any:
             return _sized(value, "'~'")
@@ -147,12 +218,16 @@ def _environment_class() -> type:
                 raise TemplateLimitError(f"chat template: '**' of {left} to the {right} is too large")
             if operator == "%" and _huge_width(left):
                 raise TemplateLimitError(f"chat template: '%' is given a width above {TEMPLATE_MAX_CHARS:,}")
+            if operator == "%" and isinstance(left, str):
+                _check_shown((right,), {}, "'%'")
             return _sized(super().call_binop(context, operator, left, right), f"{operator!r}")
 
         def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
             method = getattr(__obj, "__wrapped__", __obj)  # jinja wraps str.format for its sandbox
             name = getattr(method, "__name__", None)
             _check_arguments(args, kwargs, f"{'range' if name == 'safe_range' else name}(...)" if name else "a call")
+            if name != "shown_operand":
+                _check_shown(args, kwargs, f"{name}(...)" if name else "a call")
             if getattr(method, "__name__", None) in ("format", "format_map") \
                     and _huge_width(getattr(method, "__self__", None)):
                 raise TemplateLimitError(f"chat template: a format is given a width above {TEMPLATE_MAX_CHARS:,}")
@@ -203,7 +278,14 @@ class BoundedTemplate:
         finally:
             sys.settrace(previous)
             _render.limit = outer
-        return "".join(pieces)
+        text = "".join(pieces)
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as e:  # a literal '\udc80': no prompt file or request can hold it
+                raise TemplateLimitError(f"chat template: the rendered text holds a lone surrogate "
+                                         f"({text[e.start]!r}), which no UTF-8 text can hold") from None
+        return text
 
 
 def bounded_formatter(template: str, eos_token: str, bos_token: str, **kwargs: Any) -> Any:
