@@ -47,7 +47,7 @@ def scorecard(
 
         raise InputError("--resume finishes the scorecard saved in the folder; drop --model, --budget, --seed, "
                          "--chat and --reasoning-effort (--base-url only gives a URL with credentials again)")
-    res = run_scorecard(model or ([] if resume else ["embedded"]), budget=budget or "quick",
+    res = run_scorecard(model or ([] if resume else ["embedded"]), budget="quick" if budget is None else budget,
                         seed=0 if seed is None else seed,
                         output_dir=output_dir,
                         resume_dir=resume, chat=chat, base_url=base_url, no_cache=no_cache, report=not no_report,

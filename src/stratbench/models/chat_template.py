@@ -191,6 +191,9 @@ class ChatTemplate:
             template = named.get("default", next(iter(named.values()), None))
         if template is None:
             beside = p.parent / "chat_template.jinja"
+            if beside.exists() and not beside.is_file():  # a folder, a FIFO, /dev/zero: never read
+                raise InputError(f"--chat-template {p}: no chat_template in it, and the chat_template.jinja beside "
+                                 f"it is {'a directory' if beside.is_dir() else 'not a regular file'}")
             if beside.is_file():
                 try:
                     template = beside.read_text(encoding="utf-8")

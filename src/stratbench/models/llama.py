@@ -586,6 +586,9 @@ class LlamaCppModel(LocalModel):
         path = Path(model_path).expanduser()
         self.spec = spec or f"gguf:{path}"
         if not path.is_file():
+            if path.exists():  # /dev/null, a folder, a FIFO: there, but no file to load
+                what = "a directory" if path.is_dir() else "not a regular file"
+                raise InputError(f"{self.spec}: {path} is {what}, not a GGUF file")
             raise InputError(f"{self.spec}: no such GGUF file {path}")
         try:
             import llama_cpp

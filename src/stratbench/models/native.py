@@ -149,9 +149,11 @@ class SDKChatModel(LanguageModel):
         except RecursionError:  # the SDK's JSON parser on a reply nested 100,000 deep: a malformed reply
             return GenerateResult(None, latency_s=time.perf_counter() - t0,
                                   error="invalid reply: its JSON is nested too deeply")
+        waits = f" and up to {self.max_retry_wait_s * self.max_retries:g} s of waits between them" \
+            if self.max_retries else ""
         return GenerateResult(None, latency_s=time.perf_counter() - t0,
                               error=f"timed out: no whole answer within {self.deadline_s:g} s (--timeout "
-                                    f"{self.timeout_s:g} s for each of {self.max_retries + 1} attempts)")
+                                    f"{self.timeout_s:g} s for each of {self.max_retries + 1} attempts{waits})")
 
     def _session(self) -> Any:
         loop = asyncio.get_running_loop()
