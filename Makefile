@@ -53,8 +53,8 @@ test: $(STAMP) chromium
 	$(BIN)/python -m pytest
 
 # Local scoring paths against llama.cpp's raw evaluation of the same tokens, and the solver; writes
-# benchmarks/results/local.md (the README's benchmark table); then the API backend's throughput,
-# the CHBench fits, the ToM tabular baseline and the hf: backend (shared prompt vs a plain forward) (benchmarks/results/*.txt: the README's other
+# benchmarks/results/local.md (the benchmark table of docs/benchmarks.md); then the API backend's throughput,
+# the CHBench fits, the ToM tabular baseline and the hf: backend (shared prompt vs a plain forward) (benchmarks/results/*.txt: docs/benchmarks.md's other
 # timings). Offline, under 10 minutes.
 BENCH_OTHERS = api chbench_fit tom_tabular hf
 bench: $(STAMP)

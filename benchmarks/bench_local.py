@@ -28,7 +28,7 @@ ours, raw, ...) so that other load on the machine hits both sides alike:
 
 Timings are medians per call unless said otherwise; "ratio" = the median of the per-call ratios
 ours / raw. Prints the table and writes it as markdown with the date and machine (default
-benchmarks/results/local.md); `--update-readme` puts it in README.md between the `bench_local`
+benchmarks/results/local.md); `--update-readme` puts it in docs/benchmarks.md between the `bench_local`
 marker comments, and `--readme-from FILE` does so from an earlier run's markdown without measuring.
 
 Run: .venv/bin/python benchmarks/bench_local.py [--quick] [--update-readme] [--tmgbench-run]
@@ -523,7 +523,7 @@ def bench_solver() -> list[tuple[str, float, float, float, float]]:
 
 
 def tmgbench_run_time() -> float:
-    """The README's command `stratbench tmgbench run` (embedded model, DA, all 144 games), no cache."""
+    """The command in docs/suites/tmgbench.md, `stratbench tmgbench run` (embedded model, DA, all 144 games), no cache."""
     from stratbench.suites.tmgbench.config import TmgbenchConfig
     from stratbench.suites.tmgbench.run import run_tmgbench
 
@@ -627,10 +627,10 @@ def markdown(rows: list[Row], info: dict[str, Any]) -> str:
 
 
 def update_readme(text: str) -> None:
-    path = ROOT / "README.md"
+    path = ROOT / "docs" / "benchmarks.md"
     readme = path.read_text(encoding="utf-8")
     if BEGIN not in readme or END not in readme:
-        raise SystemExit(f"README.md has no {BEGIN} ... {END} markers")
+        raise SystemExit(f"{path} has no {BEGIN} ... {END} markers")
     head, rest = readme.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     path.write_text(f"{head}{BEGIN}\n{text}{END}{tail}", encoding="utf-8")
@@ -649,11 +649,11 @@ def main() -> None:
                     help="also time the whole `stratbench tmgbench run` command (all 144 games)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "local.md"))
     ap.add_argument("--update-readme", action="store_true")
-    ap.add_argument("--readme-from", metavar="FILE", help="put FILE (an earlier run's markdown) in README.md and stop")
+    ap.add_argument("--readme-from", metavar="FILE", help="put FILE (an earlier run's markdown) in docs/benchmarks.md and stop")
     a = ap.parse_args()
     if a.readme_from:
         update_readme(Path(a.readme_from).read_text(encoding="utf-8"))
-        print(f"README.md updated from {a.readme_from}")
+        print(f"docs/benchmarks.md updated from {a.readme_from}")
         return
     if a.quick:
         a.nashgap_games, a.tmgbench_games, a.rounds, a.hf_requests = 4, 3, 6, 4
@@ -724,7 +724,7 @@ def main() -> None:
     print(f"written to {out} and {out.with_suffix('.json').name} ({info['total_s']:.0f} s in all)")
     if a.update_readme:
         update_readme(text)
-        print("README.md updated")
+        print("docs/benchmarks.md updated")
 
 
 if __name__ == "__main__":

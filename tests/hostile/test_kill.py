@@ -20,7 +20,7 @@ import pytest
 from fake_openai_server import FakeOpenAIServer
 from run_records import VOLATILE, records, strip
 
-# what a resumed run's records may differ in besides timing and `cached` (README, "Runs can't lose
+# what a resumed run's records may differ in besides timing and `cached` (docs/results.md, "Runs can't lose
 # data"): the prompt tokens a call evaluated, 0 for an answer the response cache served
 COST = VOLATILE | {"tokens_in", "row_tokens_in", "col_tokens_in"}
 

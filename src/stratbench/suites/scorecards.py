@@ -85,7 +85,7 @@ class ScorecardPart:
     references: ClassVar[tuple[tuple[str, Role], ...]] = ()
 
     def budget(self, name: str) -> dict[str, Any]:
-        """The sizes this suite runs with at budget ``name`` (shown in the README and scorecard.json)."""
+        """The sizes this suite runs with at budget ``name`` (shown in docs/scorecard.md and scorecard.json)."""
         raise NotImplementedError
 
     def jobs(self, models: Sequence[ScorecardModel], budget: str, seed: int) -> list[tuple[Job, str, Role]]:
