@@ -331,10 +331,15 @@ def test_an_interrupt_as_the_merged_folder_is_renamed_names_the_complete_folder(
 
     def publish(staged: Path) -> Path:
         final = real(staged)
-        # between the rename and the command hearing of it; sent to the main thread, which holds it
-        # back (a signal sent to the process may be taken by another thread of the test process,
-        # which does not hold it: pthread_sigmask is per thread)
+        # between the rename and the command hearing of it: delivered to another thread (as the
+        # kernel may deliver a signal sent to the process) and to the main thread; both held back
+        idle = threading.Event()
+        other = threading.Thread(target=idle.wait)
+        other.start()
+        signal.pthread_kill(other.ident, signal.SIGINT)
         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        idle.set()
+        other.join()
         return final
 
     monkeypatch.setattr(merging, "publish_folder", publish)

@@ -225,16 +225,36 @@ def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, mer
 def signals_held() -> Iterator[None]:
     """SIGINT and SIGTERM held back (delivered when the block ends) while a finished output is
     renamed into place and named to the command line: an interrupt then never lands between the
-    two, where the command would say nothing was written beside a complete folder."""
-    import signal
+    two, where the command would say nothing was written beside a complete folder.
 
-    mask = getattr(signal, "pthread_sigmask", None)
-    if mask is None:  # (not POSIX: no way to hold them back)
-        yield
+    Held by Python-level handlers that only note the signal, not by a signal mask: a mask holds
+    signals for one thread only, and a signal sent to the process may be delivered to any other
+    thread (a thread pool's), whose Python handler then runs in the main thread all the same. A
+    handler runs in the main thread whichever thread the kernel chose. Off the main thread (where
+    no handler can be set) the thread's mask is the fallback."""
+    import signal
+    import threading
+
+    held = (signal.SIGINT, signal.SIGTERM)
+    if threading.current_thread() is not threading.main_thread():
+        mask = getattr(signal, "pthread_sigmask", None)
+        if mask is None:  # (not POSIX: no way to hold them back)
+            yield
+            return
+        blocked = mask(signal.SIG_BLOCK, set(held))
+        try:
+            yield
+        finally:
+            mask(signal.SIG_SETMASK, blocked)
         return
-    held = {signal.SIGINT, signal.SIGTERM}
-    previous = mask(signal.SIG_BLOCK, held)
+    got: list[int] = []
+    previous = {s: signal.getsignal(s) for s in held}
+    for s in held:
+        signal.signal(s, lambda signum, frame: got.append(signum))
     try:
         yield
     finally:
-        mask(signal.SIG_SETMASK, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+        for s in dict.fromkeys(got):
+            signal.raise_signal(s)
