@@ -256,5 +256,5 @@ def signals_held() -> Iterator[None]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler if handler is not None else signal.SIG_DFL)
-        for s in dict.fromkeys(got):
-            signal.raise_signal(s)
+        for signum in dict.fromkeys(got):
+            signal.raise_signal(signum)
