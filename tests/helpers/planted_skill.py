@@ -5,7 +5,8 @@ the next-token log-probabilities on a Nash-gap prompt put weight w on the game's
 the chance reference, and the score grows with w. Every other prompt gets the fake model's own
 answer (``planted`` returns None), the same for every checkpoint.
 
-``WEIGHTS`` is a rise, a plateau and a fall: emergence at step 1000, a regression at 100000.
+``WEIGHTS`` is a rise, a plateau and a fall: emergence at step 1000, a regression at 100000 (and
+at 1000000, the fifth checkpoint).
 Used by tests/workflows/test_trend.py, benchmarks/bench_trend.py and benchmarks/trend_picture.py
 (``planted_server``: the server in a process of its own).
 """
