@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test bench bench-scorecard clean chromium
+.PHONY: install demo test bench bench-scorecard bench-trend trend-picture clean chromium
 
 # llama-cpp-python builds from source (a few minutes on 2 cores, once per machine: the wheel is kept
 # in WHEELS). It is built for one fixed instruction set, never for the build machine's own CPU
@@ -69,6 +69,15 @@ bench: $(STAMP)
 # decision, no prefix reuse); writes benchmarks/results/scorecard.md.
 bench-scorecard: $(STAMP)
 	$(BIN)/python benchmarks/bench_scorecard.py
+
+# The trend's cost per checkpoint against one scorecard (smoke budget, planted checkpoints on the fake
+# OpenAI-compatible server, offline, about 5 minutes); writes benchmarks/results/trend.md.
+bench-trend: $(STAMP)
+	$(BIN)/python benchmarks/bench_trend.py
+
+# docs/img/trend.png: the curves of a five-checkpoint trend on the same planted checkpoints (2 minutes).
+trend-picture: $(STAMP)
+	$(BIN)/python benchmarks/trend_picture.py
 
 clean:
 	rm -rf $(VENV) results

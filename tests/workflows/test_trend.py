@@ -1,19 +1,18 @@
 """`stratbench trend`: one scorecard per checkpoint, a curve per suite, emergence and regressions.
 
-The checkpoints are the fake OpenAI-compatible server with a planted skill: for the model
-``ckpt-<step>`` its next-token log-probabilities on a Nash-gap prompt put weight w (WEIGHTS) on the
-game's maximin strategy (solved here with scipy from the table in the prompt) and 1 − w on the
-uniform one — w = 0 is exactly the chance reference, and the score grows with w. Every other
-suite's prompts get the fake model's own answers, the same for every checkpoint (a flat series:
-TMGBench's sampled answers never parse, a failed cell). So the Nash-gap curve is known: emergence
-at the first step with w > 0, a regression where w falls.
+The checkpoints are the fake OpenAI-compatible server with a planted skill (tests/helpers/
+planted_skill.py): for the model ``ckpt-<step>`` its next-token log-probabilities on a Nash-gap
+prompt put weight w (its WEIGHTS) on the game's maximin strategy (solved with scipy from the table
+in the prompt) and 1 − w on the uniform one — w = 0 is exactly the chance reference, and the score
+grows with w. Every other suite's prompts get the fake model's own answers, the same for every
+checkpoint (a flat series: TMGBench's sampled answers never parse, a failed cell). So the Nash-gap
+curve is known: emergence at the first step with w > 0, a regression where w falls.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import math
 import os
 import re
 import shutil
@@ -27,7 +26,7 @@ import numpy as np
 import pytest
 from chromium import chromium, console_lines, run_chromium
 from fake_openai_server import FakeOpenAIServer
-from scipy.optimize import linprog
+from planted_skill import planted
 
 from stratbench.api import trend
 from stratbench.errors import InputError
@@ -35,47 +34,12 @@ from stratbench.scoring import UnitScores, normalized_score, paired_difference
 from stratbench.workflows.trend_analysis import StepScore, difference, emergence, holm, p_value_from_ci, regressions
 
 SEED = 0
-WEIGHTS = {"ckpt-100": 0.0, "ckpt-1000": 0.9, "ckpt-10000": 0.9, "ckpt-100000": 0.2, "ckpt-1000000": 0.0}
 FIRST = ["ckpt-100", "ckpt-1000", "ckpt-10000", "ckpt-100000"]
 ADDED = "ckpt-1000000"
-NASH_END = "Answer: I choose action "
 
 
 def _spec(name: str) -> str:
     return f"openai-compatible:{name}"
-
-
-def _maximin(a: np.ndarray) -> np.ndarray:
-    """The row player's maximin strategy of a zero-sum game (payoffs ``a`` to the row player)."""
-    m, n = a.shape
-    c = np.zeros(m + 1)
-    c[-1] = -1.0  # maximise v
-    a_ub = np.hstack([-a.T, np.ones((n, 1))])  # v - p·A[:, j] <= 0
-    a_eq = np.hstack([np.ones((1, m)), np.zeros((1, 1))])
-    res = linprog(c, A_ub=a_ub, b_ub=np.zeros(n), A_eq=a_eq, b_eq=[1.0],
-                  bounds=[(0, None)] * m + [(None, None)], method="highs")
-    p = np.clip(res.x[:m], 0.0, None)
-    return p / p.sum()
-
-
-def planted(model: str, prompt: str) -> dict[str, float] | None:
-    """The checkpoints' next token on a Nash-gap prompt: w × maximin + (1 − w) × uniform."""
-    if model not in WEIGHTS or not prompt.endswith(NASH_END) or "you \\ opp" not in prompt:
-        return None
-    lines = prompt.split("\n")
-    head = next(i for i, line in enumerate(lines) if line.strip().startswith("you \\ opp"))
-    labels, rows = [], []
-    for line in lines[head + 2:]:
-        if " | " not in line:
-            break
-        cells = [x.strip() for x in line.split(" | ")]
-        labels.append(cells[0])
-        rows.append([float(x) for x in cells[1:]])
-    w = WEIGHTS[model]
-    q = w * _maximin(np.asarray(rows)) + (1.0 - w) / len(labels)
-    out = {lab: math.log(max(float(x), 1e-12)) for lab, x in zip(labels, q)}
-    out["\n"] = math.log(1e-9)  # a token that is no label, far below them
-    return out
 
 
 @pytest.fixture(scope="module")
