@@ -617,3 +617,33 @@ def test_a_chbench_config_of_another_type_is_one_line_in_resume_and_compare(tmp_
         r = cli(*args)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and why in r.stderr, r.stderr
     assert {p.name: p.read_bytes() for p in Path(folder).iterdir()} == before
+
+
+# -- a scorecard.json is shown only while every field of it is what its records give (fuzz 9 D4) --
+
+def _model_cell(card: dict) -> dict:
+    return next(c for c in card["cells"] if c["player"] == "openai-compatible:fake" and c["suite"] == "nashgap")
+
+
+@pytest.mark.parametrize("edit,fragment", [
+    (lambda card: _model_cell(card).update(reference="optimal"), "reference 'optimal' disagrees with its records"),
+    (lambda card: _model_cell(card).update(exact=True), "exact True disagrees with its records"),
+    (lambda card: _model_cell(card).update(runs=_model_cell(card)["runs"][:-1]), "runs ["),
+    (lambda card: card["players"].pop(), "players are not the scorecard's"),
+    (lambda card: card["suites"][0].update(title="Best"), "suites are not the scorecard's"),
+])
+def test_every_field_of_scorecard_json_is_checked_against_the_records(tmp_path, cli, finished_scorecard, edit,
+                                                                      fragment):
+    """A cell relabelled as a reference, a CI dropped as if exact, a row removed from the table:
+    compare refuses, the report leaves the table out with a warning."""
+    import shutil
+
+    folder = tmp_path / "card"
+    shutil.copytree(finished_scorecard, folder)
+    card = json.loads((folder / "scorecard.json").read_text())
+    edit(card)
+    (folder / "scorecard.json").write_text(json.dumps(card))
+    r = cli("compare", str(finished_scorecard), str(folder))
+    assert r.returncode == 2 and fragment in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    assert r.returncode == 0 and fragment in r.stderr and "leaves out the scorecard's table" in r.stderr, r.stderr

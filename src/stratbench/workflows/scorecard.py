@@ -362,7 +362,8 @@ def write_scorecard_csv(path: Path, card: Scorecard, costs: Sequence[CostRow]) -
 # scorecard.json against a recomputation from the records: equal on one machine; the tolerance
 # covers another machine's floating point (BLAS, libm) only — an edited number is far outside it
 REL_TOL = ABS_TOL = 1e-6
-CHECKED_FIELDS = ("status", "n_units", "counts", "value", "ci95", "normalized", "normalized_ci95")
+CHECKED_FIELDS = ("status", "n_units", "counts", "value", "ci95", "normalized", "normalized_ci95", "reference",
+                  "exact", "runs")
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -378,7 +379,8 @@ def _same(a: Any, b: Any) -> bool:
 
 def check_against_records(saved: Scorecard, computed: Scorecard, where: str) -> None:
     """InputError (one line) unless scorecard.json holds the cells its runs' records give — the
-    same cells, each with the same status, counts and numbers (within float tolerance)."""
+    same cells, each with the same status, counts, numbers (within float tolerance), reference,
+    exactness and runs; and the same players (the table's rows) and suites (its columns)."""
     fix = (f"the file was edited, or its runs were; rewrite it from the records with stratbench scorecard "
            f"--resume {where}")
     if (saved["budget"], saved["seed"]) != (computed["budget"], computed["seed"]):
@@ -392,6 +394,9 @@ def check_against_records(saved: Scorecard, computed: Scorecard, where: str) -> 
         what = (f"{odd[0][0]} on {odd[0][1]} is not a cell of its runs" if odd else
                 f"no cell for {lost[0][0]} on {lost[0][1]}" if lost else "a cell is given twice")
         raise InputError(f"{where}/scorecard.json: {what}; {fix}")
+    for name in ("players", "suites"):  # a row dropped from the table, a player or suite relabelled
+        if not _same(saved[name], computed[name]):
+            raise InputError(f"{where}/scorecard.json: its {name} are not the scorecard's; {fix}")
     for key, w in want.items():
         g = got[key]
         for f in CHECKED_FIELDS:
