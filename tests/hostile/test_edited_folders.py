@@ -647,3 +647,75 @@ def test_every_field_of_scorecard_json_is_checked_against_the_records(tmp_path, 
     assert r.returncode == 2 and fragment in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
     assert r.returncode == 0 and fragment in r.stderr and "leaves out the scorecard's table" in r.stderr, r.stderr
+
+
+# -- a suite file's suite_metadata.json is shown and resumed only while its runs give it (fuzz 9 D3) --
+
+@pytest.fixture(scope="module")
+def finished_suite_file(tmp_path_factory):
+    import os
+    import subprocess
+    import sys
+
+    def run_cli(*args: str):
+        return subprocess.run([sys.executable, "-m", "stratbench", *args], capture_output=True, text=True,
+                              timeout=300, env=dict(os.environ, CI="1"))
+
+    root = tmp_path_factory.mktemp("suite")
+    (root / "s.toml").write_text('seeds = [1, 2]\nmodels = ["random"]\n[nashgap]\nnum_games = 3\nnum_trials = 2\n')
+    r = run_cli("suite", "run", str(root / "s.toml"), "--output-dir", str(root / "o"), "--no-report", "--quiet")
+    assert r.returncode == 0, r.stderr
+    (folder,) = (root / "o").iterdir()
+    return folder
+
+
+def _swap_folders(m: dict) -> None:
+    m["runs"][0]["folder"], m["runs"][1]["folder"] = m["runs"][1]["folder"], m["runs"][0]["folder"]
+
+
+@pytest.mark.parametrize("edit,fragment", [
+    (lambda m: m["runs"][0]["headline"][0].update(value=0.0), "is listed with a headline its records do not give"),
+    (lambda m: m["runs"][1].update(seed=1), "is listed with seed 1, but the run's is 2"),
+    (lambda m: m["runs"][0].update(folder="../../elsewhere"), "no folder inside the collection"),
+    (lambda m: m["runs"][0].update(folder="/tmp"), "no folder inside the collection"),
+    (lambda m: m["runs"].append(dict(m["runs"][0])), "listed twice"),
+    (_swap_folders, "has seed = 2 where the collection's plan has 1"),
+    (lambda m: m["config"].update(seeds=[1]), "plan"),
+    (lambda m: m["config"]["nashgap"].update(num_games=4), "has num_games = 3 where the collection's plan has 4"),
+    (lambda m: m["runs"].pop(), "does not list its run 'nashgap|random|2|'"),
+    (lambda m: m.update(kind="scorecard"), "kind 'scorecard', suite_version 1 are not a suite file's"),
+])
+def test_a_suite_files_edited_metadata_is_withheld_by_the_report_and_refused_by_resume(
+        tmp_path, cli, finished_suite_file, edit, fragment):
+    """runs.csv was rewritten from an edited list on resume (a headline of 0.0, two seed-1 rows)
+    and the report showed the list as it stood: now the report leaves it out with a warning, and
+    a resume of the finished suite refuses it, nothing changed."""
+    import shutil
+
+    folder = tmp_path / "suite"
+    shutil.copytree(finished_suite_file, folder)
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    edit(meta)
+    (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    (line,) = [x for x in r.stderr.splitlines() if "suite_metadata.json" in x]
+    assert r.returncode == 0 and line.startswith("warning:") and "leaves out the collection's" in line, r.stderr
+    assert fragment in line or fragment == "plan" and "its plan is not the runs its config gives" in line, r.stderr
+    before = _snapshot(folder)
+    r = cli("suite", "run", "--resume", str(folder), "--no-report", "--quiet")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert fragment in r.stderr or fragment == "plan" and "same runs" in r.stderr, r.stderr
+    assert _snapshot(folder) == before
+
+
+def test_a_suite_folder_whose_metadata_was_deleted_is_reported_with_a_warning(tmp_path, cli, finished_suite_file):
+    import shutil
+
+    folder = tmp_path / "suite"
+    shutil.copytree(finished_suite_file, folder)
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep0"), "--quiet")
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr  # (the folder as written: no warning)
+    (folder / "suite_metadata.json").unlink()
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    assert r.returncode == 0 and "suite_metadata.json: missing" in r.stderr, r.stderr
+

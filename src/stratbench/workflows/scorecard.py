@@ -51,7 +51,7 @@ from stratbench.scoring import (
 from stratbench.suites import SUITES
 from stratbench.suites.base import Job
 from stratbench.suites.scorecards import ScorecardModel, ScorecardPart, ScorecardRun
-from stratbench.workflows.jobs import family, finished_runs, run_jobs
+from stratbench.workflows.jobs import check_listed_runs, family, finished_runs, run_jobs
 from stratbench.workflows.suite_file import refused_leaves_nothing
 from stratbench.workflows.suite_plan import check_job_models, check_no_redacted_urls, pending_jobs
 
@@ -249,15 +249,13 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
         for k, v in http.items():
             if hasattr(job.config, k):
                 setattr(job.config, k, v)
-    roles = {j.key: (player, role) for j, player, role in plan}
     jobs = [j for j, _, _ in plan]
-    finished = finished_runs(out, meta, jobs) if resume_dir else set()
+    extra = _entry_extra(plan)
+    finished = finished_runs(out, meta, jobs, extra) if resume_dir else set()
     with refused_leaves_nothing(out, meta, new=resume_dir is None, made=made), folder_lock(out):
         write_json_atomic(out / META, meta)  # resumable from its first moment
         announce_folder(out)
-        runs, n_errors = run_jobs(out, meta, jobs, on_run, finished=finished, timed=True,
-                                  extra=lambda j: {"player": roles[j.key][0], "role": roles[j.key][1],
-                                                   "registry": j.suite})
+        runs, n_errors = run_jobs(out, meta, jobs, on_run, finished=finished, timed=True, extra=extra)
         card, costs = score_folder(out, ms, budget, seed, plan, runs)
         write_json_atomic(out / "scorecard.json", card)
         write_json_atomic(out / "cost.json", costs)
@@ -266,6 +264,13 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
         write_json_atomic(out / META, meta)
     index = report(out) if report is not None else None
     return ScorecardResult(out, card, costs, n_errors, index)
+
+
+def _entry_extra(plan: Sequence[tuple[Job, str, Role]]) -> Callable[[Job], dict[str, Any]]:
+    """The keys a scorecard's run entries hold beside a suite file's: the player, its role, the
+    registered suite."""
+    roles = {j.key: (player, role) for j, player, role in plan}
+    return lambda j: {"player": roles[j.key][0], "role": roles[j.key][1], "registry": j.suite}
 
 
 def _scorecard_runs(out: Path, plan: Sequence[tuple[Job, str, Role]], runs: Sequence[dict[str, Any]]) -> list[ScorecardRun]:
@@ -439,8 +444,22 @@ def check_scorecard(folder: Path) -> None:
     edited file); an unfinished scorecard (no scorecard.json yet) passes. What the report calls
     before it shows a scorecard's table."""
     meta = _read_meta(folder, "")
-    if meta.get("status") == "finished":
+    if meta.get("status") == "finished" or (folder / "scorecard.json").is_file():
+        # (a scorecard.json beside a status edited to "running" is checked all the same)
         _finished_scorecard(folder, "")
+
+
+def check_scorecard_runs(folder: Path) -> None:
+    """InputError when a scorecard folder's suite_metadata.json lists runs other than the ones its
+    plan and its run folders give (`check_listed_runs`): what the report checks before it shows
+    the list."""
+    meta = _read_meta(folder, "")
+    ms, budget, seed = _from_config(meta["config"], str(folder))
+    plan = plan_scorecard(ms, budget, seed)
+    if [j.key for j, _, _ in plan] != meta.get("plan"):
+        raise InputError(f"{folder}/{META}: its plan is not the runs its config gives (edited by hand, or written by "
+                         "another version of stratbench)")
+    check_listed_runs(folder, meta, [j for j, _, _ in plan], _entry_extra(plan))
 
 
 def pair_models(a: Sequence[str], b: Sequence[str]) -> list[tuple[str, str]]:
