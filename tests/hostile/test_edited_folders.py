@@ -719,3 +719,51 @@ def test_a_suite_folder_whose_metadata_was_deleted_is_reported_with_a_warning(tm
     r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
     assert r.returncode == 0 and "suite_metadata.json: missing" in r.stderr, r.stderr
 
+
+
+# -- a finished run's config raised to more units: refused like ToM's episodes (fuzz 9 D5, M2) -----
+
+def _raised(tmp_path, cli, args: list[str], key: str, value: int) -> Path:
+    r = cli(*args, "--seed", "1", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    meta = json.loads((folder / "run.json").read_text())
+    meta["config"][key] = value
+    (folder / "run.json").write_text(json.dumps(meta))
+    return folder
+
+
+@pytest.mark.parametrize("args,key,value,resume,compared", [
+    (["nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--quiet"], "num_trials", 3,
+     ["nashgap"], "trials.jsonl: the finished run holds only 6 of the run's 9 trials (2 of 3 per game)"),
+    (["tom", "baseline", "--game", "rps", "--partner", "single_action", "--episodes", "3", "--rounds", "5"],
+     "episodes", 4, ["tom", "baseline"], "episodes.jsonl: the finished run holds only 3 of the run's 4 episodes"),
+    (["chbench", "run", "--models", "random", "--opponents", "level-k:1", "--games", "1", "--rounds", "3",
+      "--bootstrap", "3", "--quiet"], "rounds", 4, ["chbench", "run"], "config.rounds is 4"),
+])
+def test_a_finished_run_whose_config_was_raised_is_refused_not_played_on(tmp_path, cli, args, key, value, resume,
+                                                                       compared):
+    """A "3-trial" run holding 2 trials per game was compared and reported as it stood, and a
+    resume of the finished run played the new trials (new model calls): compare, the report and
+    the resume now refuse it, as they refuse ToM's raised episodes."""
+    folder = _raised(tmp_path, cli, args, key, value)
+    before = _snapshot(folder)
+    r = cli(*resume, "--resume", str(folder))
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [r.stderr.strip()], r.stderr
+    assert "the finished run holds only" in r.stderr and "its config was edited" in r.stderr, r.stderr
+    r = cli("compare", str(folder), str(folder))
+    assert r.returncode == 2 and compared in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    assert r.returncode == 0 and compared in r.stderr and "leaves out its numbers" in r.stderr, r.stderr
+    assert _snapshot(folder) == before
+
+
+def test_a_finished_run_whose_records_were_cut_is_still_finished_again(tmp_path, cli):
+    """(the rule above leaves this alone: run.json's count says records were lost, not added)"""
+    folder = _raised(tmp_path, cli, ["nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2",
+                                     "--quiet"], "num_trials", 2)
+    lines = (folder / "trials.jsonl").read_text().splitlines()
+    (folder / "trials.jsonl").write_text("\n".join(lines[:-2]) + "\n")
+    r = cli("nashgap", "--resume", str(folder), "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert len((folder / "trials.jsonl").read_text().splitlines()) == len(lines)

@@ -251,9 +251,12 @@ def merge_baselines(folders: list[Path], out: Path) -> Outcome:
     keys = [(r["game"], r["partner"], int(r["episode"])) for r in records]
     want = {(g, p, e) for g in c.games for p in c.partners for e in range(c.episodes)}
     if len(set(keys)) != len(keys) or set(keys) != want:
-        missing = len(want - set(keys))
-        raise InputError(f"the shards do not hold every episode exactly once ({missing} missing, "
-                         f"{len(keys) - len(set(keys))} duplicated)")
+        # (the words of merge_streams: a finished run's check, one folder, says "the finished run holds only")
+        twice = len(keys) - len(set(keys))
+        odd = len(set(keys) - want)
+        raise InputError(f"{EPISODES_FILE}: the shards hold {len(set(keys) & want)} of the run's {len(want)} episodes"
+                         + (f" and {twice} twice" if twice else "") + (f" and {odd} not in the run" if odd else "")
+                         + "; merge every shard of one run once, each after it has finished")
     records.sort(key=stream.sort_key)
     write_jsonl_atomic(out / EPISODES_FILE, records)
     return plan.summarise(out, {EPISODES_FILE: records})
