@@ -720,7 +720,6 @@ def test_a_suite_folder_whose_metadata_was_deleted_is_reported_with_a_warning(tm
     assert r.returncode == 0 and "suite_metadata.json: missing" in r.stderr, r.stderr
 
 
-
 # -- a finished run's config raised to more units: refused like ToM's episodes (fuzz 9 D5, M2) -----
 
 def _raised(tmp_path, cli, args: list[str], key: str, value: int) -> Path:
@@ -767,3 +766,37 @@ def test_a_finished_run_whose_records_were_cut_is_still_finished_again(tmp_path,
     r = cli("nashgap", "--resume", str(folder), "--quiet")
     assert r.returncode == 0, r.stderr
     assert len((folder / "trials.jsonl").read_text().splitlines()) == len(lines)
+
+
+# -- a scorecard folder missing its scorecard.json, or relabelled (fuzz 9 M5) ------------------------
+
+def test_a_finished_scorecard_without_its_scorecard_json_is_reported_with_a_warning(tmp_path, cli,
+                                                                                   finished_scorecard):
+    import shutil
+
+    folder = tmp_path / "card"
+    shutil.copytree(finished_scorecard, folder)
+    (folder / "scorecard.json").unlink()
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    assert r.returncode == 0 and "no readable scorecard.json" in r.stderr, r.stderr
+    assert "leaves out the scorecard's table" in r.stderr, r.stderr
+
+
+def test_a_scorecard_whose_kind_was_edited_is_refused(tmp_path, cli, finished_scorecard):
+    import shutil
+
+    folder = tmp_path / "card"
+    shutil.copytree(finished_scorecard, folder)
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    meta.update(kind="suite", suite_version=2)
+    (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    why = "kind 'suite', suite_version 2 are not a scorecard's (edited by hand)"
+    r = cli("compare", str(finished_scorecard), str(folder))
+    assert r.returncode == 2 and why in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    assert r.returncode == 0 and why in r.stderr and "leaves out the scorecard's table" in r.stderr, r.stderr
+    before = _snapshot(folder)
+    r = cli("scorecard", "--resume", str(folder), "--no-report")
+    assert r.returncode == 2 and why in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert _snapshot(folder) == before
+

@@ -194,7 +194,11 @@ def _read_meta(folder: Path, flag: str) -> dict[str, Any]:
             raise KeyError
     except (OSError, ValueError, KeyError, AttributeError, RecursionError):
         raise InputError(f"{flag}{folder}: not a scorecard folder") from None
-    return migrate_run_json(meta, f"{flag}{folder}/{META}")
+    meta = migrate_run_json(meta, f"{flag}{folder}/{META}")
+    if meta.get("kind", KIND) != KIND or meta.get("suite_version", 1) != 1:
+        raise InputError(f"{flag}{folder}/{META}: kind {meta.get('kind')!r}, suite_version "
+                         f"{meta.get('suite_version')!r} are not a scorecard's (edited by hand)")
+    return meta
 
 
 def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "quick", seed: int = 0,
