@@ -800,3 +800,18 @@ def test_a_scorecard_whose_kind_was_edited_is_refused(tmp_path, cli, finished_sc
     assert r.returncode == 2 and why in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert _snapshot(folder) == before
 
+
+@pytest.mark.parametrize("key,value", [("agent", "openai:gpt-4o"), ("m", 2)])
+def test_a_tom_baseline_run_json_relabelled_to_another_agent_is_refused(tmp_path, cli, key, value):
+    """The report filed the run under the name run.json gave (as an edited config.player of the
+    other suites was, fuzz 9 D2)."""
+    folder = _raised(tmp_path, cli, ["tom", "baseline", "--game", "rps", "--partner", "single_action", "--episodes",
+                                     "2", "--rounds", "5"], key, value)
+    why = f"run.json's saved config is not valid: {key} is {value!r} but the baseline plays"
+    before = _snapshot(folder)
+    for args in (("tom", "baseline", "--resume", str(folder)), ("compare", str(folder), str(folder))):
+        r = cli(*args)
+        assert r.returncode == 2 and why in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    assert r.returncode == 0 and why in r.stderr and "leaves out its numbers" in r.stderr, r.stderr
+    assert _snapshot(folder) == before
