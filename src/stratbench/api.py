@@ -21,12 +21,15 @@ __all__ = ["report", "scorecard", "trend"]
 def report(path: str | Path, output: str | Path | None = None, max_records: int = 10,
            figures: str = "auto") -> ReportResult:
     """`stratbench report`: the HTML report of the runs under ``path``; a scorecard's table is
-    shown only while its scorecard.json agrees with its runs' records (checked by the workflows)."""
+    shown only while its scorecard.json agrees with its runs' records, a collection's list of runs
+    only while it agrees with its plan and runs (checked by the workflows)."""
     from stratbench.report.build import build_report
     from stratbench.workflows.scorecard import check_scorecard
+    from stratbench.workflows.suite_file import check_collection
     from stratbench.workflows.verify import check_run
 
-    return build_report(path, output, max_records, figures, check_scorecard=check_scorecard, check_run=check_run)
+    return build_report(path, output, max_records, figures, check_scorecard=check_scorecard, check_run=check_run,
+                        check_suite=check_collection)
 
 
 def _report_index(folder: Path) -> Path:

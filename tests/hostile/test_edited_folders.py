@@ -617,3 +617,201 @@ def test_a_chbench_config_of_another_type_is_one_line_in_resume_and_compare(tmp_
         r = cli(*args)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and why in r.stderr, r.stderr
     assert {p.name: p.read_bytes() for p in Path(folder).iterdir()} == before
+
+
+# -- a scorecard.json is shown only while every field of it is what its records give (fuzz 9 D4) --
+
+def _model_cell(card: dict) -> dict:
+    return next(c for c in card["cells"] if c["player"] == "openai-compatible:fake" and c["suite"] == "nashgap")
+
+
+@pytest.mark.parametrize("edit,fragment", [
+    (lambda card: _model_cell(card).update(reference="optimal"), "reference 'optimal' disagrees with its records"),
+    (lambda card: _model_cell(card).update(exact=True), "exact True disagrees with its records"),
+    (lambda card: _model_cell(card).update(runs=_model_cell(card)["runs"][:-1]), "runs ["),
+    (lambda card: card["players"].pop(), "players are not the scorecard's"),
+    (lambda card: card["suites"][0].update(title="Best"), "suites are not the scorecard's"),
+])
+def test_every_field_of_scorecard_json_is_checked_against_the_records(tmp_path, cli, finished_scorecard, edit,
+                                                                      fragment):
+    """A cell relabelled as a reference, a CI dropped as if exact, a row removed from the table:
+    compare refuses, the report leaves the table out with a warning."""
+    import shutil
+
+    folder = tmp_path / "card"
+    shutil.copytree(finished_scorecard, folder)
+    card = json.loads((folder / "scorecard.json").read_text())
+    edit(card)
+    (folder / "scorecard.json").write_text(json.dumps(card))
+    r = cli("compare", str(finished_scorecard), str(folder))
+    assert r.returncode == 2 and fragment in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    assert r.returncode == 0 and fragment in r.stderr and "leaves out the scorecard's table" in r.stderr, r.stderr
+
+
+# -- a suite file's suite_metadata.json is shown and resumed only while its runs give it (fuzz 9 D3) --
+
+@pytest.fixture(scope="module")
+def finished_suite_file(tmp_path_factory):
+    import os
+    import subprocess
+    import sys
+
+    def run_cli(*args: str):
+        return subprocess.run([sys.executable, "-m", "stratbench", *args], capture_output=True, text=True,
+                              timeout=300, env=dict(os.environ, CI="1"))
+
+    root = tmp_path_factory.mktemp("suite")
+    (root / "s.toml").write_text('seeds = [1, 2]\nmodels = ["random"]\n[nashgap]\nnum_games = 3\nnum_trials = 2\n')
+    r = run_cli("suite", "run", str(root / "s.toml"), "--output-dir", str(root / "o"), "--no-report", "--quiet")
+    assert r.returncode == 0, r.stderr
+    (folder,) = (root / "o").iterdir()
+    return folder
+
+
+def _swap_folders(m: dict) -> None:
+    m["runs"][0]["folder"], m["runs"][1]["folder"] = m["runs"][1]["folder"], m["runs"][0]["folder"]
+
+
+@pytest.mark.parametrize("edit,fragment", [
+    (lambda m: m["runs"][0]["headline"][0].update(value=0.0), "is listed with a headline its records do not give"),
+    (lambda m: m["runs"][1].update(seed=1), "is listed with seed 1, but the run's is 2"),
+    (lambda m: m["runs"][0].update(folder="../../elsewhere"), "no folder inside the collection"),
+    (lambda m: m["runs"][0].update(folder="/tmp"), "no folder inside the collection"),
+    (lambda m: m["runs"].append(dict(m["runs"][0])), "listed twice"),
+    (_swap_folders, "has seed = 2 where the collection's plan has 1"),
+    (lambda m: m["config"].update(seeds=[1]), "plan"),
+    (lambda m: m["config"]["nashgap"].update(num_games=4), "has num_games = 3 where the collection's plan has 4"),
+    (lambda m: m["runs"].pop(), "does not list its run 'nashgap|random|2|'"),
+    (lambda m: m.update(kind="scorecard"), "kind 'scorecard', suite_version 1 are not a suite file's"),
+])
+def test_a_suite_files_edited_metadata_is_withheld_by_the_report_and_refused_by_resume(
+        tmp_path, cli, finished_suite_file, edit, fragment):
+    """runs.csv was rewritten from an edited list on resume (a headline of 0.0, two seed-1 rows)
+    and the report showed the list as it stood: now the report leaves it out with a warning, and
+    a resume of the finished suite refuses it, nothing changed."""
+    import shutil
+
+    folder = tmp_path / "suite"
+    shutil.copytree(finished_suite_file, folder)
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    edit(meta)
+    (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    (line,) = [x for x in r.stderr.splitlines() if "suite_metadata.json" in x]
+    assert r.returncode == 0 and line.startswith("warning:") and "leaves out the collection's" in line, r.stderr
+    assert fragment in line or fragment == "plan" and "its plan is not the runs its config gives" in line, r.stderr
+    before = _snapshot(folder)
+    r = cli("suite", "run", "--resume", str(folder), "--no-report", "--quiet")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert fragment in r.stderr or fragment == "plan" and "same runs" in r.stderr, r.stderr
+    assert _snapshot(folder) == before
+
+
+def test_a_suite_folder_whose_metadata_was_deleted_is_reported_with_a_warning(tmp_path, cli, finished_suite_file):
+    import shutil
+
+    folder = tmp_path / "suite"
+    shutil.copytree(finished_suite_file, folder)
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep0"), "--quiet")
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr  # (the folder as written: no warning)
+    (folder / "suite_metadata.json").unlink()
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    assert r.returncode == 0 and "suite_metadata.json: missing" in r.stderr, r.stderr
+
+
+# -- a finished run's config raised to more units: refused like ToM's episodes (fuzz 9 D5, M2) -----
+
+def _raised(tmp_path, cli, args: list[str], key: str, value: int) -> Path:
+    r = cli(*args, "--seed", "1", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    meta = json.loads((folder / "run.json").read_text())
+    meta["config"][key] = value
+    (folder / "run.json").write_text(json.dumps(meta))
+    return folder
+
+
+@pytest.mark.parametrize("args,key,value,resume,compared", [
+    (["nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--quiet"], "num_trials", 3,
+     ["nashgap"], "trials.jsonl: the finished run holds only 6 of the run's 9 trials (2 of 3 per game)"),
+    (["tom", "baseline", "--game", "rps", "--partner", "single_action", "--episodes", "3", "--rounds", "5"],
+     "episodes", 4, ["tom", "baseline"], "episodes.jsonl: the finished run holds only 3 of the run's 4 episodes"),
+    (["chbench", "run", "--models", "random", "--opponents", "level-k:1", "--games", "1", "--rounds", "3",
+      "--bootstrap", "3", "--quiet"], "rounds", 4, ["chbench", "run"], "config.rounds is 4"),
+])
+def test_a_finished_run_whose_config_was_raised_is_refused_not_played_on(tmp_path, cli, args, key, value, resume,
+                                                                       compared):
+    """A "3-trial" run holding 2 trials per game was compared and reported as it stood, and a
+    resume of the finished run played the new trials (new model calls): compare, the report and
+    the resume now refuse it, as they refuse ToM's raised episodes."""
+    folder = _raised(tmp_path, cli, args, key, value)
+    before = _snapshot(folder)
+    r = cli(*resume, "--resume", str(folder))
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [r.stderr.strip()], r.stderr
+    assert "the finished run holds only" in r.stderr and "its config was edited" in r.stderr, r.stderr
+    r = cli("compare", str(folder), str(folder))
+    assert r.returncode == 2 and compared in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    assert r.returncode == 0 and compared in r.stderr and "leaves out its numbers" in r.stderr, r.stderr
+    assert _snapshot(folder) == before
+
+
+def test_a_finished_run_whose_records_were_cut_is_still_finished_again(tmp_path, cli):
+    """(the rule above leaves this alone: run.json's count says records were lost, not added)"""
+    folder = _raised(tmp_path, cli, ["nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2",
+                                     "--quiet"], "num_trials", 2)
+    lines = (folder / "trials.jsonl").read_text().splitlines()
+    (folder / "trials.jsonl").write_text("\n".join(lines[:-2]) + "\n")
+    r = cli("nashgap", "--resume", str(folder), "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert len((folder / "trials.jsonl").read_text().splitlines()) == len(lines)
+
+
+# -- a scorecard folder missing its scorecard.json, or relabelled (fuzz 9 M5) ------------------------
+
+def test_a_finished_scorecard_without_its_scorecard_json_is_reported_with_a_warning(tmp_path, cli,
+                                                                                   finished_scorecard):
+    import shutil
+
+    folder = tmp_path / "card"
+    shutil.copytree(finished_scorecard, folder)
+    (folder / "scorecard.json").unlink()
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    assert r.returncode == 0 and "no readable scorecard.json" in r.stderr, r.stderr
+    assert "leaves out the scorecard's table" in r.stderr, r.stderr
+
+
+def test_a_scorecard_whose_kind_was_edited_is_refused(tmp_path, cli, finished_scorecard):
+    import shutil
+
+    folder = tmp_path / "card"
+    shutil.copytree(finished_scorecard, folder)
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    meta.update(kind="suite", suite_version=2)
+    (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    why = "kind 'suite', suite_version 2 are not a scorecard's (edited by hand)"
+    r = cli("compare", str(finished_scorecard), str(folder))
+    assert r.returncode == 2 and why in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    assert r.returncode == 0 and why in r.stderr and "leaves out the scorecard's table" in r.stderr, r.stderr
+    before = _snapshot(folder)
+    r = cli("scorecard", "--resume", str(folder), "--no-report")
+    assert r.returncode == 2 and why in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert _snapshot(folder) == before
+
+
+@pytest.mark.parametrize("key,value", [("agent", "openai:gpt-4o"), ("m", 2)])
+def test_a_tom_baseline_run_json_relabelled_to_another_agent_is_refused(tmp_path, cli, key, value):
+    """The report filed the run under the name run.json gave (as an edited config.player of the
+    other suites was, fuzz 9 D2)."""
+    folder = _raised(tmp_path, cli, ["tom", "baseline", "--game", "rps", "--partner", "single_action", "--episodes",
+                                     "2", "--rounds", "5"], key, value)
+    why = f"run.json's saved config is not valid: {key} is {value!r} but the baseline plays"
+    before = _snapshot(folder)
+    for args in (("tom", "baseline", "--resume", str(folder)), ("compare", str(folder), str(folder))):
+        r = cli(*args)
+        assert r.returncode == 2 and why in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    assert r.returncode == 0 and why in r.stderr and "leaves out its numbers" in r.stderr, r.stderr
+    assert _snapshot(folder) == before

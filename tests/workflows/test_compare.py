@@ -60,3 +60,39 @@ def test_compare_chbench_runs_pairs_models_by_position(tmp_path):
     m1 = rows["baseline/model 1"]
     # level 1 best-responds to the uniform random player: it earns more than a uniform player
     assert m1["paired"] and m1["n_units"] == 9 and m1["diff"] > 0 and m1["significant"]
+
+
+def _random_run(tmp_path, cli, name: str):
+    r = cli("nashgap", "--num-games", "2", "--num-trials", "2", "--seed", "9", "--llm-type", "random", "--quiet",
+            "--output-dir", str(tmp_path / name))
+    assert r.returncode == 0, r.stderr
+    (f,) = list((tmp_path / name).iterdir())
+    return f
+
+
+def test_runs_without_a_scored_record_are_named_not_said_to_share_no_setting(tmp_path, cli, monkeypatch):
+    """fuzz 9 M1: two runs of one mode in which every answer went unparsed were refused with "no
+    mode/setting in common", which is untrue."""
+    import stratbench.workflows.compare as compare
+    from stratbench.errors import InputError
+
+    a, b = _random_run(tmp_path, cli, "a"), _random_run(tmp_path, cli, "b")
+    monkeypatch.setattr(compare, "_units", lambda suite, folder: {"pure": {}})  # (nothing scored in either)
+    with pytest.raises(InputError, match=f"^{a} and {b}: hold no scored record"):
+        compare.compare_runs(a, b)
+    monkeypatch.setattr(compare, "_units", lambda suite, folder: {"pure": {}} if folder == b else
+                        {"pure": {0: {"nash_gap": 1.0, "exploitability": 1.0}}})
+    with pytest.raises(InputError, match=f"^{b}: holds no scored record"):
+        compare.compare_runs(a, b)
+
+
+def test_a_suite_folder_is_compared_run_by_run(tmp_path, cli):
+    """fuzz 9 M4: a suite file's folder was "not a result folder (no readable run.json)"."""
+    (tmp_path / "s.toml").write_text('seeds = [1]\nmodels = ["random"]\n[nashgap]\nnum_games = 2\nnum_trials = 1\n')
+    r = cli("suite", "run", str(tmp_path / "s.toml"), "--output-dir", str(tmp_path / "o"), "--no-report", "--quiet")
+    assert r.returncode == 0, r.stderr
+    (suite,) = (tmp_path / "o").iterdir()
+    r = cli("compare", str(suite), str(suite))
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {suite}: a suite file's folder, not one run; suite "
+                                                     "folders are compared run by run"), r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -213,6 +213,10 @@ def _suite_section(s: SuiteDir) -> Html:
     parts: list[Any] = [el("h3", el("a", s.rel, href=f"#{anchor}"), " ", el("span", "suite folder", class_="pill"))]
     for p in s.problems:
         parts.append(el("p", p, class_="warn"))
+    if s.withheld:
+        parts.append(el("p", "The collection's tables and list of runs are not shown; its runs are listed below "
+                             "on their own.", class_="warn"))
+        return el("section", join(parts), id=anchor, class_="run")
     order = sorted(s.tables, key=lambda p: (0 if "aggregated" in p.name and p.suffix == ".csv" else 1, p.name))
     for i, table_path in enumerate(order):
         compact = compact_csv_table(table_path) if table_path.suffix == ".csv" else None
@@ -259,7 +263,8 @@ def _overview(views: list[RunView]) -> Html:
 
 def build_report(path: str | Path, output: str | Path | None = None, max_records: int = 10,
                  figures: str = "auto", check_scorecard: Callable[[Path], None] | None = None,
-                 check_run: Callable[[Path], None] | None = None) -> ReportResult:
+                 check_run: Callable[[Path], None] | None = None,
+                 check_suite: Callable[[Path], None] | None = None) -> ReportResult:
     """Write ``<output>/index.html`` (default ``<path>/report/``) for the runs under ``path``.
 
     Works on one result folder, a folder of runs (e.g. ``results/``) or a suite folder; partial or
@@ -273,7 +278,9 @@ def build_report(path: str | Path, output: str | Path | None = None, max_records
     is then not shown, a warning line in its place. ``check_run`` (likewise the workflows'
     check that a finished run's run.json, records and summaries are what the run wrote) raises
     InputError for a run whose numbers are then not shown: the reason in their place, and once on
-    stderr.
+    stderr. ``check_suite`` (the check that a collection's suite_metadata.json lists the runs its
+    plan and its run folders give) raises InputError for a suite folder whose tables and metadata
+    are then not shown, likewise.
     """
     if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 0:
         raise InputError(f"--max-records must be a non-negative integer, got {max_records!r}")
@@ -290,7 +297,8 @@ def build_report(path: str | Path, output: str | Path | None = None, max_records
     tmp, made = _stage_output(out)
     try:
         with folder_lock(tmp):  # a live report's staging folder is never taken for a stale one
-            written = _write_report(root, tmp, runs, suites, max_records, figures, check_scorecard, check_run)
+            written = _write_report(root, tmp, runs, suites, max_records, figures, check_scorecard, check_run,
+                                    check_suite)
             _publish(tmp, out)
     except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -306,8 +314,18 @@ def build_report(path: str | Path, output: str | Path | None = None, max_records
 
 def _write_report(root: Path, out: Path, runs: list[RunDir], suites: list[SuiteDir], max_records: int,
                   figures: str, check_scorecard: Callable[[Path], None] | None = None,
-                  check_run: Callable[[Path], None] | None = None) -> list[Path]:
+                  check_run: Callable[[Path], None] | None = None,
+                  check_suite: Callable[[Path], None] | None = None) -> list[Path]:
     """Render the page and its PNGs into ``out``; the PNGs written."""
+    for s in suites:
+        if check_suite is None:
+            break
+        try:
+            check_suite(s.path)
+        except InputError as e:
+            s.problems.append(f"{e}")
+            s.withheld = True
+            print(f"warning: {e}; the report leaves out the collection's tables and list of runs", file=sys.stderr)
     for r in runs:
         if check_run is None:
             break

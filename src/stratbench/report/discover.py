@@ -41,6 +41,7 @@ class SuiteDir:
     metadata: Any
     tables: list[Path]
     problems: list[str] = field(default_factory=list)
+    withheld: bool = False  # its metadata disagrees with its runs: tables and metadata not shown
 
 
 def infer_suite(path: Path, run: dict[str, Any] | None) -> tuple[str, str]:
@@ -57,7 +58,8 @@ def infer_suite(path: Path, run: dict[str, Any] | None) -> tuple[str, str]:
 
 
 def _is_suite_dir(names: set[str]) -> bool:
-    return "suite_metadata.json" in names or any(
+    # (a suite file's runs.csv or a scorecard's scorecard.json: a collection whose metadata is missing)
+    return bool({"suite_metadata.json", "runs.csv", "scorecard.json"} & names) or any(
         n.startswith("big_table") and n.endswith(".csv") for n in names)
 
 

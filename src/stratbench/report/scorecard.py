@@ -6,6 +6,7 @@ so the page, the CLI's table and scorecard.csv cannot disagree.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -23,13 +24,26 @@ MAX_SCORECARDS = 3  # a folder of many scorecards shows the newest few; the rest
 _COLORS = ("#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666")
 
 
+def _is_scorecard(folder: Path) -> bool:
+    """A folder holding a scorecard.json, or whose suite_metadata.json says it is a finished
+    scorecard (its scorecard.json deleted: the report says so instead of leaving the table out
+    without a word)."""
+    if (folder / "scorecard.json").is_file():
+        return True
+    try:
+        meta = json.loads((folder / "suite_metadata.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return False
+    return isinstance(meta, dict) and meta.get("suite") == "scorecard" and meta.get("status") == "finished"
+
+
 def find_scorecards(root: Path) -> list[Path]:
     """Scorecard folders at `root` or one level below (e.g. ``results/scorecard_<time>/``),
     newest first (their names carry the time)."""
-    if (root / "scorecard.json").is_file():
+    if _is_scorecard(root):
         return [root]
     try:
-        found = [p for p in root.iterdir() if p.is_dir() and (p / "scorecard.json").is_file()]
+        found = [p for p in root.iterdir() if p.is_dir() and _is_scorecard(p)]
     except OSError:
         return []
     return sorted(found, key=lambda p: p.name, reverse=True)

@@ -494,6 +494,7 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
             check_same_player(plan, meta, folder)  # (an edited run.json first: it would fail every record)
             saved = {stream.file: read_stream(folder / stream.file, stream) for stream in streams}
             if finished_meta is not None:
+                _check_no_units_added(meta, folder, streams, saved)
                 _check_counts(plan, meta, folder, streams, saved)
             remove_stale_tmp(folder)  # left by a write that was killed or refused (disk full)
         plan.update_meta(meta, new=resume_dir is None)
@@ -557,6 +558,28 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
             raise
     folder = _finish_folder(folder)
     return RunResult(folder, outcome.summaries, outcome.n_errors, meta["totals"])
+
+
+def _check_no_units_added(meta: RunMeta, folder: Path, streams: Sequence[Stream[Any]],
+                          saved: dict[str, list[Record]]) -> None:
+    """A finished run holds every unit of its plan, whole or stopped by an error (played again on
+    resume). When none of its records is lost (run.json's totals.records still counts them all),
+    a unit it lacks, or holds cut short without an error, is one its config did not ask for when
+    it finished: run.json's config was edited to more trials, episodes or rounds. The resume is
+    refused, as compare refuses the folder, instead of playing the new units into a finished run.
+    (Records cut from a finished run are played again, as before.)"""
+    totals = meta.get("totals")
+    want = totals.get("records") if isinstance(totals, dict) else None
+    if not isinstance(want, int) or sum(len(rs) for rs in saved.values()) < want:
+        return
+    for stream in streams:
+        groups = _groups(saved[stream.file], stream.record_unit)
+        keys = [stream.unit_key(u) for u in stream.units]
+        whole = [k for k in keys if k in groups and (stream.unit_done(groups[k]) or not no_errors(groups[k]))]
+        if len(whole) < len(keys):
+            raise InputError(f"--resume {folder}/run.json: the finished run holds only {len(whole)} of the run's "
+                             f"{len(keys)} {stream.unit_name} whole (and none of its records is lost): its config was "
+                             "edited to more than the run played; the folder is left as it is")
 
 
 def _check_counts(plan: RunPlan, meta: RunMeta, folder: Path, streams: Sequence[Stream[Any]],

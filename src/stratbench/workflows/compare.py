@@ -65,11 +65,30 @@ def _shard_text(meta: dict[str, Any]) -> str:
         return repr(shard)
 
 
+def _not_a_collection(folder: Path) -> None:
+    """A suite file's folder (or another collection of runs, not a scorecard) is no run: one line
+    that says its runs are compared one by one."""
+    import json
+
+    if (folder / "run.json").exists() or not (folder / "suite_metadata.json").is_file():
+        return
+    try:
+        meta = json.loads((folder / "suite_metadata.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        meta = None
+    what = "a suite file's folder" if isinstance(meta, dict) and meta.get("suite") == "suite-file" else \
+        "a folder of several runs (suite_metadata.json)"
+    raise InputError(f"{folder}: {what}, not one run; suite folders are compared run by run: stratbench compare "
+                     f"{folder}/<suite>/<model>/<run> OTHER_RUN (a scorecard folder is compared whole)")
+
+
 def compare_runs(run_a: str | Path, run_b: str | Path, seed: int = 0, allow_partial: bool = False) -> dict[str, Any]:
     """B − A for each metric the runs' suite compares, per part (mode, setting), with a 95%
     bootstrap CI paired over shared units when both runs hold the same units. Unfinished runs are
     refused (their units would be a biased subset) unless `allow_partial`."""
     fa, fb = Path(run_a), Path(run_b)
+    for folder in (fa, fb):
+        _not_a_collection(folder)
     ma, mb = read_run_json(fa), read_run_json(fb)
     from stratbench.workflows.verify import check_run, is_whole
 
@@ -103,5 +122,12 @@ def compare_runs(run_a: str | Path, run_b: str | Path, seed: int = 0, allow_part
                     m in v for v in ub[part].values()):
                 rows.append({"part": part, **_diff(ua[part], ub[part], m, rng)})
     if not rows:
+        unscored = [str(f) for f, u in ((fa, ua), (fb, ub)) if not any(u.values())]
+        if unscored:  # (the same parts, but nothing scored in them: every answer an error or unparsed)
+            raise InputError(f"{' and '.join(dict.fromkeys(unscored))}: "
+                             + ("holds" if len(set(unscored)) == 1 else "hold")
+                             + " no scored record (every answer failed or was not parsed): there is nothing to compare")
+        if set(ua) & set(ub):
+            raise InputError("the two runs have no mode/setting in which both hold scored records")
         raise InputError("the two runs have no mode/setting in common")
     return {"suite": ma.get("suite"), "run_a": str(fa), "run_b": str(fb), "rows": rows}

@@ -20,7 +20,7 @@ from stratbench.runner.lifecycle import on_run_folder
 from stratbench.suites import SUITES
 from stratbench.suites.base import Job
 
-__all__ = ["family", "finished_runs", "run_jobs", "slug"]
+__all__ = ["check_listed_runs", "family", "finished_runs", "run_jobs", "slug"]
 
 
 def slug(text: str) -> str:
@@ -92,53 +92,98 @@ def run_jobs(out: Path, meta: dict[str, Any], jobs: list[Job],
     return runs, n_errors
 
 
-def finished_runs(out: Path, meta: dict[str, Any], jobs: list[Job]) -> set[str]:
+def finished_runs(out: Path, meta: dict[str, Any], jobs: list[Job],
+                  extra: Callable[[Job], dict[str, Any]] | None = None) -> set[str]:
     """The keys of the jobs a collection lists as finished that still are (`_still_finished`):
     what a resume skips. Called before anything in the folder changes, so an edited folder is
-    refused as it is."""
+    refused as it is. ``extra``: the keys `run_jobs` adds to a job's entry (checked too)."""
     check_runs(out, meta, jobs)
     done = {r.get("key"): r for r in meta.get("runs", []) if isinstance(r, dict)}
+    if meta.get("status") == "finished":  # (a finished collection lists every run: one left out would run again)
+        lost = next((j.key for j in jobs if j.key not in done), None)
+        if lost is not None:
+            raise InputError(f"--resume {out}: suite_metadata.json: the finished collection does not list its run "
+                             f"{lost!r} (edited by hand); the folder is left as it is")
     return {j.key for j in jobs if (prev := done.get(j.key)) and prev.get("status") == "finished"
-            and _still_finished(out, prev, j)}
+            and _still_finished(out, prev, j, extra)}
 
 
-def check_runs(out: Path, meta: dict[str, Any], jobs: list[Job]) -> None:
+def check_listed_runs(out: Path, meta: dict[str, Any], jobs: list[Job],
+                      extra: Callable[[Job], dict[str, Any]] | None = None) -> None:
+    """What the report checks before it shows a collection's suite_metadata.json: one InputError
+    line unless its list of runs is what the collection wrote — every entry a run of the plan,
+    listed once, in its own folder inside the collection; each finished run the planned run
+    (config, suite, model, seed, setting) with the headline its records give; a finished
+    collection listing every planned run as finished."""
+    check_runs(out, meta, jobs, flag="")
+    done = {r.get("key"): r for r in meta.get("runs", []) if isinstance(r, dict)}
+    for j in jobs:
+        prev = done.get(j.key)
+        if prev and prev.get("status") == "finished":
+            if not _still_finished(out, prev, j, extra, flag=""):
+                raise InputError(f"{out}/suite_metadata.json: the run {prev.get('folder')} is listed as finished, "
+                                 "but it is not (resume the collection to finish it)")
+        elif meta.get("status") == "finished":
+            raise InputError(f"{out}/suite_metadata.json: the finished collection does not list its run "
+                             f"{j.key!r} as finished (edited by hand)")
+
+
+def check_runs(out: Path, meta: dict[str, Any], jobs: list[Job], flag: str = "--resume ") -> None:
     """suite_metadata.json's list of runs as stratbench writes it — a list of entries, each for a
     run of the plan, listed once, its folder (when it has one) a folder inside the collection —
     or one line before anything changes: a hand-edited entry would otherwise send a finished
-    run's work to be done again beside it, or a resume into a folder outside the collection."""
+    run's work to be done again beside it, or a resume into a folder outside the collection.
+    ``flag``: "--resume " for a resume (whose lines say the folder is left as it is), "" for a
+    reader."""
     runs = meta.get("runs", [])
-    where = f"--resume {out}: suite_metadata.json"
+    where = f"{flag}{out}: suite_metadata.json" if flag else f"{out}/suite_metadata.json"
+    left = "; the folder is left as it is" if flag else ""
     if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
-        raise InputError(f"{where}: \"runs\" is not a list of run entries (edited by hand); the folder is left as it is")
+        raise InputError(f"{where}: \"runs\" is not a list of run entries (edited by hand){left}")
     planned = {j.key for j in jobs} | set(meta.get("plan") or [])
     seen: set[str] = set()
+    folders: dict[str, int] = {}
     for k, r in enumerate(runs):
         key, folder = r.get("key"), r.get("folder")
         if not isinstance(key, str) or key not in planned or key in seen:
             raise InputError(f"{where}: runs[{k}] names {json.dumps(key)}, "
                              + ("listed twice" if key in seen else "no run of the saved plan")
-                             + " (edited by hand); the folder is left as it is")
+                             + f" (edited by hand){left}")
         seen.add(key)
         if folder is not None and (not isinstance(folder, str) or not folder or Path(folder).is_absolute()
                                    or ".." in Path(folder).parts or "\0" in folder):
             raise InputError(f"{where}: runs[{k}]: folder {json.dumps(folder)} is no folder inside the collection "
-                             "(edited by hand); the folder is left as it is")
+                             f"(edited by hand){left}")
         if folder is not None and not (out / folder).is_dir():
             raise InputError(f"{where}: runs[{k}]: its folder {folder} is missing (moved or deleted); put it back, "
                              "or run the collection again")
+        if folder is not None:
+            same = folders.setdefault(str(Path(folder)), k)
+            if same != k:  # (two runs cannot share one folder: one of them is not the run it says)
+                raise InputError(f"{where}: runs[{k}]: its folder {folder} is also runs[{same}]'s "
+                                 f"(edited by hand){left}")
 
 
 def _config_json(config: Any) -> dict[str, Any]:
     return json.loads(json.dumps(dataclasses.asdict(config), default=str))
 
 
-def _still_finished(out: Path, entry: dict[str, Any], job: Job) -> bool:
+def _as_saved(value: Any) -> str:
+    """A value as suite_metadata.json holds it (NaN as null, tuples as lists), for comparing."""
+    from stratbench.runner.jsonl import dumps
+
+    return json.dumps(json.loads(dumps({"v": value}))["v"], sort_keys=True)
+
+
+def _still_finished(out: Path, entry: dict[str, Any], job: Job,
+                    extra: Callable[[Job], dict[str, Any]] | None = None, flag: str = "--resume ") -> bool:
     """Whether a run the collection lists as finished still is the planned run, finished: its
     run.json says so, its config is the plan's (one line when either file was edited: a
-    scorecard whose budget says "paper" over smoke-sized runs is refused), and its records are all
+    scorecard whose budget says "paper" over smoke-sized runs is refused), its records are all
     there (a records file cut after the run finished: the run is finished again in place, its
-    missing units run again, with a note)."""
+    missing units run again, with a note; a reader, ``flag`` "", is told it is not finished), and
+    its entry says what the run is: its suite, model, seed and setting the plan's, its headline
+    what its records give (an edited entry is refused: a resume would copy it into runs.csv)."""
     from stratbench.redact import redact_json
     from stratbench.runner.folders import read_run_json
     from stratbench.runner.lifecycle import RUNTIME_KEYS
@@ -146,28 +191,41 @@ def _still_finished(out: Path, entry: dict[str, Any], job: Job) -> bool:
     folder = out / str(entry.get("folder") or "")
     if not entry.get("folder") or not (folder / "run.json").is_file():
         return False
-    meta = read_run_json(folder, "--resume ")
+    meta = read_run_json(folder, flag)
     if meta.get("status") != "finished":
         return False
+    who = f"{flag}{out}" if flag else f"{out}/suite_metadata.json"
+    left = "; the folder is left as it is" if flag else ""
     saved = meta["config"]
     for k, v in _config_json(job.config).items():  # (None: left to the run to resolve, e.g. llm_seed)
         if (k in saved and v is not None and k not in RUNTIME_KEYS and k not in ("output_dir", "shard")
                 and redact_json(v) != saved[k]):
-            raise InputError(f"--resume {out}: the run {entry['folder']} has {k} = {json.dumps(saved[k])} where the "
+            raise InputError(f"{who}: the run {entry['folder']} has {k} = {json.dumps(saved[k])} where the "
                              f"collection's plan has {json.dumps(redact_json(v))}: suite_metadata.json or the run's "
-                             "run.json was edited; the folder is left as it is")
+                             f"run.json was edited{left}")
     want = (meta.get("totals") or {}).get("records")
     have = 0
     for f in sorted(folder.glob("*.jsonl")):
         with f.open("rb") as fh:
             have += sum(1 for line in fh if line.strip())
     if isinstance(want, int) and have < want:
+        if not flag:
+            return False
         print(f"note: {folder}: {have} of its {want} records are left (a records file was changed after the run "
               "finished); its missing units are run again", file=sys.stderr)
         return False
     from stratbench.workflows.verify import check_run
 
     check_run(folder)  # its records read as a resume reads them (an edited one: one line, nothing changed)
+    expected: dict[str, Any] = {"suite": family(job.suite), "model": job.label or "(all models)", "seed": job.seed,
+                                "setting": job.setting, **(extra(job) if extra is not None else {}),
+                                "headline": SUITES.get(job.suite).headline(folder)}
+    for k, v in expected.items():
+        if _as_saved(entry.get(k)) != _as_saved(v):
+            said = ("a headline its records do not give" if k == "headline" else
+                    f"{k} {_as_saved(entry.get(k))}, but the run's is {_as_saved(v)}")
+            raise InputError(f"{who}: the run {entry['folder']} is listed with {said}: suite_metadata.json was "
+                             f"edited{left}")
     return True
 
 

@@ -51,7 +51,7 @@ from stratbench.scoring import (
 from stratbench.suites import SUITES
 from stratbench.suites.base import Job
 from stratbench.suites.scorecards import ScorecardModel, ScorecardPart, ScorecardRun
-from stratbench.workflows.jobs import family, finished_runs, run_jobs
+from stratbench.workflows.jobs import check_listed_runs, family, finished_runs, run_jobs
 from stratbench.workflows.suite_file import refused_leaves_nothing
 from stratbench.workflows.suite_plan import check_job_models, check_no_redacted_urls, pending_jobs
 
@@ -194,7 +194,11 @@ def _read_meta(folder: Path, flag: str) -> dict[str, Any]:
             raise KeyError
     except (OSError, ValueError, KeyError, AttributeError, RecursionError):
         raise InputError(f"{flag}{folder}: not a scorecard folder") from None
-    return migrate_run_json(meta, f"{flag}{folder}/{META}")
+    meta = migrate_run_json(meta, f"{flag}{folder}/{META}")
+    if meta.get("kind", KIND) != KIND or meta.get("suite_version", 1) != 1:
+        raise InputError(f"{flag}{folder}/{META}: kind {meta.get('kind')!r}, suite_version "
+                         f"{meta.get('suite_version')!r} are not a scorecard's (edited by hand)")
+    return meta
 
 
 def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "quick", seed: int = 0,
@@ -249,15 +253,13 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
         for k, v in http.items():
             if hasattr(job.config, k):
                 setattr(job.config, k, v)
-    roles = {j.key: (player, role) for j, player, role in plan}
     jobs = [j for j, _, _ in plan]
-    finished = finished_runs(out, meta, jobs) if resume_dir else set()
+    extra = _entry_extra(plan)
+    finished = finished_runs(out, meta, jobs, extra) if resume_dir else set()
     with refused_leaves_nothing(out, meta, new=resume_dir is None, made=made), folder_lock(out):
         write_json_atomic(out / META, meta)  # resumable from its first moment
         announce_folder(out)
-        runs, n_errors = run_jobs(out, meta, jobs, on_run, finished=finished, timed=True,
-                                  extra=lambda j: {"player": roles[j.key][0], "role": roles[j.key][1],
-                                                   "registry": j.suite})
+        runs, n_errors = run_jobs(out, meta, jobs, on_run, finished=finished, timed=True, extra=extra)
         card, costs = score_folder(out, ms, budget, seed, plan, runs)
         write_json_atomic(out / "scorecard.json", card)
         write_json_atomic(out / "cost.json", costs)
@@ -266,6 +268,13 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
         write_json_atomic(out / META, meta)
     index = report(out) if report is not None else None
     return ScorecardResult(out, card, costs, n_errors, index)
+
+
+def _entry_extra(plan: Sequence[tuple[Job, str, Role]]) -> Callable[[Job], dict[str, Any]]:
+    """The keys a scorecard's run entries hold beside a suite file's: the player, its role, the
+    registered suite."""
+    roles = {j.key: (player, role) for j, player, role in plan}
+    return lambda j: {"player": roles[j.key][0], "role": roles[j.key][1], "registry": j.suite}
 
 
 def _scorecard_runs(out: Path, plan: Sequence[tuple[Job, str, Role]], runs: Sequence[dict[str, Any]]) -> list[ScorecardRun]:
@@ -362,7 +371,8 @@ def write_scorecard_csv(path: Path, card: Scorecard, costs: Sequence[CostRow]) -
 # scorecard.json against a recomputation from the records: equal on one machine; the tolerance
 # covers another machine's floating point (BLAS, libm) only — an edited number is far outside it
 REL_TOL = ABS_TOL = 1e-6
-CHECKED_FIELDS = ("status", "n_units", "counts", "value", "ci95", "normalized", "normalized_ci95")
+CHECKED_FIELDS = ("status", "n_units", "counts", "value", "ci95", "normalized", "normalized_ci95", "reference",
+                  "exact", "runs")
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -378,7 +388,8 @@ def _same(a: Any, b: Any) -> bool:
 
 def check_against_records(saved: Scorecard, computed: Scorecard, where: str) -> None:
     """InputError (one line) unless scorecard.json holds the cells its runs' records give — the
-    same cells, each with the same status, counts and numbers (within float tolerance)."""
+    same cells, each with the same status, counts, numbers (within float tolerance), reference,
+    exactness and runs; and the same players (the table's rows) and suites (its columns)."""
     fix = (f"the file was edited, or its runs were; rewrite it from the records with stratbench scorecard "
            f"--resume {where}")
     if (saved["budget"], saved["seed"]) != (computed["budget"], computed["seed"]):
@@ -392,6 +403,9 @@ def check_against_records(saved: Scorecard, computed: Scorecard, where: str) -> 
         what = (f"{odd[0][0]} on {odd[0][1]} is not a cell of its runs" if odd else
                 f"no cell for {lost[0][0]} on {lost[0][1]}" if lost else "a cell is given twice")
         raise InputError(f"{where}/scorecard.json: {what}; {fix}")
+    for name in ("players", "suites"):  # a row dropped from the table, a player or suite relabelled
+        if not _same(saved[name], computed[name]):
+            raise InputError(f"{where}/scorecard.json: its {name} are not the scorecard's; {fix}")
     for key, w in want.items():
         g = got[key]
         for f in CHECKED_FIELDS:
@@ -434,8 +448,22 @@ def check_scorecard(folder: Path) -> None:
     edited file); an unfinished scorecard (no scorecard.json yet) passes. What the report calls
     before it shows a scorecard's table."""
     meta = _read_meta(folder, "")
-    if meta.get("status") == "finished":
+    if meta.get("status") == "finished" or (folder / "scorecard.json").is_file():
+        # (a scorecard.json beside a status edited to "running" is checked all the same)
         _finished_scorecard(folder, "")
+
+
+def check_scorecard_runs(folder: Path) -> None:
+    """InputError when a scorecard folder's suite_metadata.json lists runs other than the ones its
+    plan and its run folders give (`check_listed_runs`): what the report checks before it shows
+    the list."""
+    meta = _read_meta(folder, "")
+    ms, budget, seed = _from_config(meta["config"], str(folder))
+    plan = plan_scorecard(ms, budget, seed)
+    if [j.key for j, _, _ in plan] != meta.get("plan"):
+        raise InputError(f"{folder}/{META}: its plan is not the runs its config gives (edited by hand, or written by "
+                         "another version of stratbench)")
+    check_listed_runs(folder, meta, [j for j, _, _ in plan], _entry_extra(plan))
 
 
 def pair_models(a: Sequence[str], b: Sequence[str]) -> list[tuple[str, str]]:

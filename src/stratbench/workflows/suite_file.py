@@ -58,7 +58,7 @@ from stratbench.runner.folders import (
 from stratbench.runner.jsonl import write_csv_atomic, write_json_atomic
 from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.lock import folder_lock
-from stratbench.workflows.jobs import finished_runs, run_jobs
+from stratbench.workflows.jobs import check_listed_runs, finished_runs, run_jobs
 from stratbench.workflows.suite_plan import (
     check_job_models,
     check_no_redacted_urls,
@@ -94,9 +94,13 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
             meta = json.loads((out / "suite_metadata.json").read_text())
             if meta.get("suite") != "suite-file" or not isinstance(meta.get("config"), dict):
                 raise KeyError
-        except (OSError, ValueError, KeyError, RecursionError):
+        except (OSError, ValueError, KeyError, RecursionError, AttributeError):
             raise InputError(f"--resume {out}: not a suite-file folder") from None
         meta = migrate_run_json(meta, f"--resume {out}/suite_metadata.json")  # (a newer format refused)
+        if meta.get("kind", "suite") != "suite" or meta.get("suite_version", 1) != 1:
+            raise InputError(f"--resume {out}/suite_metadata.json: kind {meta.get('kind')!r}, suite_version "
+                             f"{meta.get('suite_version')!r} are not a suite file's (edited by hand); the folder is "
+                             "left as it is")
         data = meta["config"]
         if path is not None:
             # the file given again: the saved plan is the file's with credentials in URLs redacted,
@@ -144,6 +148,53 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
         write_json_atomic(out / "suite_metadata.json", meta)
         write_runs_csv(out, runs)
     return SuiteRunResult(out, runs, n_errors)
+
+
+def check_collection(folder: Path) -> None:
+    """InputError (one line) when a collection folder's suite_metadata.json is not what its runs
+    and its plan give — what the report checks before it shows a suite file's or a scorecard's
+    list of runs (their headline numbers, seeds and folders): a plan that is not its config's, an
+    entry for a run outside the plan or the folder, listed twice, swapped with another, or with a
+    headline or seed its run does not have; a folder holding the runs of a suite file
+    (``runs.csv``) without its suite_metadata.json. Other collections (a tiered suite) pass."""
+    p = folder / "suite_metadata.json"
+    try:
+        meta = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        if (folder / "runs.csv").is_file() or (folder / "scorecard.json").is_file():
+            raise InputError(f"{p}: missing (deleted?); the collection's list of runs cannot be checked") from None
+        return
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        raise InputError(f"{p}: not readable JSON") from None
+    if not isinstance(meta, dict):
+        raise InputError(f"{p}: not a JSON object")
+    if meta.get("suite") == "scorecard":
+        from stratbench.workflows.scorecard import check_scorecard_runs
+
+        check_scorecard_runs(folder)
+    elif meta.get("suite") == "suite-file":
+        _check_suite_file_folder(folder, migrate_run_json(meta, str(p)))
+
+
+def _check_suite_file_folder(folder: Path, meta: dict[str, Any]) -> None:
+    from stratbench.runner.shard import shard_from_json
+
+    p = folder / "suite_metadata.json"
+    if meta.get("kind", "suite") != "suite" or meta.get("suite_version", 1) != 1:
+        raise InputError(f"{p}: kind {meta.get('kind')!r}, suite_version {meta.get('suite_version')!r} are not a "
+                         "suite file's (edited by hand)")
+    file = meta.get("file")
+    if not isinstance(meta.get("config"), dict) or not isinstance(file, (str, type(None))):
+        raise InputError(f"{p}: not a suite file's metadata (its config or file is not what a suite run writes)")
+    jobs = plan_suite_data(meta["config"], Path(file or folder))
+    if [j.key for j in jobs] != meta.get("plan"):
+        raise InputError(f"{p}: its plan is not the runs its config gives (edited by hand, or written by another "
+                         "version of stratbench)")
+    try:
+        sh = shard_from_json(meta.get("shard"))
+    except (InputError, KeyError, TypeError, ValueError):
+        raise InputError(f"{p}: shard {meta.get('shard')!r} is not a shard (edited by hand)") from None
+    check_listed_runs(folder, meta, sh.select(jobs))
 
 
 def suite_totals(out: Path, runs: list[dict[str, Any]]) -> dict[str, int | float]:

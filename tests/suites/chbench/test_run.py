@@ -133,3 +133,18 @@ def test_bad_config_values_are_one_clear_error_before_any_folder(tmp_path):
         with pytest.raises(InputError, match=needle.replace("(", r"\(").replace(")", r"\)")):
             run_chbench(_cfg(tmp_path / "o", **kw))
     assert not (tmp_path / "o").exists()
+
+
+def test_one_scripted_player_spelt_two_ways_is_named_twice(tmp_path):
+    """fuzz 9 M3: level-k:01 beside level-k:1 (poisson:1.50 beside poisson:1.5) played as two
+    players, two rows of the tables for one."""
+    import pytest
+
+    from stratbench.errors import InputError
+
+    for models, opponents in ((["level-k:1"], ["level-k:01"]), (["random"], ["poisson:1.5", "poisson:1.50"]),
+                              (["Random"], ["random"])):
+        with pytest.raises(InputError, match="each player may be named once across --models and --opponents "
+                                             r"\('.+' and '.+' are one player\)"):
+            ChbenchConfig(models=models, opponents=opponents, output_dir=str(tmp_path)).validate()
+    ChbenchConfig(models=["level-k:1"], opponents=["level-k:2", "poisson:1.5"], output_dir=str(tmp_path)).validate()

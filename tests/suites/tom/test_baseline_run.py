@@ -48,10 +48,10 @@ def test_baseline_merge_needs_every_episode_once(tmp_path):
               for i in (1, 2)]
     recs = read_jsonl(shards[1] / "episodes.jsonl")
     write_jsonl_atomic(shards[1] / "episodes.jsonl", recs[:-1])
-    with pytest.raises(InputError, match="1 missing"):
+    with pytest.raises(InputError, match="the shards hold 3 of the run.s 4 episodes;"):
         merge_runs(shards, tmp_path / "merged")
     write_jsonl_atomic(shards[1] / "episodes.jsonl", recs + recs[:1])
-    with pytest.raises(InputError, match="1 duplicated"):
+    with pytest.raises(InputError, match="the shards hold 4 of the run.s 4 episodes and 1 twice;"):
         merge_runs(shards, tmp_path / "merged")
     merged = tmp_path / "merged"
     assert not merged.exists() or not any(merged.iterdir())  # a failed merge leaves nothing behind

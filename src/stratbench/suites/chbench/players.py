@@ -72,6 +72,20 @@ _POISSON_RE = re.compile(r"^poisson:([0-9]*\.?[0-9]+)$")
 SCRIPTED_HELP = "random, first-action, level-k:K (K=0..3), poisson:LAMBDA"
 
 
+def player_key(spec: str) -> str:
+    """One name per player, for telling two specs of one player apart from two players: a
+    scripted spec as its agent reads it (``level-k:01`` is ``level-k:1``, ``poisson:1.50`` is
+    ``poisson:1.5``, ``Random`` is ``random``); a model spec as given."""
+    s = spec.strip().lower()
+    m = _LEVEL_RE.match(s)
+    if m:
+        return f"level-k:{int(m.group(1))}"
+    m = _POISSON_RE.match(s)
+    if m:
+        return f"poisson:{float(m.group(1))!r}"
+    return s if s in ("random", "level-0", "first-action") else spec.strip()
+
+
 def scripted_agent(spec: str) -> CHAgent | str | None:
     """The CHAgent (or "first-action") behind a scripted spec; None when `spec` is not scripted."""
     s = spec.strip().lower()

@@ -87,7 +87,7 @@ class ChbenchConfig(RuntimeOptions):
 
     def validate(self) -> None:
         from stratbench.players import check_policy
-        from stratbench.suites.chbench.players import scripted_agent
+        from stratbench.suites.chbench.players import player_key, scripted_agent
 
         # --games is the catalogue's to read ("all", "recoverable" or ids)
         check_config(self, flags={"mechanisms": "--mechanism", "games": None})
@@ -97,8 +97,13 @@ class ChbenchConfig(RuntimeOptions):
         check_policy(self.policy)
         if self.policy == "choice" and not self.chat:
             raise InputError("--policy choice scores the chat conversation (the model's chat template): add --chat")
-        if set(self.models) & set(self.opponents):
-            raise InputError("each player may be named once across --models and --opponents")
+        named: dict[str, int] = {}
+        specs = [*self.models, *self.opponents]
+        for i, spec in enumerate(specs):  # (a spec spelt two ways is one player: level-k:01, level-k:1)
+            first = specs[named.setdefault(player_key(spec), i)]
+            if named[player_key(spec)] != i:
+                also = f" ({first!r} and {spec!r} are one player)" if first != spec else ""
+                raise InputError(f"each player may be named once across --models and --opponents{also}")
         for spec in self.models + self.opponents:
             if scripted_agent(spec) is None:
                 from stratbench.models import split_spec

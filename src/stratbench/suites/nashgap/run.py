@@ -485,6 +485,15 @@ class NashgapPlan(RunPlan):
             firsts.append(first)
         plan.n_trials = int(firsts[0]["num_trials_per_game"])
         plan.agent_name, plan.policy = firsts[0]["agent"], firsts[0]["policy"]
+        # run.json's config gives the trials per game (a summary's count is what was played): a
+        # config raised after the run finished is a run that holds fewer trials than it says
+        want = plan.config.order_rotations if plan.policy in ("logprob", "choice") else plan.config.num_trials
+        if plan.n_trials < want:
+            n_games = len(plan.entries)
+            raise InputError(f"{mode_files(plan.config, plan.config.modes[0])[0]}: the shards hold "
+                             f"{plan.n_trials * n_games} of the run's {want * n_games} trials "
+                             f"({plan.n_trials} of {want} per game); merge every shard of one run once, each after "
+                             "it has finished")
         return plan
 
 

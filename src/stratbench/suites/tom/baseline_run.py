@@ -75,6 +75,18 @@ class BaselineConfig:
             make_partner(p, self.games[0])  # raises InputError naming the known partners
 
 
+def baseline_config(saved: dict[str, Any], **overrides: Any) -> BaselineConfig:
+    """A `tom baseline` run's config from run.json's saved one. Its ``agent`` and ``m`` are not
+    settings (every baseline run plays the tabular R-max agent with m = M) but are shown as the
+    run's player: a run.json that names another was edited (the report would file the run under
+    that name), and is refused as an edited ``player`` of the other suites is."""
+    for key, value in (("agent", AGENT), ("m", M)):
+        if key in saved and saved[key] != value:
+            raise InputError(f"run.json's saved config is not valid: {key} is {saved[key]!r:.80} but the baseline "
+                             f"plays {value!r}; the folder is left as it is")
+    return rebuild_config(BaselineConfig, saved, **overrides)
+
+
 class BaselinePlan(RunPlan):
     """One `tom baseline` run (or the unsharded run its shards are merged into)."""
 
@@ -99,7 +111,7 @@ class BaselinePlan(RunPlan):
     def resume_from(self, meta: RunMeta, folder: Path) -> None:
         check_meta(meta, folder, "tom", ("baseline",))
         given = self.config.shard
-        self.config = rebuild_config(BaselineConfig, meta["config"])
+        self.config = baseline_config(meta["config"])
         if given is not None and as_shard(given) != self.shard:
             raise InputError(f"--resume {folder}: the folder is shard {self.shard}, not {given}")
 
@@ -235,7 +247,7 @@ def merge_baselines(folders: list[Path], out: Path) -> Outcome:
     Not :func:`~stratbench.runner.lifecycle.merge_streams`: the run's units are settings, and every
     shard holds a part of every setting, so the completeness check is per episode."""
     saved = read_run_json(folders[0])["config"]
-    plan = BaselinePlan(rebuild_config(BaselineConfig, saved, shard=None))
+    plan = BaselinePlan(baseline_config(saved, shard=None))
     (stream,) = plan.streams()
     records: list[Record] = []
     for f in folders:
@@ -251,9 +263,12 @@ def merge_baselines(folders: list[Path], out: Path) -> Outcome:
     keys = [(r["game"], r["partner"], int(r["episode"])) for r in records]
     want = {(g, p, e) for g in c.games for p in c.partners for e in range(c.episodes)}
     if len(set(keys)) != len(keys) or set(keys) != want:
-        missing = len(want - set(keys))
-        raise InputError(f"the shards do not hold every episode exactly once ({missing} missing, "
-                         f"{len(keys) - len(set(keys))} duplicated)")
+        # (the words of merge_streams: a finished run's check, one folder, says "the finished run holds only")
+        twice = len(keys) - len(set(keys))
+        odd = len(set(keys) - want)
+        raise InputError(f"{EPISODES_FILE}: the shards hold {len(set(keys) & want)} of the run's {len(want)} episodes"
+                         + (f" and {twice} twice" if twice else "") + (f" and {odd} not in the run" if odd else "")
+                         + "; merge every shard of one run once, each after it has finished")
     records.sort(key=stream.sort_key)
     write_jsonl_atomic(out / EPISODES_FILE, records)
     return plan.summarise(out, {EPISODES_FILE: records})

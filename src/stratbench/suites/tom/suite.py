@@ -201,10 +201,9 @@ class TomBaselineSuite(_TomBase["BaselineConfig"]):
 
     def folder_plan(self, folder: Path) -> Any:
         from stratbench.runner.folders import read_run_json
-        from stratbench.runner.lifecycle import rebuild_config
-        from stratbench.suites.tom.baseline_run import BaselineConfig, BaselinePlan
+        from stratbench.suites.tom.baseline_run import BaselinePlan, baseline_config
 
-        return BaselinePlan(rebuild_config(BaselineConfig, read_run_json(folder)["config"]))
+        return BaselinePlan(baseline_config(read_run_json(folder)["config"]))
 
     def headline(self, folder: Path) -> list[HeadlineRow]:
         rows: list[HeadlineRow] = []
