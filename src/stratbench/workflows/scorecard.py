@@ -477,7 +477,8 @@ def pair_models(a: Sequence[str], b: Sequence[str]) -> list[tuple[str, str]]:
     return list(zip(a, b))
 
 
-def compare_scorecards(folder_a: str | Path, folder_b: str | Path, seed: int = 0) -> dict[str, Any]:
+def compare_scorecards(folder_a: str | Path, folder_b: str | Path, seed: int = 0,
+                       checked: dict[Path, Any] | None = None) -> dict[str, Any]:
     """B − A of the normalised score per model and suite. Paired over the units both scorecards
     scored (the same games, grids, episodes: same budget and seed), with the joint bootstrap of
     :func:`stratbench.scoring.paired_difference`; CHBench's score is one fitted level, so its
@@ -486,8 +487,19 @@ def compare_scorecards(folder_a: str | Path, folder_b: str | Path, seed: int = 0
     refused (:func:`check_against_records`). A failed cell (nothing scored) has no score and no
     difference."""
     fa, fb = Path(folder_a), Path(folder_b)
-    ca, ma, ra = _finished_scorecard(fa, "")
-    cb, mb, rb = _finished_scorecard(fb, "")
+
+    def finished(folder: Path) -> Any:
+        # `checked`: the scorecards a caller comparing many pairs (a trend) has checked already,
+        # each read and checked against its records once, not once per pair it is in
+        if checked is None:
+            return _finished_scorecard(folder, "")
+        key = folder.resolve()
+        if key not in checked:
+            checked[key] = _finished_scorecard(folder, "")
+        return checked[key]
+
+    ca, ma, ra = finished(fa)
+    cb, mb, rb = finished(fb)
     if (ca["budget"], ca["seed"]) != (cb["budget"], cb["seed"]):
         note = (f"budgets/seeds differ (A: {ca['budget']}/{ca['seed']}, B: {cb['budget']}/{cb['seed']}): "
                 "only shared units are paired")

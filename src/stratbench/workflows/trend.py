@@ -481,7 +481,8 @@ def analyse(out: Path, meta: dict[str, Any]) -> dict[str, Any]:
     cards = [read_scorecard(f) for f in folders]
     if len(folders) == 1:
         check_scorecard(folders[0])  # (pairs are checked against their records by compare)
-    pairs = [compare_scorecards(a, b, seed=seed) for a, b in zip(folders, folders[1:])]
+    checked: dict[Path, Any] = {}  # each scorecard checked against its records once, not per pair
+    pairs = [compare_scorecards(a, b, seed=seed, checked=checked) for a, b in zip(folders, folders[1:])]
     suites = cards[0]["suites"] if cards else []
     out_suites = []
     for s in suites:
