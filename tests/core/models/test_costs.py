@@ -314,3 +314,46 @@ def test_the_price_table_a_run_or_suite_file_names_prices_its_plan_and_its_resum
         r = cli("suite", "run", str(suite), "--dry-run")
         assert r.returncode == 0, r.stderr
         assert "no price" not in r.stdout and f"1000, 1000 ({prices})" in r.stdout, r.stdout
+
+
+def _records(folder: Path) -> dict[tuple[object, ...], dict[str, object]]:
+    """A run's records by their unit, without what a call's timing changes."""
+    out = {}
+    for line in (folder / "trials.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        rec.pop("latency_s", None)
+        out[(rec["game_id"], rec["trial_id"], rec["rotation"])] = rec
+    return out
+
+
+def test_a_ceiling_below_the_calls_in_flight_waits_for_them_and_stops_only_when_one_call_cannot_fit(tmp_path, cli):
+    """--max-cost below "--max-concurrency × one call's worst case" (here about 2.5 games' worst case,
+    8 calls at once): a call that would pass the ceiling waits for the calls in flight to settle
+    instead of stopping the run before any request; the run stops when a call cannot fit with none
+    in flight. Each resume makes progress, and the records are an unlimited run's."""
+    from fake_openai_server import FakeOpenAIServer
+
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1000, "output_per_million": 1000}}))
+    with FakeOpenAIServer() as s:
+        base = ("nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url, "--num-games", "4", "--seed", "1",
+                "--num-trials", "1", "--price-table", str(prices), "--no-cache", "--quiet")
+        r = cli(*base, "--dry-run")
+        each = float(re.search(r"total: at most ([\d.]+) USD", r.stdout).group(1)) / 4
+        r = cli(*base, "--output-dir", str(tmp_path / "whole"))
+        assert r.returncode == 0, r.stderr
+        whole = _records(next((tmp_path / "whole").iterdir()))
+        r = cli(*base, "--output-dir", str(tmp_path / "cut"), "--max-cost", f"{2.5 * each:.4f}")
+        assert r.returncode == 3 and "stopped before a call" in r.stderr, r.stderr
+        (folder,) = (tmp_path / "cut").iterdir()
+        done = _records(folder)
+        assert 0 < len(done) < 4 and all(done[k] == whole[k] for k in done)
+        for _ in range(4):
+            r = cli("nashgap", "--resume", str(folder), "--max-cost", f"{2.5 * each:.4f}", "--quiet")
+            assert r.returncode in (0, 3) and "Traceback" not in r.stderr, r.stderr
+            now = _records(folder)
+            assert len(now) > len(done)  # every resume makes progress
+            done = now
+            if r.returncode == 0:
+                break
+        assert done == whole
