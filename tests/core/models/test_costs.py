@@ -357,3 +357,25 @@ def test_a_ceiling_below_the_calls_in_flight_waits_for_them_and_stops_only_when_
             if r.returncode == 0:
                 break
         assert done == whole
+
+
+def test_a_cached_re_run_costs_nothing_under_any_ceiling(tmp_path, cli):
+    """Every answer in the response cache (a re-run of a finished run, the same seed): --max-cost
+    below one call's worst case does not stop it — the cache answers above the guard, and a hit
+    reserves nothing. (An unseeded nashgap draws other games each run: those are new calls.)"""
+    from fake_openai_server import FakeOpenAIServer
+
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1000, "output_per_million": 1000}}))
+    with FakeOpenAIServer() as s:
+        base = ("nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url, "--num-games", "3", "--seed", "4",
+                "--num-trials", "1", "--price-table", str(prices), "--quiet")
+        r = cli(*base, "--output-dir", str(tmp_path / "first"))
+        assert r.returncode == 0, r.stderr
+        before = s.request_count
+        r = cli(*base, "--output-dir", str(tmp_path / "again"), "--max-cost", "0.0001")
+        assert r.returncode == 0, r.stderr
+        assert s.request_count == before
+    first, again = (_records(next((tmp_path / d).iterdir())) for d in ("first", "again"))
+    assert len(again) == 3 and {k: {**v, "usage": None} for k, v in again.items()} == \
+        {k: {**v, "usage": None} for k, v in first.items()}
