@@ -46,7 +46,7 @@ def scorecard(
         from stratbench.errors import InputError
 
         raise InputError("--resume finishes the scorecard saved in the folder; drop --model, --budget, --seed, "
-                         "--chat and --reasoning-effort (--base-url only gives a URL with credentials again)")
+                         "--chat and --reasoning-effort (--base-url says where its models are served now)")
     res = run_scorecard(model or ([] if resume else ["embedded"]), budget=budget or "quick",
                         seed=0 if seed is None else seed,
                         output_dir=output_dir,

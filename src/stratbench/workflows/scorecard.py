@@ -172,19 +172,20 @@ def _from_config(cfg: dict[str, Any], where: str) -> tuple[list[ScorecardModel],
         raise InputError(f"{where}: not a scorecard folder (its plan cannot be read)") from None
 
 
-def _give_url_again(models: Sequence[ScorecardModel], base_url: str, folder: Path) -> list[ScorecardModel]:
-    """--base-url given to a resumed scorecard: the URL of its models saved with their credentials
-    redacted (***), given again with them. It cannot point a saved model at another server."""
-    from stratbench.redact import is_redacted_url, redact_url
+def _url_on_resume(models: Sequence[ScorecardModel], base_url: str, folder: Path) -> list[ScorecardModel]:
+    """--base-url given to a resumed scorecard: where its models are served now — a server that
+    moved, or the saved URL given again with the credentials that were not saved (***). Like a
+    resumed run's --base-url it is a runtime setting (no run's key or record depends on it), and
+    like a new scorecard's it goes to every model (a local one ignores it). Refused only for a
+    scorecard whose models were saved with different URLs: one flag cannot say where each is now.
+    Nothing is saved: the credentials in it never are, and the folder keeps its plan."""
+    from stratbench.redact import redact_url
 
-    out = [replace(m, base_url=base_url) if m.base_url is not None and is_redacted_url(m.base_url)
-           and m.base_url == redact_url(base_url) else m for m in models]
-    if out == list(models):
-        saved = sorted({m.base_url for m in models if m.base_url is not None and is_redacted_url(m.base_url)})
-        raise InputError(f"--base-url {redact_url(base_url)}: with --resume it gives again a URL whose credentials "
-                         f"were not saved; the scorecard in {folder} has "
-                         + (f"{', '.join(saved)}" if saved else "none (resume it without --base-url)"))
-    return out
+    saved = sorted({m.base_url for m in models if m.base_url is not None})
+    if len(saved) > 1:
+        raise InputError(f"--base-url {redact_url(base_url)}: the scorecard in {folder} has models at several "
+                         f"base URLs ({', '.join(saved)}); one --base-url cannot say where each is now")
+    return [replace(m, base_url=base_url) for m in models]
 
 
 def _read_meta(folder: Path, flag: str) -> dict[str, Any]:
@@ -222,7 +223,7 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
         meta = _read_meta(out, "--resume ")
         ms, budget, seed = _from_config(meta["config"], f"--resume {out}")
         if base_url is not None:
-            ms = _give_url_again(ms, base_url, out)
+            ms = _url_on_resume(ms, base_url, out)
         plan = plan_scorecard(ms, budget, seed)
         if [j.key for j, _, _ in plan] != meta.get("plan"):
             raise InputError(f"--resume {out}: the saved plan no longer gives the same runs with this version "
