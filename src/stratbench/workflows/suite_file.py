@@ -62,10 +62,12 @@ from stratbench.workflows.jobs import finished_runs, run_jobs
 from stratbench.workflows.suite_plan import (
     check_job_models,
     check_no_redacted_urls,
+    file_folder,
     pending_jobs,
     plan_suite_data,
     plan_suite_file,
     read_suite_file,
+    with_file_paths,
 )
 
 
@@ -117,7 +119,10 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
                                  "base URLs); drop the file argument to finish the saved plan, or run the new "
                                  "file as a new suite")
             data = given
-        jobs = plan_suite_data(data, Path(meta.get("file") or out))
+        # relative file settings from the file's folder (its path as given when the suite started,
+        # seen from here: the runs already started saved theirs absolute in their run.json)
+        base = file_folder(str(meta.get("file") or out / "x"))
+        jobs = plan_suite_data(with_file_paths(data, base), Path(meta.get("file") or out))
         if [j.key for j in jobs] != meta.get("plan"):
             raise InputError(f"--resume {out}: the saved plan no longer gives the same runs with this version "
                              "of stratbench; run the suite again")

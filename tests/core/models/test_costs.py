@@ -379,3 +379,74 @@ def test_a_cached_re_run_costs_nothing_under_any_ceiling(tmp_path, cli):
     first, again = (_records(next((tmp_path / d).iterdir())) for d in ("first", "again"))
     assert len(again) == 3 and {k: {**v, "usage": None} for k, v in again.items()} == \
         {k: {**v, "usage": None} for k, v in first.items()}
+
+
+def _cut_at_max_cost(cli, cwd: Path, *args: str) -> Path:
+    r = cli(*args, "--output-dir", "o", "--max-cost", "0.5", cwd=cwd)
+    assert r.returncode == 3, r.stderr
+    (folder,) = (cwd / "o").iterdir()
+    return folder
+
+
+def test_a_scorecard_saves_its_price_table_and_its_resume_prices_with_it(tmp_path, cli):
+    """scorecard --price-table p.json (relative) saves the table, absolute, with the scorecard and
+    its Nash-gap runs (which price their cost with it: model_cost_usd); a resume from another
+    folder with its own --max-cost prices with it, and another table there is one line."""
+    from fake_openai_server import FakeOpenAIServer
+
+    start, other = tmp_path / "start", tmp_path / "other"
+    start.mkdir()
+    other.mkdir()
+    prices = start / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1000, "output_per_million": 1000}}))
+    (other / "q.json").write_text(prices.read_text())
+    with FakeOpenAIServer() as s:
+        folder = _cut_at_max_cost(cli, start, "scorecard", "--model", "openai-compatible:m", "--base-url", s.base_url,
+                                  "--budget", "smoke", "--no-cache", "--no-report", "--quiet", "--price-table", "p.json")
+        meta = json.loads((folder / "suite_metadata.json").read_text())
+        assert meta["config"]["price_table"] == str(prices)
+        runs = [json.loads(p.read_text()) for p in folder.glob("nashgap/*/*/run.json")]
+        assert runs and all(r["config"]["price_table"] == str(prices) for r in runs)
+        assert all("model_cost_usd" in r["totals"] for r in runs if r["status"] == "finished")
+        r = cli("scorecard", "--resume", str(folder), "--price-table", "q.json", "--max-cost", "500", cwd=other)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and f"prices its cost with {prices}" in r.stderr, r.stderr
+        r = cli("scorecard", "--resume", str(folder), "--max-cost", "500", "--no-report", "--quiet", cwd=other)
+        assert r.returncode == 0, r.stderr
+
+
+def test_relative_file_settings_are_saved_absolute_and_a_suite_files_are_its_folders(tmp_path, cli):
+    """--price-table p.json and --chat-template t.jinja are saved absolute: the run resumes from
+    another folder (and --price-table naming the same file by another path is taken). A suite
+    file's [nashgap] price_table is read from the file's folder, not the shell's."""
+    from fake_openai_server import FakeOpenAIServer
+
+    start, other = tmp_path / "start", tmp_path / "other"
+    start.mkdir()
+    other.mkdir()
+    prices = start / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1000, "output_per_million": 1000}}))
+    (start / "t.jinja").write_text("{% for m in messages %}{{ m['content'] }}\n{% endfor %}")
+    with FakeOpenAIServer() as s:
+        folder = _cut_at_max_cost(cli, start, "nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url,
+                                  "--num-games", "6", "--num-trials", "1", "--chat", "--policy", "choice",
+                                  "--chat-template", "t.jinja", "--price-table", "p.json", "--no-cache",
+                                  "--max-concurrency", "1", "--quiet")
+        config = json.loads((folder / "run.json").read_text())["config"]
+        assert (config["price_table"], config["chat_template"]) == (str(prices), str(start / "t.jinja"))
+        r = cli("nashgap", "--resume", str(folder), "--price-table", "../start/p.json", "--max-cost", "500", "--quiet",
+                cwd=other)
+        assert r.returncode == 0, r.stderr
+        assert json.loads((folder / "run.json").read_text())["status"] == "finished"
+
+        (start / "suite.toml").write_text(
+            f'models = [{{ spec = "openai-compatible:m", base_url = "{s.base_url}" }}]\nseeds = [1]\n'
+            '[nashgap]\nnum_games = 2\nnum_trials = 1\npolicy = "sample"\nprice_table = "p.json"\nno_cache = true\n')
+        r = cli("suite", "run", "../start/suite.toml", "--dry-run", cwd=other)
+        assert r.returncode == 0, r.stderr
+        assert "no price" not in r.stdout and f"1000, 1000 ({prices})" in r.stdout, r.stdout
+        r = cli("suite", "run", "../start/suite.toml", "--output-dir", "s", "--no-report", "--quiet", "--max-cost", "500",
+                cwd=other)
+        assert r.returncode == 0, r.stderr
+        (run,) = (other / "s").glob("suite_*/nashgap/*/*/run.json")
+        assert json.loads(run.read_text())["config"]["price_table"] == str(prices)
+
