@@ -231,9 +231,9 @@ def _run_name(name: str) -> str:
     return re.sub(r"_\d{8}_\d{6}(?:_\d+)?(?=_|$)", "", name).removesuffix(".partial")
 
 
-def _price_text(p: Any) -> str:
+def _price_text(p: Any, near: str | None = None) -> str:
     if p is None:
-        return "no price: give --price-table"
+        return f"no price: the table has {near!r}, not this spec" if near else "no price: give --price-table"
     if p.source == "runs here":
         return "free (runs here)"
     return f"{p.input_per_million:g}, {p.output_per_million:g}" + (f" (as of {p.as_of}, {p.source})" if p.as_of
@@ -265,7 +265,7 @@ def plan_table(session: Any) -> str:
             unpriced.append(spec)
         total = None if cost is None or total is None else total + cost
         totals.append((spec + (" (all runs)" if several else ""), calls, tin, tout, cost,
-                       _price_text(session.price(spec))))
+                       _price_text(session.price(spec), costs.near_miss(spec, session.prices))))
     width = max([len(r[0]) for r in rows + totals] + [len("run · model")])
 
     def fmt(r: tuple[str, int, int, int, float | None, str]) -> str:

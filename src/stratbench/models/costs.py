@@ -49,7 +49,7 @@ from stratbench.models.base import (
 from stratbench.models.prices import SHIPPED_PRICES, Price, load_price_table
 
 __all__ = ["APPROX", "CallBound", "CostGuard", "CostSession", "DryRunModel", "PlanLine", "RefusalGuard", "approx_tokens",
-           "call_bound", "cost_session", "current", "halted", "load_prices", "planning"]
+           "call_bound", "cost_session", "current", "halted", "load_prices", "near_miss", "planning"]
 
 APPROX = "prompt tokens at about 4 characters a token (no tokenizer of the hosted model here)"
 CHARS_PER_TOKEN = 4
@@ -285,6 +285,13 @@ class RefusalGuard(_Wrapper):
         return await self._checked(await self.inner.generate(requests))
 
 
+def near_miss(spec: str, prices: dict[str, Price]) -> str | None:
+    """A price-table key that is `spec` but for surrounding whitespace or letter case (a typo
+    that reads as "no price"), or None."""
+    want = spec.strip().casefold()
+    return next((k for k in prices if k != spec and k.strip().casefold() == want), None)
+
+
 class CostGuard(_Wrapper):
     """Holds a call whose worst case would take the cost past ``max_cost`` until the calls in flight
     settle; stops the command before one that cannot fit even with none in flight."""
@@ -292,8 +299,10 @@ class CostGuard(_Wrapper):
     def __init__(self, inner: LanguageModel, session: CostSession) -> None:
         super().__init__(inner, session)
         if session.price(self.spec) is None:
+            near = near_miss(self.spec, session.prices)
             raise InputError(f"--max-cost: no price for {self.spec} in the price table (stratbench's own or "
-                             "--price-table); give one with --price-table FILE")
+                             "--price-table); " + (f"the table has {near!r}, which is not {self.spec!r}: spell the "
+                                                   "key as the spec" if near else "give one with --price-table FILE"))
 
     def _worst(self, req: GenerateRequest | ScoreRequest) -> float:
         bound = call_bound(self.inner, req)

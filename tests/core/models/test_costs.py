@@ -450,3 +450,16 @@ def test_relative_file_settings_are_saved_absolute_and_a_suite_files_are_its_fol
         (run,) = (other / "s").glob("suite_*/nashgap/*/*/run.json")
         assert json.loads(run.read_text())["config"]["price_table"] == str(prices)
 
+
+def test_a_price_key_that_is_the_spec_but_for_whitespace_is_named(tmp_path, cli):
+    """A price table whose key has a trailing space: the "no price" line (--max-cost) and the plan
+    (--dry-run) name the near-miss key instead of asking for a --price-table that was given."""
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m ": {"input_per_million": 1, "output_per_million": 1}}))
+    base = ("nashgap", "--model", "openai-compatible:m", "--base-url", "http://127.0.0.1:9/v1", "--num-games", "1",
+            "--price-table", str(prices), "--output-dir", str(tmp_path / "o"))
+    r = cli(*base, "--max-cost", "1")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "the table has 'openai-compatible:m '" in r.stderr and "give one with" not in r.stderr, r.stderr
+    r = cli(*base, "--dry-run")
+    assert r.returncode == 0 and "no price: the table has 'openai-compatible:m '" in r.stdout, r.stdout
