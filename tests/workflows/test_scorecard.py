@@ -409,3 +409,43 @@ def test_reasoning_effort_reaches_every_generation_request_of_the_model_and_is_s
             cwd=tmp_path)
     assert r.returncode == 2 and "--reasoning-effort applies to HTTP models" in r.stderr, r.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_a_scorecard_resumes_against_a_server_that_moved(card, tmp_path):
+    """--base-url given to a resumed scorecard says where its models are served now (a runtime
+    setting, as for a resumed run): the scorecard stopped mid-way (the server refused a key) finishes
+    against the new server with the scorecard of an uninterrupted run. The URL is not saved: an
+    interruption of that resume names it again in its "continue with" line."""
+    with FakeOpenAIServer() as old:
+        old_url = old.base_url
+        old.script(*["ok"] * 10, *["401"] * 60)
+        r = cli("scorecard", "--model", FAKE, "--base-url", old.base_url, "--budget", "smoke", "--seed", str(SEED),
+                "--no-cache", "--no-report", "--retries", "0", "--output-dir", str(tmp_path), cwd=tmp_path)
+        assert r.returncode == 2 and "HTTP 401" in r.stderr, r.stderr
+    (folder,) = list(tmp_path.glob("scorecard_*"))
+    assert not (folder / "scorecard.json").exists()
+    with FakeOpenAIServer() as new:
+        r = cli("scorecard", "--resume", str(folder), "--base-url", new.base_url, "--no-report", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert new.requests
+    want = strip(json.loads((card.folder / "scorecard.json").read_text()))
+    got = strip(json.loads((folder / "scorecard.json").read_text()))
+    assert _no_runs(got) == _no_runs(want)
+    saved = json.loads((folder / "suite_metadata.json").read_text())["config"]["models"]
+    assert [m["base_url"] for m in saved] == [old_url]
+
+
+def test_the_continue_line_of_a_resume_names_its_new_base_url(tmp_path):
+    import typer
+
+    from stratbench.cli.main import _resume_hint, app
+
+    command = typer.main.get_command(app)
+    folder = tmp_path / "scorecard_1"
+    folder.mkdir()
+    (folder / "suite_metadata.json").write_text("{}")
+    hint = _resume_hint(command, ["scorecard", "--resume", str(folder), "--base-url", "http://h2:81/v1"], [folder])
+    assert hint.endswith(f"continue with: stratbench scorecard --resume {folder} --base-url http://h2:81/v1"), hint
+    assert "credentials" not in hint
+    hint = _resume_hint(command, ["scorecard", "--model", "m", "--base-url", "http://h2:81/v1"], [folder])
+    assert hint.endswith(f"continue with: stratbench scorecard --resume {folder}"), hint

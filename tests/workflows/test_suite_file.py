@@ -222,3 +222,35 @@ def test_chbench_takes_its_server_from_the_model_tables(tmp_path):
     with pytest.raises(InputError, match=r"\[chbench\] the models name different servers") as e:
         plan_suite_file(f)
     assert "PW" not in str(e.value)
+
+
+def test_a_resumed_suite_file_takes_a_server_that_moved_from_the_file_given_again(tmp_path, cli):
+    """The suite file given again to ``--resume`` may differ from the saved plan in its base URLs
+    only (a server that moved; base URLs are runtime settings); any other edit is still refused."""
+    from fake_openai_server import FakeOpenAIServer
+
+    f = tmp_path / "s.toml"
+
+    def write(url: str, games: int = 3) -> None:
+        f.write_text(f'seeds = [1]\nmodels = [{{spec = "openai-compatible:m", base_url = "{url}"}}]\n'
+                     f'[nashgap]\nnum_games = {games}\nnum_trials = 1\npolicy = "sample"\nno_cache = true\n')
+
+    with FakeOpenAIServer(canned_text="Action: 1") as old:
+        old_url = old.base_url
+        write(old_url)
+        old.script("ok", *["401"] * 20)
+        r = cli("suite", "run", str(f), "--output-dir", str(tmp_path / "out"), "--no-report", "--quiet")
+        assert r.returncode == 2 and "HTTP 401" in r.stderr, r.stderr
+    (folder,) = (tmp_path / "out").iterdir()
+    with FakeOpenAIServer(canned_text="Action: 1") as new:
+        write(new.base_url, games=4)
+        r = cli("suite", "run", str(f), "--resume", str(folder), "--no-report", "--quiet")
+        assert r.returncode == 2 and "differs from the plan saved" in r.stderr, r.stderr
+        write(new.base_url)
+        r = cli("suite", "run", str(f), "--resume", str(folder), "--no-report", "--quiet")
+        assert r.returncode == 0, r.stderr
+        assert new.requests
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    assert meta["status"] == "finished" and old_url in json.dumps(meta["config"])
+    (run,) = meta["runs"]
+    assert len((folder / run["folder"] / "trials.jsonl").read_text().splitlines()) == 3

@@ -92,7 +92,7 @@ def _resume_hint(command: Any, args: list[str], folders: list[Path]) -> str:
         resumed = _resumed_folder(args)
         if resumed is None:
             return "interrupted before any result folder was written; nothing to resume"
-        given, url = _given_again(cmd, words, args[len(words):])  # (a resume stopped before it began)
+        given, url, _ = _given_again(cmd, words, args[len(words):])  # (a resume stopped before it began)
         again = f" --base-url {shlex.quote(url)}" if url else ""
         return (f"interrupted before {resumed} was changed; continue with: "
                 f"stratbench {' '.join(words + given)} --resume {shlex.quote(resumed)}{again}")
@@ -104,9 +104,9 @@ def _resume_hint(command: Any, args: list[str], folders: list[Path]) -> str:
     if "--resume" not in options:
         return (f"interrupted: the unfinished folder {folder} cannot be resumed (stratbench {' '.join(words)} "
                 "has no --resume); run the command again")
-    given, url = _given_again(cmd, words, args[len(words):])
+    given, url, secret = _given_again(cmd, words, args[len(words):])
     again = f" --base-url {shlex.quote(url)}" if url else ""
-    note = "credentials are never saved: put the password where *** is; " if url else ""
+    note = "credentials are never saved: put the password where *** is; " if secret else ""
     return (f"interrupted: finished records are saved in {folder}; {note}continue with: "
             f"stratbench {' '.join(words + given)} --resume {shlex.quote(str(folder))}{again}")
 
@@ -132,16 +132,18 @@ def _resumed_folder(args: list[str]) -> str | None:
     return None
 
 
-def _given_again(cmd: Any, words: list[str], rest: list[str]) -> tuple[list[str], str | None]:
+def _given_again(cmd: Any, words: list[str], rest: list[str]) -> tuple[list[str], str | None, bool]:
     """What a resume needs again from the interrupted command line: its positional arguments (a
-    suite file: a URL with credentials in it is saved redacted) and a --base-url with credentials
-    (shown redacted; the user puts the password back)."""
+    suite file: a URL with credentials in it is saved redacted) and a --base-url that the folder
+    does not hold — one with credentials (shown redacted; the user puts the password back, the
+    third value says so), or one given to a resume (a server that moved: a runtime setting, never
+    saved)."""
     from stratbench.redact import redact_url
 
     try:
         ctx = cmd.make_context(" ".join(words), list(rest), resilient_parsing=True)
     except Exception:  # noqa: BLE001 - a hint never fails the exit it explains
-        return [], None
+        return [], None, False
     positional = []
     for p in getattr(cmd, "params", []):
         if getattr(p, "param_type_name", "") == "argument":
@@ -150,9 +152,12 @@ def _given_again(cmd: Any, words: list[str], rest: list[str]) -> tuple[list[str]
                 if isinstance(v, str):
                     positional.append(shlex.quote(v))
     url = ctx.params.get("base_url")
-    if not isinstance(url, str) or redact_url(url) == url:
-        url = None
-    return positional, (redact_url(url) if url else None)
+    if not isinstance(url, str):
+        return positional, None, False
+    secret = redact_url(url) != url
+    if not secret and not ctx.params.get("resume"):  # (a new run's folder holds its URL)
+        return positional, None, False
+    return positional, redact_url(url), secret
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:

@@ -64,7 +64,13 @@ def plannable(fn: F) -> F:
             raise InputError(f"--max-cost {_typed('--max-cost', max_cost)}: give a positive number of US dollars")
         if dry_run and max_cost is not None:
             raise InputError("--dry-run makes no call and --max-cost limits real ones: give one of them")
-        prices = costs.load_prices(prices_path or _implied_price_table(kwargs))
+        saved = _implied_price_table(kwargs)
+        if prices_path and saved and kwargs.get("resume") and not _same_file(prices_path, saved):
+            # (the run prices its cost with its saved table: another one here would price the
+            # ceiling one way and run.json's cost another)
+            raise InputError(f"--price-table {prices_path}: the run in {kwargs['resume']} prices its cost with "
+                             f"{saved} (saved when it started); drop --price-table")
+        prices = costs.load_prices(prices_path or saved)
         if not dry_run:
             with costs.cost_session(prices, max_cost=max_cost, local=_runs_here) as session:
                 try:
@@ -103,6 +109,8 @@ def _implied_price_table(kwargs: dict[str, Any]) -> str | None:
     """The price table a command names without --price-table, which its runs price their cost
     with too: a suite file's or tiered config's (``[nashgap] price_table``, ``price_table``), or
     the one a resumed run saved in its config (run.json, suite_metadata.json)."""
+    from stratbench.workflows.suite_plan import file_folder, read_suite_file, with_file_paths
+
     config: Any = None
     if kwargs.get("resume"):
         folder = Path(kwargs["resume"])
@@ -113,18 +121,36 @@ def _implied_price_table(kwargs: dict[str, Any]) -> str | None:
                 continue  # (the resume names a folder it cannot read itself)
             if isinstance(meta, dict) and isinstance(meta.get("config"), dict):
                 config = meta["config"]
+                if meta.get("suite") == "suite-file":  # (its runs read a relative path from the file's folder)
+                    config = with_file_paths(config, file_folder(str(meta.get("file") or folder / "x")))
                 break
     elif isinstance(kwargs.get("file") or kwargs.get("config"), str):
-        from stratbench.workflows.suite_plan import read_suite_file
-
+        path = kwargs.get("file") or kwargs["config"]
         try:
-            config = read_suite_file(kwargs.get("file") or kwargs["config"])
+            config = read_suite_file(path)
         except InputError:
             return None  # (the command names the file's problem itself)
+        if kwargs.get("file"):  # a suite file's sections: relative to its folder
+            config = with_file_paths(config, file_folder(path))
     for where in (config, config.get("nashgap") if isinstance(config, dict) else None):
         if isinstance(where, dict) and isinstance(where.get("price_table"), str):
             return str(where["price_table"])
     return None
+
+
+def _same_file(given: str, saved: str) -> bool:
+    """Whether --price-table `given` names the `saved` table (the same file, or one relative path
+    saved by an older folder that `given` ends with)."""
+    import os
+
+    from stratbench.runner.lifecycle import same_path
+
+    try:
+        if os.path.samefile(given, saved):
+            return True
+    except OSError:
+        pass
+    return same_path(os.path.abspath(given), saved)
 
 
 def _runs_here(spec: str) -> bool:
@@ -205,9 +231,9 @@ def _run_name(name: str) -> str:
     return re.sub(r"_\d{8}_\d{6}(?:_\d+)?(?=_|$)", "", name).removesuffix(".partial")
 
 
-def _price_text(p: Any) -> str:
+def _price_text(p: Any, near: str | None = None) -> str:
     if p is None:
-        return "no price: give --price-table"
+        return f"no price: the table has {near!r}, not this spec" if near else "no price: give --price-table"
     if p.source == "runs here":
         return "free (runs here)"
     return f"{p.input_per_million:g}, {p.output_per_million:g}" + (f" (as of {p.as_of}, {p.source})" if p.as_of
@@ -239,7 +265,7 @@ def plan_table(session: Any) -> str:
             unpriced.append(spec)
         total = None if cost is None or total is None else total + cost
         totals.append((spec + (" (all runs)" if several else ""), calls, tin, tout, cost,
-                       _price_text(session.price(spec))))
+                       _price_text(session.price(spec), costs.near_miss(spec, session.prices))))
     width = max([len(r[0]) for r in rows + totals] + [len("run · model")])
 
     def fmt(r: tuple[str, int, int, int, float | None, str]) -> str:

@@ -31,6 +31,9 @@ def scorecard(
     wait_for_server: Optional[float] = typer.Option(None, help=(
         "Seconds to wait for an unreachable server (e.g. restarting) before its calls fail (default 0).")),
     reasoning_effort: ReasoningEffort = None,
+    price_table: Optional[str] = typer.Option(None, help=(
+        "JSON prices per million tokens by model spec, over the shipped table (for --dry-run and --max-cost); "
+        "saved with the scorecard, its Nash-gap runs price their cost with it.")),
     quiet: Quiet = False,
 ) -> None:
     """Every suite for every model at one budget, next to chance and optimal references: one folder,
@@ -46,13 +49,13 @@ def scorecard(
         from stratbench.errors import InputError
 
         raise InputError("--resume finishes the scorecard saved in the folder; drop --model, --budget, --seed, "
-                         "--chat and --reasoning-effort (--base-url only gives a URL with credentials again)")
+                         "--chat and --reasoning-effort (--base-url says where its models are served now)")
     res = run_scorecard(model or ([] if resume else ["embedded"]), budget="quick" if budget is None else budget,
                         seed=0 if seed is None else seed,
                         output_dir=output_dir,
                         resume_dir=resume, chat=chat, base_url=base_url, no_cache=no_cache, report=not no_report,
                         on_run=said, timeout=timeout, retries=retries, wait_for_server=wait_for_server,
-                        reasoning_effort=reasoning_effort)
+                        reasoning_effort=reasoning_effort, price_table=price_table)
     if quiet:
         console.print(str(res.folder))
     else:

@@ -13,8 +13,11 @@ generated reply: the dollars are an upper bound at the listed prices.
 cache (a cached answer costs nothing): before a call it adds the call's worst case (its prompt and
 its whole output budget at the listed prices, over every request the call makes: the backend says
 how many, `LanguageModel.request_prompts`) to what was spent and what calls in flight may still
-cost; when that would pass the ceiling the call is not made and the command stops as Ctrl-C stops
-it — every finished record saved, the folder resumable — and says so (exit 3). Spent cost is
+cost; when that would pass the ceiling the call waits (calls are made in the order they came) for
+the calls in flight to settle, each releasing its reservation down to what it took. Only when the
+call's worst case cannot fit with no call in flight is it not made: the command stops as Ctrl-C
+stops it — every finished record saved, the folder resumable — and says so (exit 3). So a ceiling
+below "--max-concurrency × one call's worst case" makes fewer calls at once, not none. Spent cost is
 counted from the tokens the provider reported; a call whose provider reported none (or no count,
 `models.base.reported_count`) is counted at its worst case, never as free. The worst case is an
 estimate where the prompt tokens are (about four characters a token): a command whose calls
@@ -46,7 +49,7 @@ from stratbench.models.base import (
 from stratbench.models.prices import SHIPPED_PRICES, Price, load_price_table
 
 __all__ = ["APPROX", "CallBound", "CostGuard", "CostSession", "DryRunModel", "PlanLine", "RefusalGuard", "approx_tokens",
-           "call_bound", "cost_session", "current", "halted", "load_prices", "planning"]
+           "call_bound", "cost_session", "current", "halted", "load_prices", "near_miss", "planning"]
 
 APPROX = "prompt tokens at about 4 characters a token (no tokenizer of the hosted model here)"
 CHARS_PER_TOKEN = 4
@@ -88,7 +91,12 @@ class CostSession:
     run: str = ""  # the run being planned (its folder's name)
     spent: float = 0.0
     reserved: float = 0.0  # worst case of the calls in flight
+    in_flight: int = 0  # guarded calls made and not yet settled
     tripped: bool = False
+    # calls waiting for their turn (first come, first made) and what each waits on: a call in
+    # flight settling (its reservation released down to what it took) or the command stopping
+    queue: list[object] = field(default_factory=list)
+    wakers: list[asyncio.Future[None]] = field(default_factory=list)
     unknown: int = 0  # calls whose provider reported no usage: counted in `spent` at their worst case
 
     local: Callable[[str], bool] = lambda spec: False  # whether a spec's model runs here (its traits)
@@ -101,6 +109,20 @@ class CostSession:
 
     def line(self, spec: str) -> PlanLine:
         return self.plan.setdefault((self.run, spec), PlanLine(spec, self.run))
+
+    def wake(self) -> None:
+        """Something changed (a call settled, a waiting one went or was admitted): every waiting
+        call looks again."""
+        wakers, self.wakers = self.wakers, []
+        for w in wakers:
+            if not w.done():
+                w.set_result(None)
+
+    async def changed(self) -> None:
+        """Until the next `wake`."""
+        w = asyncio.get_running_loop().create_future()
+        self.wakers.append(w)
+        await w
 
     def cost(self, spec: str, tokens_in: int, tokens_out: int) -> float | None:
         p = self.price(spec)
@@ -263,14 +285,24 @@ class RefusalGuard(_Wrapper):
         return await self._checked(await self.inner.generate(requests))
 
 
+def near_miss(spec: str, prices: dict[str, Price]) -> str | None:
+    """A price-table key that is `spec` but for surrounding whitespace or letter case (a typo
+    that reads as "no price"), or None."""
+    want = spec.strip().casefold()
+    return next((k for k in prices if k != spec and k.strip().casefold() == want), None)
+
+
 class CostGuard(_Wrapper):
-    """Stops the command before a call whose worst case would take the cost past ``max_cost``."""
+    """Holds a call whose worst case would take the cost past ``max_cost`` until the calls in flight
+    settle; stops the command before one that cannot fit even with none in flight."""
 
     def __init__(self, inner: LanguageModel, session: CostSession) -> None:
         super().__init__(inner, session)
         if session.price(self.spec) is None:
+            near = near_miss(self.spec, session.prices)
             raise InputError(f"--max-cost: no price for {self.spec} in the price table (stratbench's own or "
-                             "--price-table); give one with --price-table FILE")
+                             "--price-table); " + (f"the table has {near!r}, which is not {self.spec!r}: spell the "
+                                                   "key as the spec" if near else "give one with --price-table FILE"))
 
     def _worst(self, req: GenerateRequest | ScoreRequest) -> float:
         bound = call_bound(self.inner, req)
@@ -284,26 +316,55 @@ class CostGuard(_Wrapper):
         s.tripped = True
         await _interrupt()
 
+    async def _admit(self, worst: float) -> None:
+        """Reserve `worst` for a call, in the order the calls came (so the run makes its calls in
+        the order of an unlimited run, only later): while what was spent, what the calls in flight
+        may still take and `worst` would pass the ceiling, the call waits for those in flight to
+        settle (each releases its reservation down to what it took); the command stops only when
+        `worst` cannot fit with no call in flight."""
+        s = self.session
+        assert s.max_cost is not None
+        ticket = object()
+        s.queue.append(ticket)
+        try:
+            while True:
+                if s.tripped:
+                    await self._stop()
+                if s.queue[0] is ticket:
+                    if s.spent + s.reserved + worst <= s.max_cost:
+                        s.reserved += worst
+                        s.in_flight += 1
+                        return
+                    if not s.in_flight:  # nothing in flight to wait for: it can never fit
+                        await self._stop()
+                await s.changed()
+        finally:
+            s.queue.remove(ticket)
+            s.wake()  # the next in line looks again
+
+    def _settle(self, worst: float) -> None:
+        s = self.session
+        s.in_flight -= 1
+        s.reserved = s.reserved - worst if s.in_flight else 0.0  # (no float residue once all settled)
+        s.wake()
+
     async def _guarded(self, requests: Sequence[Any], call: Any) -> list[Any]:
         s = self.session
         each = [self._worst(r) for r in requests]
         worst = sum(each)
-        assert s.max_cost is not None
-        if s.tripped or s.spent + s.reserved + worst > s.max_cost:
-            await self._stop()
-        s.reserved += worst
+        await self._admit(worst)
         try:
             results = await call(requests)
+            for r, bound in zip(results, each):
+                if r.cached:
+                    continue
+                if r.usage_unknown:  # the provider did not say what it took: never free, its worst case
+                    s.spent += bound
+                    s.unknown += 1
+                else:
+                    s.spent += self.session.cost(self.spec, r.tokens_in, getattr(r, "tokens_out", 0)) or 0.0
         finally:
-            s.reserved -= worst
-        for r, bound in zip(results, each):
-            if r.cached:
-                continue
-            if r.usage_unknown:  # the provider did not say what it took: never free, its worst case
-                s.spent += bound
-                s.unknown += 1
-            else:
-                s.spent += self.session.cost(self.spec, r.tokens_in, getattr(r, "tokens_out", 0)) or 0.0
+            self._settle(worst)  # what it took is in `spent` before the waiting calls look again
         return results
 
     async def score(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:

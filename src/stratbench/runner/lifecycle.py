@@ -216,6 +216,30 @@ RUNTIME_KEYS = ("max_concurrency", "parallel", "num_workers", "base_url", "no_ca
                 "wait_for_server")
 
 
+# Settings that name a file the run reads again when resumed: a new run saves them as absolute
+# paths (`absolute_paths`), so a resume from another folder finds the same file.
+PATH_KEYS = ("price_table", "chat_template")
+
+
+def absolute_paths(config: Any) -> None:
+    """A new run's `PATH_KEYS` settings that name an existing file by a relative path, made
+    absolute (from the folder the command runs in, as it read them); a missing file is left as
+    given, for its own one-line refusal."""
+    for k in PATH_KEYS:
+        v = getattr(config, k, None)
+        if isinstance(v, str) and v.strip() and not os.path.isabs(v) and os.path.exists(v):
+            setattr(config, k, os.path.abspath(v))
+
+
+def same_path(now: str, saved: str) -> bool:
+    """Whether a path setting `now` names the `saved` one: equal, or `saved` relative (a folder
+    made before paths were saved absolute) and `now` ending with it."""
+    if now == saved:
+        return True
+    tail = Path(saved).parts
+    return not os.path.isabs(saved) and bool(tail) and Path(now).parts[-len(tail):] == tail
+
+
 def rebuild_config(cls: type[C], saved: dict[str, Any], *, given: Any = None, **overrides: Any) -> C:
     """A config dataclass from run.json's saved config: keys the class no longer has are ignored
     (folders outlive code); with `given` (the config of the command that resumes the run), the
@@ -478,6 +502,7 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
             meta.setdefault("resumed_at", []).append(now_iso())
         else:
             plan.prepare()
+            absolute_paths(getattr(plan, "config", None))  # (run.json is read again from other folders)
             plan.open()
             spec = plan.folder_spec()
             folder = _new_folder(spec)

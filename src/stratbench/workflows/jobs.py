@@ -186,7 +186,7 @@ def _still_finished(out: Path, entry: dict[str, Any], job: Job,
     what its records give (an edited entry is refused: a resume would copy it into runs.csv)."""
     from stratbench.redact import redact_json
     from stratbench.runner.folders import read_run_json
-    from stratbench.runner.lifecycle import RUNTIME_KEYS
+    from stratbench.runner.lifecycle import PATH_KEYS, RUNTIME_KEYS, same_path
 
     folder = out / str(entry.get("folder") or "")
     if not entry.get("folder") or not (folder / "run.json").is_file():
@@ -199,7 +199,8 @@ def _still_finished(out: Path, entry: dict[str, Any], job: Job,
     saved = meta["config"]
     for k, v in _config_json(job.config).items():  # (None: left to the run to resolve, e.g. llm_seed)
         if (k in saved and v is not None and k not in RUNTIME_KEYS and k not in ("output_dir", "shard")
-                and redact_json(v) != saved[k]):
+                and redact_json(v) != saved[k]
+                and not (k in PATH_KEYS and isinstance(v, str) and isinstance(saved[k], str) and same_path(v, saved[k]))):
             raise InputError(f"{who}: the run {entry['folder']} has {k} = {json.dumps(saved[k])} where the "
                              f"collection's plan has {json.dumps(redact_json(v))}: suite_metadata.json or the run's "
                              f"run.json was edited{left}")

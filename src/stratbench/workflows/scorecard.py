@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -32,6 +33,7 @@ from typing import Any
 
 from stratbench.checks import RULES, SEED, check_value
 from stratbench.errors import InputError
+from stratbench.models.prices import load_price_table
 from stratbench.render.csv_cells import csv_row
 from stratbench.runner.folders import create_run_folder, migrate_run_json, missing_dirs, now_iso, run_metadata
 from stratbench.runner.jsonl import write_csv_atomic, write_json_atomic
@@ -172,19 +174,20 @@ def _from_config(cfg: dict[str, Any], where: str) -> tuple[list[ScorecardModel],
         raise InputError(f"{where}: not a scorecard folder (its plan cannot be read)") from None
 
 
-def _give_url_again(models: Sequence[ScorecardModel], base_url: str, folder: Path) -> list[ScorecardModel]:
-    """--base-url given to a resumed scorecard: the URL of its models saved with their credentials
-    redacted (***), given again with them. It cannot point a saved model at another server."""
-    from stratbench.redact import is_redacted_url, redact_url
+def _url_on_resume(models: Sequence[ScorecardModel], base_url: str, folder: Path) -> list[ScorecardModel]:
+    """--base-url given to a resumed scorecard: where its models are served now — a server that
+    moved, or the saved URL given again with the credentials that were not saved (***). Like a
+    resumed run's --base-url it is a runtime setting (no run's key or record depends on it), and
+    like a new scorecard's it goes to every model (a local one ignores it). Refused only for a
+    scorecard whose models were saved with different URLs: one flag cannot say where each is now.
+    Nothing is saved: the credentials in it never are, and the folder keeps its plan."""
+    from stratbench.redact import redact_url
 
-    out = [replace(m, base_url=base_url) if m.base_url is not None and is_redacted_url(m.base_url)
-           and m.base_url == redact_url(base_url) else m for m in models]
-    if out == list(models):
-        saved = sorted({m.base_url for m in models if m.base_url is not None and is_redacted_url(m.base_url)})
-        raise InputError(f"--base-url {redact_url(base_url)}: with --resume it gives again a URL whose credentials "
-                         f"were not saved; the scorecard in {folder} has "
-                         + (f"{', '.join(saved)}" if saved else "none (resume it without --base-url)"))
-    return out
+    saved = sorted({m.base_url for m in models if m.base_url is not None})
+    if len(saved) > 1:
+        raise InputError(f"--base-url {redact_url(base_url)}: the scorecard in {folder} has models at several "
+                         f"base URLs ({', '.join(saved)}); one --base-url cannot say where each is now")
+    return [replace(m, base_url=base_url) for m in models]
 
 
 def _read_meta(folder: Path, flag: str) -> dict[str, Any]:
@@ -207,7 +210,7 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
                   report: Callable[[Path], Path] | None = None,
                   on_run: Callable[[dict[str, Any]], None] | None = None, timeout: float | None = None,
                   retries: int | None = None, wait_for_server: float | None = None,
-                  reasoning_effort: str | None = None) -> ScorecardResult:
+                  reasoning_effort: str | None = None, price_table: str | None = None) -> ScorecardResult:
     """Run (or, with ``resume_dir``, finish) a scorecard; write scorecard.json, cost.json,
     scorecard.csv and, with ``report`` (a report builder: folder -> index page; the workflows
     layer does not know the report), the report. :func:`stratbench.api.scorecard` passes the
@@ -215,7 +218,9 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
     model (False), or decide per model (None: `embedded-instruct` and hosted chat APIs are chat
     models). ``timeout``, ``retries``, ``wait_for_server``: the HTTP settings of every run (the
     suites' defaults when None); like a suite's runtime settings they are the command's, not the
-    plan's, so a resume may change them. Everything is checked before the folder exists."""
+    plan's, so a resume may change them. ``price_table``: saved with the scorecard (absolute), its
+    Nash-gap runs price their cost with it; a resume keeps the saved one. Everything is checked
+    before the folder exists."""
     http = {k: v for k, v in (("timeout", timeout), ("retries", retries), ("wait_for_server", wait_for_server))
             if v is not None}
     for k, v in http.items():
@@ -225,8 +230,10 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
         out = Path(resume_dir)
         meta = _read_meta(out, "--resume ")
         ms, budget, seed = _from_config(meta["config"], f"--resume {out}")
+        saved_prices = meta["config"].get("price_table")
+        price_table = saved_prices if isinstance(saved_prices, str) else None  # (--price-table: cli.plan checks)
         if base_url is not None:
-            ms = _give_url_again(ms, base_url, out)
+            ms = _url_on_resume(ms, base_url, out)
         plan = plan_scorecard(ms, budget, seed)
         if [j.key for j, _, _ in plan] != meta.get("plan"):
             raise InputError(f"--resume {out}: the saved plan no longer gives the same runs with this version "
@@ -238,12 +245,16 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
     else:
         ms = scorecard_models(models, chat, base_url, reasoning_effort)
         plan = plan_scorecard(ms, budget, seed)
+        if price_table is not None:  # read again on resume, perhaps from another folder
+            load_price_table(price_table)
+            price_table = os.path.abspath(price_table)
         # every model opened (GGUF file there, base URL and API key given, chat template where
         # needed) before the folder exists: a refusal leaves nothing behind
         check_job_models(j for j, _, _ in plan)
         made = missing_dirs(output_dir)
         out = create_run_folder(output_dir, "scorecard").path
-        meta = run_metadata(KIND, _config(ms, budget, seed), kind=KIND)
+        meta = run_metadata(KIND, {**_config(ms, budget, seed), **({"price_table": price_table} if price_table
+                                                                      else {})}, kind=KIND)
         meta.update(runs=[], plan=[j.key for j, _, _ in plan], no_cache=no_cache)
     if meta.get("no_cache"):
         for job, _, _ in plan:
@@ -253,6 +264,8 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
         for k, v in http.items():
             if hasattr(job.config, k):
                 setattr(job.config, k, v)
+        if price_table is not None and hasattr(job.config, "price_table"):  # (the Nash-gap runs' cost)
+            job.config.price_table = price_table
     jobs = [j for j, _, _ in plan]
     extra = _entry_extra(plan)
     finished = finished_runs(out, meta, jobs, extra) if resume_dir else set()

@@ -62,10 +62,12 @@ from stratbench.workflows.jobs import check_listed_runs, finished_runs, run_jobs
 from stratbench.workflows.suite_plan import (
     check_job_models,
     check_no_redacted_urls,
+    file_folder,
     pending_jobs,
     plan_suite_data,
     plan_suite_file,
     read_suite_file,
+    with_file_paths,
 )
 
 
@@ -74,6 +76,15 @@ class SuiteRunResult:
     folder: Path
     runs: list[dict[str, Any]]
     n_errors: int
+
+
+def _without_urls(value: Any) -> Any:
+    """A suite file's data with every ``base_url`` value left out (what a resume may change)."""
+    if isinstance(value, dict):
+        return {k: None if k == "base_url" else _without_urls(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_urls(v) for v in value]
+    return value
 
 
 def run_suite_file(path: str | Path | None = None, output_dir: str | None = None, resume_dir: str | None = None,
@@ -104,13 +115,18 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
         data = meta["config"]
         if path is not None:
             # the file given again: the saved plan is the file's with credentials in URLs redacted,
-            # so the file is how a URL with credentials is given again
+            # so the file is how a URL with credentials is given again — or where a server that
+            # moved is now: base URLs are runtime settings (no run's key or record holds them)
             given = read_suite_file(path)
-            if redact_json(given) != data:
-                raise InputError(f"{path}: differs from the plan saved in {out}/suite_metadata.json; drop the file "
-                                 "argument to finish the saved plan, or run the new file as a new suite")
+            if _without_urls(redact_json(given)) != _without_urls(data):
+                raise InputError(f"{path}: differs from the plan saved in {out}/suite_metadata.json (not only in "
+                                 "base URLs); drop the file argument to finish the saved plan, or run the new "
+                                 "file as a new suite")
             data = given
-        jobs = plan_suite_data(data, Path(meta.get("file") or out))
+        # relative file settings from the file's folder (its path as given when the suite started,
+        # seen from here: the runs already started saved theirs absolute in their run.json)
+        base = file_folder(str(meta.get("file") or out / "x"))
+        jobs = plan_suite_data(with_file_paths(data, base), Path(meta.get("file") or out))
         if [j.key for j in jobs] != meta.get("plan"):
             raise InputError(f"--resume {out}: the saved plan no longer gives the same runs with this version "
                              "of stratbench; run the suite again")

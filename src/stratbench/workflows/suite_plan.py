@@ -116,10 +116,38 @@ def read_suite_file(path: str | Path) -> dict[str, Any]:
         raise
 
 
+#: section settings that name a file: a relative one names it from the suite file's folder
+FILE_KEYS = ("price_table", "chat_template")
+
+
+def file_folder(path: str | Path) -> str:
+    """The folder a suite file's relative file settings are read from (absolute: a suite folder
+    saves it, and its resume may run elsewhere)."""
+    import os
+
+    return os.path.dirname(os.path.abspath(path))
+
+
+def with_file_paths(data: dict[str, Any], folder: str | Path) -> dict[str, Any]:
+    """A suite file's data with each section's relative `FILE_KEYS` setting made absolute from
+    `folder` (the file's folder, `file_folder`), not from the folder the command runs in."""
+    import os
+
+    out = dict(data)
+    for section, params in data.items():
+        if section in TOP_KEYS or not isinstance(params, dict):
+            continue
+        out[section] = {k: os.path.abspath(os.path.join(folder, v)) if k in FILE_KEYS and isinstance(v, str)
+                        and v.strip() and "\0" not in v and not os.path.isabs(v) else v for k, v in params.items()}
+    return out
+
+
 def plan_suite_file(path: str | Path) -> tuple[dict[str, Any], list[Job]]:
-    """The parsed file and every run it describes, all configs checked; nothing is written."""
+    """The parsed file and every run it describes, all configs checked; nothing is written. The
+    data is the file's as written (relative paths too: the saved plan is compared with the file
+    given again on resume); the runs read its relative file settings from its folder."""
     data = read_suite_file(path)
-    return data, plan_suite_data(data, Path(path))
+    return data, plan_suite_data(with_file_paths(data, file_folder(path)), Path(path))
 
 
 def plan_suite_data(data: dict[str, Any], p: Path) -> list[Job]:

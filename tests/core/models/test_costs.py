@@ -314,3 +314,152 @@ def test_the_price_table_a_run_or_suite_file_names_prices_its_plan_and_its_resum
         r = cli("suite", "run", str(suite), "--dry-run")
         assert r.returncode == 0, r.stderr
         assert "no price" not in r.stdout and f"1000, 1000 ({prices})" in r.stdout, r.stdout
+
+
+def _records(folder: Path) -> dict[tuple[object, ...], dict[str, object]]:
+    """A run's records by their unit, without what a call's timing changes."""
+    out = {}
+    for line in (folder / "trials.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        rec.pop("latency_s", None)
+        out[(rec["game_id"], rec["trial_id"], rec["rotation"])] = rec
+    return out
+
+
+def test_a_ceiling_below_the_calls_in_flight_waits_for_them_and_stops_only_when_one_call_cannot_fit(tmp_path, cli):
+    """--max-cost below "--max-concurrency × one call's worst case" (here about 2.5 games' worst case,
+    8 calls at once): a call that would pass the ceiling waits for the calls in flight to settle
+    instead of stopping the run before any request; the run stops when a call cannot fit with none
+    in flight. Each resume makes progress, and the records are an unlimited run's."""
+    from fake_openai_server import FakeOpenAIServer
+
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1000, "output_per_million": 1000}}))
+    with FakeOpenAIServer() as s:
+        base = ("nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url, "--num-games", "4", "--seed", "1",
+                "--num-trials", "1", "--price-table", str(prices), "--no-cache", "--quiet")
+        r = cli(*base, "--dry-run")
+        each = float(re.search(r"total: at most ([\d.]+) USD", r.stdout).group(1)) / 4
+        r = cli(*base, "--output-dir", str(tmp_path / "whole"))
+        assert r.returncode == 0, r.stderr
+        whole = _records(next((tmp_path / "whole").iterdir()))
+        r = cli(*base, "--output-dir", str(tmp_path / "cut"), "--max-cost", f"{2.5 * each:.4f}")
+        assert r.returncode == 3 and "stopped before a call" in r.stderr, r.stderr
+        (folder,) = (tmp_path / "cut").iterdir()
+        done = _records(folder)
+        assert 0 < len(done) < 4 and all(done[k] == whole[k] for k in done)
+        for _ in range(4):
+            r = cli("nashgap", "--resume", str(folder), "--max-cost", f"{2.5 * each:.4f}", "--quiet")
+            assert r.returncode in (0, 3) and "Traceback" not in r.stderr, r.stderr
+            now = _records(folder)
+            assert len(now) > len(done)  # every resume makes progress
+            done = now
+            if r.returncode == 0:
+                break
+        assert done == whole
+
+
+def test_a_cached_re_run_costs_nothing_under_any_ceiling(tmp_path, cli):
+    """Every answer in the response cache (a re-run of a finished run, the same seed): --max-cost
+    below one call's worst case does not stop it — the cache answers above the guard, and a hit
+    reserves nothing. (An unseeded nashgap draws other games each run: those are new calls.)"""
+    from fake_openai_server import FakeOpenAIServer
+
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1000, "output_per_million": 1000}}))
+    with FakeOpenAIServer() as s:
+        base = ("nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url, "--num-games", "3", "--seed", "4",
+                "--num-trials", "1", "--price-table", str(prices), "--quiet")
+        r = cli(*base, "--output-dir", str(tmp_path / "first"))
+        assert r.returncode == 0, r.stderr
+        before = s.request_count
+        r = cli(*base, "--output-dir", str(tmp_path / "again"), "--max-cost", "0.0001")
+        assert r.returncode == 0, r.stderr
+        assert s.request_count == before
+    first, again = (_records(next((tmp_path / d).iterdir())) for d in ("first", "again"))
+    assert len(again) == 3 and {k: {**v, "usage": None} for k, v in again.items()} == \
+        {k: {**v, "usage": None} for k, v in first.items()}
+
+
+def _cut_at_max_cost(cli, cwd: Path, *args: str) -> Path:
+    r = cli(*args, "--output-dir", "o", "--max-cost", "0.5", cwd=cwd)
+    assert r.returncode == 3, r.stderr
+    (folder,) = (cwd / "o").iterdir()
+    return folder
+
+
+def test_a_scorecard_saves_its_price_table_and_its_resume_prices_with_it(tmp_path, cli):
+    """scorecard --price-table p.json (relative) saves the table, absolute, with the scorecard and
+    its Nash-gap runs (which price their cost with it: model_cost_usd); a resume from another
+    folder with its own --max-cost prices with it, and another table there is one line."""
+    from fake_openai_server import FakeOpenAIServer
+
+    start, other = tmp_path / "start", tmp_path / "other"
+    start.mkdir()
+    other.mkdir()
+    prices = start / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1000, "output_per_million": 1000}}))
+    (other / "q.json").write_text(prices.read_text())
+    with FakeOpenAIServer() as s:
+        folder = _cut_at_max_cost(cli, start, "scorecard", "--model", "openai-compatible:m", "--base-url", s.base_url,
+                                  "--budget", "smoke", "--no-cache", "--no-report", "--quiet", "--price-table", "p.json")
+        meta = json.loads((folder / "suite_metadata.json").read_text())
+        assert meta["config"]["price_table"] == str(prices)
+        runs = [json.loads(p.read_text()) for p in folder.glob("nashgap/*/*/run.json")]
+        assert runs and all(r["config"]["price_table"] == str(prices) for r in runs)
+        assert all("model_cost_usd" in r["totals"] for r in runs if r["status"] == "finished")
+        r = cli("scorecard", "--resume", str(folder), "--price-table", "q.json", "--max-cost", "500", cwd=other)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and f"prices its cost with {prices}" in r.stderr, r.stderr
+        r = cli("scorecard", "--resume", str(folder), "--max-cost", "500", "--no-report", "--quiet", cwd=other)
+        assert r.returncode == 0, r.stderr
+
+
+def test_relative_file_settings_are_saved_absolute_and_a_suite_files_are_its_folders(tmp_path, cli):
+    """--price-table p.json and --chat-template t.jinja are saved absolute: the run resumes from
+    another folder (and --price-table naming the same file by another path is taken). A suite
+    file's [nashgap] price_table is read from the file's folder, not the shell's."""
+    from fake_openai_server import FakeOpenAIServer
+
+    start, other = tmp_path / "start", tmp_path / "other"
+    start.mkdir()
+    other.mkdir()
+    prices = start / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1000, "output_per_million": 1000}}))
+    (start / "t.jinja").write_text("{% for m in messages %}{{ m['content'] }}\n{% endfor %}")
+    with FakeOpenAIServer() as s:
+        folder = _cut_at_max_cost(cli, start, "nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url,
+                                  "--num-games", "6", "--num-trials", "1", "--chat", "--policy", "choice",
+                                  "--chat-template", "t.jinja", "--price-table", "p.json", "--no-cache",
+                                  "--max-concurrency", "1", "--quiet")
+        config = json.loads((folder / "run.json").read_text())["config"]
+        assert (config["price_table"], config["chat_template"]) == (str(prices), str(start / "t.jinja"))
+        r = cli("nashgap", "--resume", str(folder), "--price-table", "../start/p.json", "--max-cost", "500", "--quiet",
+                cwd=other)
+        assert r.returncode == 0, r.stderr
+        assert json.loads((folder / "run.json").read_text())["status"] == "finished"
+
+        (start / "suite.toml").write_text(
+            f'models = [{{ spec = "openai-compatible:m", base_url = "{s.base_url}" }}]\nseeds = [1]\n'
+            '[nashgap]\nnum_games = 2\nnum_trials = 1\npolicy = "sample"\nprice_table = "p.json"\nno_cache = true\n')
+        r = cli("suite", "run", "../start/suite.toml", "--dry-run", cwd=other)
+        assert r.returncode == 0, r.stderr
+        assert "no price" not in r.stdout and f"1000, 1000 ({prices})" in r.stdout, r.stdout
+        r = cli("suite", "run", "../start/suite.toml", "--output-dir", "s", "--no-report", "--quiet", "--max-cost", "500",
+                cwd=other)
+        assert r.returncode == 0, r.stderr
+        (run,) = (other / "s").glob("suite_*/nashgap/*/*/run.json")
+        assert json.loads(run.read_text())["config"]["price_table"] == str(prices)
+
+
+def test_a_price_key_that_is_the_spec_but_for_whitespace_is_named(tmp_path, cli):
+    """A price table whose key has a trailing space: the "no price" line (--max-cost) and the plan
+    (--dry-run) name the near-miss key instead of asking for a --price-table that was given."""
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m ": {"input_per_million": 1, "output_per_million": 1}}))
+    base = ("nashgap", "--model", "openai-compatible:m", "--base-url", "http://127.0.0.1:9/v1", "--num-games", "1",
+            "--price-table", str(prices), "--output-dir", str(tmp_path / "o"))
+    r = cli(*base, "--max-cost", "1")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "the table has 'openai-compatible:m '" in r.stderr and "give one with" not in r.stderr, r.stderr
+    r = cli(*base, "--dry-run")
+    assert r.returncode == 0 and "no price: the table has 'openai-compatible:m '" in r.stdout, r.stdout
