@@ -45,12 +45,13 @@ def scorecard(models: Sequence[str] = ("embedded",), budget: str = "quick", seed
               report: bool = True, on_run: Callable[[dict[str, Any]], None] | None = None,
               timeout: float | None = None, retries: int | None = None,
               wait_for_server: float | None = None, reasoning_effort: str | None = None,
-              price_table: str | None = None) -> ScorecardResult:
+              price_table: str | None = None, think_tags: str | None = None) -> ScorecardResult:
     """`stratbench scorecard`: every suite for every model at one budget (quick, standard or
     paper) next to chance and optimal references, in one folder `scorecard_<time>/` with
     scorecard.json, scorecard.csv and (``report``) the HTML report; ``resume_dir`` finishes an
     interrupted one. ``chat``: read every model as a chat model (True) or a raw model (False);
-    None decides per model. ``reasoning_effort``: the HTTP models' (saved with the scorecard). ``timeout``, ``retries``, ``wait_for_server``: HTTP settings of every
+    None decides per model. ``reasoning_effort``: the HTTP models' (saved with the scorecard).
+    ``think_tags``: "OPEN,CLOSE", the tags the models write their thinking between (saved). ``timeout``, ``retries``, ``wait_for_server``: HTTP settings of every
     run (the suites' defaults when None). ``price_table``: JSON prices by model spec, saved with the
     scorecard, which its Nash-gap runs price their cost with (run.json's ``model_cost_usd``). Bad
     inputs raise :class:`stratbench.errors.InputError` before any folder exists."""
@@ -58,7 +59,7 @@ def scorecard(models: Sequence[str] = ("embedded",), budget: str = "quick", seed
                          chat=chat, base_url=base_url, no_cache=no_cache,
                          report=_report_index if report else None, on_run=on_run, timeout=timeout,
                          retries=retries, wait_for_server=wait_for_server, reasoning_effort=reasoning_effort,
-                         price_table=price_table)
+                         price_table=price_table, think_tags=think_tags)
 
 
 def trend(models: Sequence[str] = (), steps: Sequence[int] = (), step_from: str | None = None,

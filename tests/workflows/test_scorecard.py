@@ -387,6 +387,33 @@ def test_compare_allow_partial_is_refused_for_scorecards(card, tmp_path):
         "stratbench scorecard --resume FOLDER, then compare"]
 
 
+def test_think_tags_reach_every_suites_runs_of_the_model_and_are_saved(tmp_path):
+    """--think-tags on the scorecard: each suite's runs of the model read its answers after the
+    given tags (the thinking in the records' reasoning, never parsed), the scorecard's saved models
+    hold them (a resume keeps them and refuses the flag), and a bad value is one line, no folder."""
+    reply = "<reasoning>If I choose Action: 0 they answer 1</reasoning>\n\nAction: 1"
+    with FakeOpenAIServer(canned_text=reply) as s:
+        res = scorecard([FAKE], budget="smoke", seed=SEED, output_dir=tmp_path, base_url=s.base_url, no_cache=True,
+                        chat=True, think_tags="<reasoning>,</reasoning>", report=False)
+    meta = json.loads((res.folder / "suite_metadata.json").read_text())
+    assert meta["config"]["models"][0]["think_tags"] == "<reasoning>,</reasoning>"
+    runs = [r for r in meta["runs"] if r["player"] == FAKE]
+    assert {SUITES.get(r["registry"]).family for r in runs} >= {"nashgap", "tmgbench", "chbench", "tom"}
+    for r in runs:
+        assert json.loads((res.folder / r["folder"] / "run.json").read_text())["config"]["think_tags"] == \
+            "<reasoning>,</reasoning>"
+    ng = [r for r in runs if SUITES.get(r["registry"]).family == "nashgap"]
+    recs = [json.loads(x) for r in ng for f in (res.folder / r["folder"]).glob("trials*.jsonl")
+            for x in f.read_text().splitlines()]
+    assert recs and all(x["raw_response"] == "Action: 1" and x["reasoning"].startswith("If I choose") for x in recs)
+    r = cli("scorecard", "--resume", str(res.folder), "--think-tags", "<a>,</a>", cwd=tmp_path)
+    assert r.returncode == 2 and "--think-tags" in r.stderr, r.stderr
+    r = cli("scorecard", "--model", FAKE, "--base-url", "http://127.0.0.1:9/v1", "--think-tags", "<a>",
+            "--output-dir", str(tmp_path / "x"), cwd=tmp_path)
+    assert r.returncode == 2 and "--think-tags" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert not (tmp_path / "x").exists()
+
+
 def test_reasoning_effort_reaches_every_generation_request_of_the_model_and_is_saved(tmp_path):
     """--reasoning-effort on the scorecard: the HTTP model's generation requests carry it in every
     suite, the scorecard's saved models hold it (a resume keeps it and refuses another), and a

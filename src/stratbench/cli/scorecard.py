@@ -7,7 +7,7 @@ from typing import Any, List, Optional
 import typer
 
 from stratbench.cli.display import console, err_console
-from stratbench.cli.options import BaseUrl, NoCache, OutputDir, Quiet, ReasoningEffort, Resume
+from stratbench.cli.options import BaseUrl, NoCache, OutputDir, Quiet, ReasoningEffort, Resume, ThinkTags
 from stratbench.cli.plan import plannable
 
 
@@ -31,6 +31,7 @@ def scorecard(
     wait_for_server: Optional[float] = typer.Option(None, help=(
         "Seconds to wait for an unreachable server (e.g. restarting) before its calls fail (default 0).")),
     reasoning_effort: ReasoningEffort = None,
+    think_tags: ThinkTags = None,
     price_table: Optional[str] = typer.Option(None, help=(
         "JSON prices per million tokens by model spec, over the shipped table (for --dry-run and --max-cost); "
         "saved with the scorecard, its Nash-gap runs price their cost with it.")),
@@ -45,17 +46,18 @@ def scorecard(
             err_console.print(f"[dim]{entry['suite']:>8}  {entry['player']:<24} {entry.get('setting') or '':<22} "
                               f"{entry['seconds']:7.1f} s  {entry['folder']}[/dim]", highlight=False)
 
-    if resume and (model or chat is not None or budget is not None or seed is not None or reasoning_effort):
+    if resume and (model or chat is not None or budget is not None or seed is not None or reasoning_effort
+                   or think_tags is not None):
         from stratbench.errors import InputError
 
         raise InputError("--resume finishes the scorecard saved in the folder; drop --model, --budget, --seed, "
-                         "--chat and --reasoning-effort (--base-url says where its models are served now)")
+                         "--chat, --reasoning-effort and --think-tags (--base-url says where its models are served now)")
     res = run_scorecard(model or ([] if resume else ["embedded"]), budget="quick" if budget is None else budget,
                         seed=0 if seed is None else seed,
                         output_dir=output_dir,
                         resume_dir=resume, chat=chat, base_url=base_url, no_cache=no_cache, report=not no_report,
                         on_run=said, timeout=timeout, retries=retries, wait_for_server=wait_for_server,
-                        reasoning_effort=reasoning_effort, price_table=price_table)
+                        reasoning_effort=reasoning_effort, price_table=price_table, think_tags=think_tags)
     if quiet:
         console.print(str(res.folder))
     else:

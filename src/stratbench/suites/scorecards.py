@@ -35,6 +35,9 @@ class ScorecardModel:
     # --reasoning-effort: sent to this model's runs where it is an HTTP model (a local one reasons
     # as it was trained to); saved with the scorecard only when given
     reasoning_effort: str | None = None
+    # --think-tags: the tags this model writes its thinking between (its generated answers are read
+    # after them); saved with the scorecard only when given
+    think_tags: str | None = None
 
     @property
     def local(self) -> bool:

@@ -94,7 +94,7 @@ def chat_by_default(spec: str) -> bool:
 
 
 def scorecard_models(models: Sequence[str | ScorecardModel], chat: bool | None, base_url: str | None,
-                     reasoning_effort: str | None = None) -> list[ScorecardModel]:
+                     reasoning_effort: str | None = None, think_tags: str | None = None) -> list[ScorecardModel]:
     """The players a scorecard of ``models`` scores, checked as `stratbench scorecard` checks its
     ``--model`` flags (one InputError line each): a spec string becomes a :class:`ScorecardModel`
     labelled by its spec, read as a chat model per ``chat`` (None: :func:`chat_by_default`), with
@@ -121,11 +121,12 @@ def scorecard_models(models: Sequence[str | ScorecardModel], chat: bool | None, 
                 raise InputError(f"--model {m!r}: {e}; the scorecard scores language models (the reference "
                                  "players run by themselves)") from None
             m = ScorecardModel(spec, spec, chat_by_default(spec) if chat is None else chat, base_url,
-                               reasoning_effort if is_http_spec(spec) else None)
+                               reasoning_effort if is_http_spec(spec) else None, think_tags)
         else:
             split_spec(m.spec)
         out.append(m)
     check_value("--reasoning-effort", reasoning_effort, RULES["reasoning_effort"])
+    check_value("--think-tags", think_tags, RULES["think_tags"])
     check_reasoning_effort(reasoning_effort, [m.spec for m in out])
     labels = [m.label for m in out]
     dup = sorted({x for x in labels if labels.count(x) > 1})
@@ -152,6 +153,10 @@ def plan_scorecard(models: Sequence[ScorecardModel], budget: str, seed: int) -> 
     for job, player, role in plan:  # (not part of a run's key: the scorecard's saved models say it)
         if role == "model" and player in efforts and hasattr(job.config, "reasoning_effort"):
             job.config.reasoning_effort = efforts[player]
+    tags = {m.label: m.think_tags for m in models if m.think_tags is not None}
+    for job, player, role in plan:  # (likewise: a model's thinking tags, where given)
+        if role == "model" and player in tags and hasattr(job.config, "think_tags"):
+            job.config.think_tags = tags[player]
     keys = [j.key for j, _, _ in plan]
     if len(set(keys)) != len(keys):  # pragma: no cover - the parts plan distinct runs
         raise RuntimeError("the scorecard plans one run twice")
@@ -159,8 +164,10 @@ def plan_scorecard(models: Sequence[ScorecardModel], budget: str, seed: int) -> 
 
 
 def _config(models: Sequence[ScorecardModel], budget: str, seed: int) -> dict[str, Any]:
-    # (a model's reasoning_effort only when given: the saved plan of a scorecard without it is as before)
-    return {"models": [{k: v for k, v in asdict(m).items() if k != "reasoning_effort" or v is not None}
+    # (a model's reasoning_effort and think_tags only when given: the saved plan of a scorecard without
+    # them is as before)
+    return {"models": [{k: v for k, v in asdict(m).items() if k not in ("reasoning_effort", "think_tags")
+                        or v is not None}
                        for m in models], "budget": budget, "seed": seed}
 
 
@@ -169,6 +176,7 @@ def _from_config(cfg: dict[str, Any], where: str) -> tuple[list[ScorecardModel],
         models = [ScorecardModel(**m) for m in cfg["models"]]
         for m in models:
             check_value(f"{where}: a model's reasoning_effort", m.reasoning_effort, RULES["reasoning_effort"])
+            check_value(f"{where}: a model's think_tags", m.think_tags, RULES["think_tags"])
         return models, str(cfg["budget"]), int(cfg["seed"])
     except (KeyError, TypeError, ValueError):
         raise InputError(f"{where}: not a scorecard folder (its plan cannot be read)") from None
@@ -210,7 +218,8 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
                   report: Callable[[Path], Path] | None = None,
                   on_run: Callable[[dict[str, Any]], None] | None = None, timeout: float | None = None,
                   retries: int | None = None, wait_for_server: float | None = None,
-                  reasoning_effort: str | None = None, price_table: str | None = None) -> ScorecardResult:
+                  reasoning_effort: str | None = None, price_table: str | None = None,
+                  think_tags: str | None = None) -> ScorecardResult:
     """Run (or, with ``resume_dir``, finish) a scorecard; write scorecard.json, cost.json,
     scorecard.csv and, with ``report`` (a report builder: folder -> index page; the workflows
     layer does not know the report), the report. :func:`stratbench.api.scorecard` passes the
@@ -243,7 +252,7 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
         check_no_redacted_urls(pending, out, f"stratbench scorecard --resume {shlex.quote(str(out))} --base-url URL")
         check_job_models(pending)
     else:
-        ms = scorecard_models(models, chat, base_url, reasoning_effort)
+        ms = scorecard_models(models, chat, base_url, reasoning_effort, think_tags)
         plan = plan_scorecard(ms, budget, seed)
         if price_table is not None:  # read again on resume, perhaps from another folder
             load_price_table(price_table)
