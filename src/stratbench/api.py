@@ -24,8 +24,8 @@ def report(path: str | Path, output: str | Path | None = None, max_records: int 
     shown only while its scorecard.json agrees with its runs' records, a collection's list of runs
     only while it agrees with its plan and runs (checked by the workflows)."""
     from stratbench.report.build import build_report
+    from stratbench.workflows.collection_check import check_collection
     from stratbench.workflows.scorecard import check_scorecard
-    from stratbench.workflows.suite_file import check_collection
     from stratbench.workflows.verify import check_run
 
     return build_report(path, output, max_records, figures, check_scorecard=check_scorecard, check_run=check_run,

@@ -254,3 +254,15 @@ def test_a_resumed_suite_file_takes_a_server_that_moved_from_the_file_given_agai
     assert meta["status"] == "finished" and old_url in json.dumps(meta["config"])
     (run,) = meta["runs"]
     assert len((folder / run["folder"] / "trials.jsonl").read_text().splitlines()) == 3
+
+
+def test_a_sections_server_is_its_http_models_and_not_the_local_players(tmp_path):
+    """A section's base_url is the server of its HTTP models: a local or scripted player of the
+    same section runs here, with none (a run command refuses --base-url for such a player)."""
+    url = "http://127.0.0.1:9/v1"
+    f = tmp_path / "s.toml"
+    f.write_text('seeds = [1]\nmodels = ["random", "openai-compatible:m"]\n'
+                 f'[nashgap]\nnum_games = 2\nbase_url = "{url}"\n')
+    _, jobs = plan_suite_file(f)
+    assert {j.config.model[0] if isinstance(j.config.model, list) else j.config.model: j.config.base_url
+            for j in jobs} == {"random": None, "openai-compatible:m": url}

@@ -83,6 +83,13 @@ def build_section_config(cls: type, where: str, section: str, params: Mapping[st
     unknown = sorted(set(params) - names)
     if unknown:
         raise InputError(f"{where}: [{section}] unknown key(s) {', '.join(unknown)}")
+    specs = owned.get("model", owned.get("models"))
+    if "base_url" in params and specs is not None:
+        from stratbench.models import is_http_spec
+
+        if not any(is_http_spec(x) for x in ([specs] if isinstance(specs, str) else specs)):
+            # a section's server is its HTTP models' (a run of local or scripted players has none)
+            params = {k: v for k, v in params.items() if k != "base_url"}
     try:
         return cls(**{**params, **{k: v for k, v in owned.items() if k in names}})
     except TypeError as e:

@@ -166,33 +166,7 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
     return SuiteRunResult(out, runs, n_errors)
 
 
-def check_collection(folder: Path) -> None:
-    """InputError (one line) when a collection folder's suite_metadata.json is not what its runs
-    and its plan give — what the report checks before it shows a suite file's or a scorecard's
-    list of runs (their headline numbers, seeds and folders): a plan that is not its config's, an
-    entry for a run outside the plan or the folder, listed twice, swapped with another, or with a
-    headline or seed its run does not have; a folder holding the runs of a suite file
-    (``runs.csv``) without its suite_metadata.json. Other collections (a tiered suite) pass."""
-    p = folder / "suite_metadata.json"
-    try:
-        meta = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        if (folder / "runs.csv").is_file() or (folder / "scorecard.json").is_file():
-            raise InputError(f"{p}: missing (deleted?); the collection's list of runs cannot be checked") from None
-        return
-    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
-        raise InputError(f"{p}: not readable JSON") from None
-    if not isinstance(meta, dict):
-        raise InputError(f"{p}: not a JSON object")
-    if meta.get("suite") == "scorecard":
-        from stratbench.workflows.scorecard import check_scorecard_runs
-
-        check_scorecard_runs(folder)
-    elif meta.get("suite") == "suite-file":
-        _check_suite_file_folder(folder, migrate_run_json(meta, str(p)))
-
-
-def _check_suite_file_folder(folder: Path, meta: dict[str, Any]) -> None:
+def check_suite_file_folder(folder: Path, meta: dict[str, Any]) -> None:
     from stratbench.runner.shard import shard_from_json
 
     p = folder / "suite_metadata.json"
