@@ -39,3 +39,18 @@ def _isolated_cache(tmp_path_factory):
         os.environ.pop("STRATBENCH_CACHE_DIR", None)
     else:
         os.environ["STRATBENCH_CACHE_DIR"] = old
+
+
+@pytest.fixture(autouse=True)
+def _signal_dispositions():
+    """Every test leaves SIGINT and SIGTERM as it found them. A command run in-process (`main([...])`)
+    that ends interrupted ignores both from then on, as the real process does until it exits; in a
+    pytest worker that outlived it, every later subprocess inherited SIGTERM ignored (SIG_IGN survives
+    exec), and the kill tests that landed on the same worker failed: their SIGTERM never arrived."""
+    import signal
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for s, handler in saved.items():
+        if handler is not None and signal.getsignal(s) is not handler:
+            signal.signal(s, handler)
