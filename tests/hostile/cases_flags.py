@@ -92,10 +92,6 @@ FLAG_CASES: list[tuple[str, list[str], str]] = [
     ("tom run empty chat template", ["tom", "run", "--model", "openai-compatible:m", *HTTP_URL, "--chat",
                                      "--chat-template", ""], "--chat-template: give a file"),
     # --base-url: checked when the model is opened, before any request or folder
-    ("nashgap base url for a scripted player", ["nashgap", "--model", "random", "--base-url", "http://127.0.0.1:9/v1"],
-     "--base-url applies to HTTP models"),
-    ("chbench base url for local players", ["chbench", "run", "--models", "level-k:1", "--base-url",
-                                            "http://127.0.0.1:9/v1"], "--base-url applies to HTTP models"),
     ("nashgap gguf that is a directory", ["nashgap", "--model", "gguf:/tmp"], "/tmp is a directory, not a GGUF file"),
     ("nashgap gguf that is a device", ["nashgap", "--model", "gguf:/dev/null"], "/dev/null is not a regular file"),
     ("nashgap base url unclosed IPv6", ["nashgap", "--model", "openai-compatible:m", "--base-url", "http://[::1"],

@@ -73,15 +73,6 @@ def check_reasoning_effort(effort: str | None, specs: Iterable[str]) -> None:
                          f"{', '.join(p + ':' for p in NATIVE_PROVIDERS)}); a local model reasons as it was trained to")
 
 
-def check_base_url_applies(base_url: str | None, specs: Iterable[str]) -> None:
-    """`--base-url` is where an HTTP model is served: given to a run with none (a GGUF, the
-    embedded models, scripted players), it would be silently ignored and the run made here, not
-    on the server the user named. One line, before anything is opened or written."""
-    if base_url is not None and not any(is_http_spec(s) for s in specs):
-        raise InputError(f"--base-url applies to HTTP models ({', '.join(p + ':' for p in API_PROVIDERS)}, "
-                         f"{', '.join(p + ':' for p in NATIVE_PROVIDERS)}); a local model runs on this machine")
-
-
 def check_chat_template(chat_template: str | None, specs: Iterable[str]) -> None:
     """`--chat-template` is an HTTP model's chat template (a local model brings its own, a scripted
     player has none): one line, before anything is opened or written, when none of `specs` is an
@@ -301,4 +292,4 @@ def open_model(spec: str, model_options: ModelOptions | None = None, *, no_cache
 
 
 __all__ = ["API_PROVIDERS", "BACKENDS", "DEFAULT_MODEL", "TRAITS", "BackendTraits", "backend_traits", "EMBEDDED_INSTRUCT", "EMBEDDED_SPECS", "LOCAL_PREFIXES", "LanguageModel", "ModelOptions",
-           "check_base_url_applies", "check_chat_template", "check_reasoning_effort", "check_gguf_file", "is_http_spec", "load_model", "open_model", "split_spec"]
+           "check_chat_template", "check_reasoning_effort", "check_gguf_file", "is_http_spec", "load_model", "open_model", "split_spec"]
