@@ -18,6 +18,11 @@ class InputError(StratbenchError, ValueError):
     """Bad user input: the message is shown to the user as one line."""
 
 
+class BaseUrlNotApplicable(InputError):
+    """--base-url given to a run with no HTTP model. Its own type because run folders made before
+    it was refused (it was ignored) hold such a URL in their saved config, which a resume drops."""
+
+
 class GameFormatError(InputError):
     """A game (or games file) that is not a valid finite normal-form game."""
 

@@ -91,7 +91,22 @@ FLAG_CASES: list[tuple[str, list[str], str]] = [
      "--chat-template: give a file"),
     ("tom run empty chat template", ["tom", "run", "--model", "openai-compatible:m", *HTTP_URL, "--chat",
                                      "--chat-template", ""], "--chat-template: give a file"),
-    # --base-url: checked when the model is opened, before any request or folder
+    # --base-url: checked when the model is opened, before any request or folder; given to no
+    # HTTP player (it would be ignored, the run made on this machine) it is refused
+    ("nashgap base url for a scripted player", ["nashgap", "--model", "random", "--base-url", "http://127.0.0.1:9/v1"],
+     "--base-url applies to HTTP models"),
+    ("nashgap base url for two local players", ["nashgap", "--model", "random", "--model", "nash", "--base-url",
+                                                "http://127.0.0.1:9/v1"], "--base-url applies to HTTP models"),
+    ("chbench base url for local players", ["chbench", "run", "--models", "level-k:1", "--base-url",
+                                            "http://127.0.0.1:9/v1"], "--base-url applies to HTTP models"),
+    ("tmgbench base url for a scripted player", ["tmgbench", "run", "--model", "oracle", "--base-url",
+                                                 "http://127.0.0.1:9/v1"], "--base-url applies to HTTP models"),
+    ("tom run base url for a local model", ["tom", "run", "--model", "gguf:no_such.gguf", "--base-url",
+                                            "http://127.0.0.1:9/v1"], "--base-url applies to HTTP models"),
+    ("scorecard base url for a local model", ["scorecard", "--model", "embedded", "--budget", "smoke", "--base-url",
+                                              "http://127.0.0.1:9/v1"], "--base-url applies to HTTP models"),
+    ("trend base url for local checkpoints", ["trend", "--model", "embedded", "--step", "1", "--budget", "smoke",
+                                              "--base-url", "http://127.0.0.1:9/v1"], "--base-url applies to HTTP models"),
     ("nashgap gguf that is a directory", ["nashgap", "--model", "gguf:/tmp"], "/tmp is a directory, not a GGUF file"),
     ("nashgap gguf that is a device", ["nashgap", "--model", "gguf:/dev/null"], "/dev/null is not a regular file"),
     ("nashgap base url unclosed IPv6", ["nashgap", "--model", "openai-compatible:m", "--base-url", "http://[::1"],

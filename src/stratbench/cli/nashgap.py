@@ -103,13 +103,13 @@ def nashgap(
     models = list(model or [])
     if resume and len(models) > 1:
         raise InputError("--resume takes one run folder; give no --model")
-    # several players: --chat-template and --reasoning-effort are the HTTP players' (a local one
-    # brings its own template and reasons as it was trained to); with no
-    # HTTP player every config keeps it and the first is refused in one line
+    # several players: --base-url, --chat-template and --reasoning-effort are the HTTP players' (a
+    # local one runs here, brings its own template and reasons as it was trained to); with no
+    # HTTP player every config keeps them and the first is refused in one line
     any_http = any(is_http_spec(m) for m in models)
     if len(models) > 1:
-        replace(base, chat_template=None if any_http else base.chat_template,
-                reasoning_effort=None if any_http else base.reasoning_effort).validate()
+        # checked once as an HTTP player's (with one) or as the first player's config
+        replace(base, model=next((m for m in models if is_http_spec(m)), models[0])).validate()
         if base.chat_template is not None and any_http:  # a bad template: one line before any player runs
             from stratbench.models.openai_api import ChatTemplate
 
@@ -120,7 +120,8 @@ def nashgap(
             base.seed = fresh_seed()  # every player must see the same games (and draw alike)
     configs = [replace(base, model=m, folder_tag=slug(m) if len(models) > 1 else None,
                        chat_template=base.chat_template if is_http_spec(m) or not any_http else None,
-                       reasoning_effort=base.reasoning_effort if is_http_spec(m) or not any_http else None)
+                       reasoning_effort=base.reasoning_effort if is_http_spec(m) or not any_http else None,
+                       base_url=base.base_url if is_http_spec(m) or not any_http else None)
                for m in models] or [base]
     suite = get_suite("nashgap")
     rows = {}
@@ -141,8 +142,9 @@ def nashgap(
                 + (f", {t['model_cache_failures']} answers the cache could not serve or store"
                    if t.get("model_cache_failures") else "")
                 + (f", est. cost ${t['model_cost_usd']:.4f}" if "model_cost_usd" in t else "")
-                + (f", {t['model_usage_unknown']} calls whose provider reported no usage (not in the tokens"
-                   + (" or the cost)" if "model_cost_usd" in t else ")") if t.get("model_usage_unknown") else "")
+                + (f", {t['model_usage_unknown']} calls whose provider reported no usable usage (their unreported "
+                   "tokens are not in the tokens" + (" or the cost)" if "model_cost_usd" in t else ")")
+                   if t.get("model_usage_unknown") else "")
             )
     if not quiet:
         console.print(nashgap_table(rows, "Nash-gap results (means over games, 95% bootstrap CIs)"))

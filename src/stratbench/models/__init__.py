@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from stratbench.errors import InputError
+from stratbench.errors import BaseUrlNotApplicable, InputError
 from stratbench.models.base import LanguageModel
 from stratbench.models.providers import HTTP_PROVIDERS, NATIVE_PROVIDERS
 from stratbench.registry import Registry
@@ -71,6 +71,17 @@ def check_reasoning_effort(effort: str | None, specs: Iterable[str]) -> None:
     if effort is not None and not any(is_http_spec(s) for s in specs):
         raise InputError(f"--reasoning-effort applies to HTTP models ({', '.join(p + ':' for p in API_PROVIDERS)}, "
                          f"{', '.join(p + ':' for p in NATIVE_PROVIDERS)}); a local model reasons as it was trained to")
+
+
+def check_base_url_applies(base_url: str | None, specs: Iterable[str]) -> None:
+    """`--base-url` is where an HTTP model is served: given to a run with none (a GGUF, the
+    embedded models, scripted players), it would be silently ignored and the run made here, not
+    on the server the user named. ``specs`` are all the players of the command (a run with an HTTP
+    model beside local ones gives the URL to the HTTP ones). One line, before anything is opened
+    or written."""
+    if base_url is not None and not any(is_http_spec(s) for s in specs):
+        raise BaseUrlNotApplicable(f"--base-url applies to HTTP models ({', '.join(p + ':' for p in API_PROVIDERS)}, "
+                         f"{', '.join(p + ':' for p in NATIVE_PROVIDERS)}); a local model runs on this machine")
 
 
 def check_chat_template(chat_template: str | None, specs: Iterable[str]) -> None:
@@ -292,4 +303,4 @@ def open_model(spec: str, model_options: ModelOptions | None = None, *, no_cache
 
 
 __all__ = ["API_PROVIDERS", "BACKENDS", "DEFAULT_MODEL", "TRAITS", "BackendTraits", "backend_traits", "EMBEDDED_INSTRUCT", "EMBEDDED_SPECS", "LOCAL_PREFIXES", "LanguageModel", "ModelOptions",
-           "check_chat_template", "check_reasoning_effort", "check_gguf_file", "is_http_spec", "load_model", "open_model", "split_spec"]
+           "check_base_url_applies", "check_chat_template", "check_reasoning_effort", "check_gguf_file", "is_http_spec", "load_model", "open_model", "split_spec"]

@@ -76,10 +76,11 @@ class RuntimeOptions:
         check_config(self, only=RESUMED_FROM_COMMAND)
 
     def check_http_options(self, specs: list[str]) -> None:
-        """The flags only HTTP models take (--chat-template, --reasoning-effort) given to a run with
-        none: one line before anything is opened or written."""
-        from stratbench.models import check_chat_template, check_reasoning_effort
+        """The flags only HTTP models take (--base-url, --chat-template, --reasoning-effort) given to a
+        run whose players ``specs`` hold none: one line before anything is opened or written."""
+        from stratbench.models import check_base_url_applies, check_chat_template, check_reasoning_effort
 
+        check_base_url_applies(self.base_url, specs)
         check_chat_template(self.chat_template, specs)
         check_reasoning_effort(self.reasoning_effort, specs)
 

@@ -35,7 +35,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from stratbench.errors import InputError, OutputWriteError
+from stratbench.errors import BaseUrlNotApplicable, InputError, OutputWriteError
 from stratbench.runner.folders import (
     check_suite_version,
     create_run_folder,
@@ -267,6 +267,7 @@ def rebuild_config(cls: type[C], saved: dict[str, Any], *, given: Any = None, **
             if f is not None and hasattr(given, k) and getattr(given, k) != f.default:
                 values[k] = getattr(given, k)
     config = cls(**{**values, **overrides})
+    saved_url = "base_url" in values and values["base_url"] is not None and values["base_url"] == saved.get("base_url")
     shown = getattr(config, "player", None)
     if "player" in saved and "player" not in names and isinstance(shown, str) and saved["player"] != shown:
         # (run.json's "player" is written from the config, for people: one that is not is an edit)
@@ -278,7 +279,15 @@ def rebuild_config(cls: type[C], saved: dict[str, Any], *, given: Any = None, **
         check_config(config)
         validate = getattr(config, "validate", None)
         if callable(validate):  # the checks a new run's config gets (ranges, names, combinations)
-            validate()
+            try:
+                validate()
+            except BaseUrlNotApplicable:
+                if not saved_url:
+                    raise
+                # a folder made when --base-url was ignored for a run with no HTTP model: it
+                # never reached a server; the run is read (and resumed) as it was made, here
+                config.base_url = None  # type: ignore[attr-defined]
+                validate()
     except InputError as e:
         raise InputError(f"run.json's saved config is not valid: {e}; the folder is left as it is") from None
     return config

@@ -55,7 +55,11 @@ class ScorecardModel:
 
     def suite_model(self, **overrides: Any) -> SuiteModel:
         """The model as a suite's `jobs` hook takes it (policy and chat mode set)."""
-        kw: dict[str, Any] = {"policy": self.policy, "base_url": self.base_url, "chat": self.chat}
+        from stratbench.models import is_http_spec
+
+        # (a scorecard saved before local models were given no URL may hold one for them)
+        url = self.base_url if is_http_spec(self.spec) else None
+        kw: dict[str, Any] = {"policy": self.policy, "base_url": url, "chat": self.chat}
         kw.update(overrides)
         return SuiteModel(self.spec, self.label, **kw)
 

@@ -98,11 +98,11 @@ def scorecard_models(models: Sequence[str | ScorecardModel], chat: bool | None, 
     """The players a scorecard of ``models`` scores, checked as `stratbench scorecard` checks its
     ``--model`` flags (one InputError line each): a spec string becomes a :class:`ScorecardModel`
     labelled by its spec, read as a chat model per ``chat`` (None: :func:`chat_by_default`), with
-    ``base_url`` and — for HTTP specs only — ``reasoning_effort``; refused are no models, reference
+    ``base_url`` and ``reasoning_effort`` for HTTP specs only (either given to none is refused); refused are no models, reference
     (scripted) players, specs that do not parse, duplicate labels and labels of reference rows.
     Nothing is opened or written. :func:`run_scorecard` makes its players with it; the trend
     (:mod:`stratbench.workflows.trend`) makes each checkpoint's the same way."""
-    from stratbench.models import check_reasoning_effort, is_http_spec, split_spec
+    from stratbench.models import check_base_url_applies, check_reasoning_effort, is_http_spec, split_spec
 
     if not models:
         raise InputError("give at least one --model")
@@ -120,7 +120,8 @@ def scorecard_models(models: Sequence[str | ScorecardModel], chat: bool | None, 
             except InputError as e:
                 raise InputError(f"--model {m!r}: {e}; the scorecard scores language models (the reference "
                                  "players run by themselves)") from None
-            m = ScorecardModel(spec, spec, chat_by_default(spec) if chat is None else chat, base_url,
+            m = ScorecardModel(spec, spec, chat_by_default(spec) if chat is None else chat,
+                               base_url if is_http_spec(spec) else None,
                                reasoning_effort if is_http_spec(spec) else None, think_tags)
         else:
             split_spec(m.spec)
@@ -128,6 +129,7 @@ def scorecard_models(models: Sequence[str | ScorecardModel], chat: bool | None, 
     check_value("--reasoning-effort", reasoning_effort, RULES["reasoning_effort"])
     check_value("--think-tags", think_tags, RULES["think_tags"])
     check_reasoning_effort(reasoning_effort, [m.spec for m in out])
+    check_base_url_applies(base_url, [m.spec for m in out])
     labels = [m.label for m in out]
     dup = sorted({x for x in labels if labels.count(x) > 1})
     if dup:
@@ -186,16 +188,19 @@ def _url_on_resume(models: Sequence[ScorecardModel], base_url: str, folder: Path
     """--base-url given to a resumed scorecard: where its models are served now — a server that
     moved, or the saved URL given again with the credentials that were not saved (***). Like a
     resumed run's --base-url it is a runtime setting (no run's key or record depends on it), and
-    like a new scorecard's it goes to every model (a local one ignores it). Refused only for a
-    scorecard whose models were saved with different URLs: one flag cannot say where each is now.
-    Nothing is saved: the credentials in it never are, and the folder keeps its plan."""
+    like a new scorecard's it goes to its HTTP models (refused for a scorecard of local models only).
+    Refused too for a scorecard whose models were saved with different URLs: one flag cannot say
+    where each is now. Nothing is saved: the credentials in it never are, and the folder keeps its
+    plan."""
+    from stratbench.models import check_base_url_applies, is_http_spec
     from stratbench.redact import redact_url
 
-    saved = sorted({m.base_url for m in models if m.base_url is not None})
+    check_base_url_applies(base_url, [m.spec for m in models])
+    saved = sorted({m.base_url for m in models if m.base_url is not None and is_http_spec(m.spec)})
     if len(saved) > 1:
         raise InputError(f"--base-url {redact_url(base_url)}: the scorecard in {folder} has models at several "
                          f"base URLs ({', '.join(saved)}); one --base-url cannot say where each is now")
-    return [replace(m, base_url=base_url) for m in models]
+    return [replace(m, base_url=base_url) if is_http_spec(m.spec) else m for m in models]
 
 
 def _read_meta(folder: Path, flag: str) -> dict[str, Any]:

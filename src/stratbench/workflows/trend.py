@@ -309,7 +309,12 @@ def _saved_checkpoints(meta: dict[str, Any]) -> list[Checkpoint]:
 
 
 def _scorecard_model(c: Checkpoint, cfg: dict[str, Any], base_url: str | None) -> ScorecardModel:
-    (m,) = scorecard_models([c.spec], cfg.get("chat"), base_url, cfg.get("reasoning_effort"))
+    """A checkpoint's scorecard player; the URL is an HTTP checkpoint's (the trend's checkpoints are
+    checked together for one, :func:`run_trend`)."""
+    from stratbench.models import is_http_spec
+
+    url = base_url if is_http_spec(c.spec) else None
+    (m,) = scorecard_models([c.spec], cfg.get("chat"), url, cfg.get("reasoning_effort"))
     return m
 
 
@@ -396,6 +401,9 @@ def run_trend(models: Sequence[str] = (), steps: Sequence[int] = (), step_from: 
     found: dict[int, Path | None] = {}
     for c in todo:
         found[c.step] = _found_scorecard(out, c, entries[c.step], "--resume") if c.step in entries else None
+    from stratbench.models import check_base_url_applies
+
+    check_base_url_applies(base_url, [c.spec for c in old + new])
     ms = {c.step: _scorecard_model(c, cfg, url) for c in todo}
     if any(found.get(c.step) is None for c in todo) and url is not None and is_redacted_url(url):
         raise InputError(f"{existing}: its base URL {url} was saved with the credentials redacted (***); give it "

@@ -72,8 +72,7 @@ class TmgbenchConfig(RuntimeOptions):
         if self.policy == "logprob" and self.chat:
             raise InputError("--policy logprob scores the raw completion prompt (no chat template): with --chat "
                              "use --policy choice (exact, with the chat template) or --policy sample")
-        if self.player not in SCRIPTED:
-            self.check_http_options([self.player])
+        self.check_http_options([self.player])  # a scripted player takes none of them either
         if not self.shard_spec.whole and self.seed is None:
             raise InputError(f"--shard {self.shard_spec} needs --seed: every shard must draw the same samples")
 
