@@ -359,8 +359,13 @@ class OpenAICompatibleModel(LanguageModel):
         return "exact choice scoring of a conversation over HTTP needs the model's chat template (--chat-template)"
 
     def check_chat(self, scoring: bool = False) -> None:
-        if scoring and self.chat_template is not None and not self.chat_template.has_template:
-            raise InputError(f"{self.spec}: {self._no_template()}, or use --policy sample")
+        """As the base class; and a conversation run given a --chat-template that holds no chat
+        template is refused whatever its policy: the user meant the model's template to be used,
+        and the run would read the server's chat endpoint instead without a word."""
+        if self.chat_template is not None and not self.chat_template.has_template:
+            other = ", or use --policy sample" if scoring else (
+                "; or drop --chat-template to read the server's chat endpoint with its own template")
+            raise InputError(f"{self.spec}: {self._no_template()}{other}")
         super().check_chat(scoring)
 
     def __repr__(self) -> str:

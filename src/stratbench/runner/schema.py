@@ -58,7 +58,8 @@ class RunTotals(TypedDict, total=False):
     model_tokens_in: Count  # prompt tokens evaluated by the backend
     model_tokens_out: Count  # tokens generated
     # only when > 0: calls whose provider reported no usable token counts (absent, negative, not
-    # a number, absurd: `models.base.reported_count`); they are in neither the tokens nor the cost
+    # a number, absurd: `models.base.reported_count`); the counts they did not report are in
+    # neither the tokens nor the cost (their reported ones are)
     model_usage_unknown: Count
     model_cost_usd: Amount  # with --price-table only: the cost of the tokens above
 

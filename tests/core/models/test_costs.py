@@ -290,7 +290,7 @@ def test_a_run_that_ends_past_max_cost_says_so(tmp_path, cli):
     if r.returncode == 0:
         assert last.startswith("warning: the cost went past --max-cost") and "estimated worst case" in last, r.stderr
     else:
-        assert r.returncode == 3 and "past it: calls in flight together took more" in last, r.stderr
+        assert r.returncode == 3 and "past it: the calls' reported tokens came to more than the worst case" in last, r.stderr
 
 
 def test_the_price_table_a_run_or_suite_file_names_prices_its_plan_and_its_resume(tmp_path, cli):

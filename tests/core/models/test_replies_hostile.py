@@ -207,7 +207,7 @@ def test_a_run_whose_server_reports_no_usage_says_so_and_resumes(tmp_path):
                               "--policy", "sample", "--num-games", "3", "--num-trials", "1", "--seed", "1",
                               "--no-cache", "--price-table", str(prices), "--output-dir", str(tmp_path / "o")], tmp_path)
         assert code == 0, err
-        assert "est. cost $0.0000, 3 calls whose provider reported no usage (not in the tokens or the cost)" in err, err
+        assert "est. cost $0.0000, 3 calls whose provider reported no usable usage (their unreported tokens are not in the tokens or the cost)" in err, err
         (folder,) = (tmp_path / "o").iterdir()
         totals = json.loads((folder / "run.json").read_text())["totals"]
         assert totals["model_usage_unknown"] == 3 and totals["model_tokens_in"] == totals["model_tokens_out"] == 0
@@ -711,7 +711,11 @@ def base_gguf():
 @pytest.mark.parametrize("argv", [
     ["nashgap", "--chat", "--policy", "choice", "--num-games", "1"],
     ["tmgbench", "run", "--policy", "choice", "--games", "111"],
-], ids=["nashgap", "tmgbench"])
+    # a --chat run of another policy would read the server's chat endpoint and ignore the file (fuzz 9 M13)
+    ["nashgap", "--chat", "--policy", "logprob", "--num-games", "1"],
+    ["tmgbench", "run", "--chat", "--policy", "sample", "--games", "111"],
+    ["tom", "run", "--chat", "--prompting", "LM", "--episodes", "1"],
+], ids=["nashgap", "tmgbench", "nashgap chat logprob", "tmgbench chat sample", "tom chat"])
 def test_a_gguf_without_a_template_is_named_as_such(tmp_path, base_gguf, argv):
     code, out, err = cli([*argv, "--model", "openai-compatible:m", "--base-url", "http://127.0.0.1:9/v1",
                           "--chat-template", str(base_gguf), "--output-dir", str(tmp_path / "out")], tmp_path)

@@ -164,8 +164,8 @@ def make_agent(
                              "here; use a local chat model (embedded-instruct, gguf:/hf: with a template), give "
                              "an HTTP model its template with --chat-template, or use --policy sample")
         model.check_chat(scoring=True)
-    elif chat and not api:  # chat endpoints take conversations by definition
-        model.check_chat()
+    elif chat and (not api or (model_options is not None and model_options.chat_template)):
+        model.check_chat()  # chat endpoints take conversations by definition; a template given must hold one
     return ModelAgent(model, policy, temperature=temperature, max_tokens=max_tokens, chat=chat)  # type: ignore[arg-type]
 
 
