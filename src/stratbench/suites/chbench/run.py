@@ -39,7 +39,7 @@ from stratbench.runner.lifecycle import (
     rebuild_config,
 )
 from stratbench.runner.schema import Record, RunMeta
-from stratbench.runner.shard import Shard, as_shard, check_shard_count
+from stratbench.runner.shard import Shard, as_shard, check_shard_count, shard_tag
 from stratbench.runner.validation import ABSENT, scripted_problem
 from stratbench.seeding import derive_seed
 from stratbench.suites.chbench.catalogue import CHGame, select_games
@@ -270,7 +270,8 @@ class ChbenchPlan(RunPlan):
                 self.factory.policy_for(spec)  # open each model (and check its policy) before any file is written
 
     def folder_spec(self) -> FolderSpec:
-        return FolderSpec(self.config.output_dir, "chbench")
+        # a shard's folder is named for it (chbench_<time>_shard1of2), as every suite's shards are
+        return FolderSpec(self.config.output_dir, "chbench", tag=shard_tag(as_shard(self.config.shard)))
 
     def config_json(self) -> dict[str, Any]:
         return self.config.to_json()
