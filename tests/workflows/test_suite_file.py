@@ -266,3 +266,42 @@ def test_a_sections_server_is_its_http_models_and_not_the_local_players(tmp_path
     _, jobs = plan_suite_file(f)
     assert {j.config.model[0] if isinstance(j.config.model, list) else j.config.model: j.config.base_url
             for j in jobs} == {"random": None, "openai-compatible:m": url}
+
+
+def test_a_suite_files_relative_files_are_read_from_its_folder_wherever_it_runs(tmp_path, cli):
+    """games_file = "g.json" names the file beside the suite file — not a file of that name in the
+    folder the command runs in, when the suite starts, is resumed or reported from elsewhere."""
+    proj, here, there = tmp_path / "proj", tmp_path / "here", tmp_path / "there"
+    for d in (proj, here, there):
+        d.mkdir()
+    r = cli("nashgap", "--model", "nash", "--num-games", "2", "--seed", "4", "--quiet", "--output-dir",
+            str(tmp_path / "g"))
+    assert r.returncode == 0, r.stderr
+    (games,) = (tmp_path / "g").glob("run_*/games.json")
+    (proj / "g.json").write_text(games.read_text())
+    decoy = json.loads(games.read_text())[:1]  # one game, where the suite's file has two
+    (here / "g.json").write_text(json.dumps(decoy))
+    (proj / "suite.toml").write_text('models = ["random"]\nseeds = [1]\n[nashgap]\nnum_games = 2\nnum_trials = 1\n'
+                                     'games_file = "g.json"\n')
+    r = cli("suite", "run", "../proj/suite.toml", "--output-dir", "out", cwd=here)
+    assert r.returncode == 0, r.stderr
+    (suite,) = (here / "out").iterdir()
+    (run,) = suite.glob("nashgap/random/run_*")
+    lines = (run / "trials.jsonl").read_text().splitlines(keepends=True)
+    assert len(lines) == 2  # the suite file's two games, not the decoy's one
+    # killed after one record: resumed and reported from another folder
+    meta = json.loads((run / "run.json").read_text())
+    meta["status"] = "running"
+    (run / "run.json").write_text(json.dumps(meta))
+    (run / "trials.jsonl").write_text(lines[0])
+    smeta = json.loads((suite / "suite_metadata.json").read_text())
+    smeta["status"] = "running"
+    (suite / "suite_metadata.json").write_text(json.dumps(smeta))
+    r = cli("suite", "run", "--resume", str(suite), cwd=there)
+    assert r.returncode == 0 and "not found" not in r.stderr, r.stderr
+    def records(text: str) -> list[dict]:
+        return [{k: v for k, v in json.loads(x).items() if k != "latency_s"} for x in text.splitlines()]
+
+    assert records((run / "trials.jsonl").read_text()) == records("".join(lines))
+    r = cli("report", str(suite), cwd=there)
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr

@@ -122,7 +122,8 @@ def _implied_price_table(kwargs: dict[str, Any]) -> str | None:
             if isinstance(meta, dict) and isinstance(meta.get("config"), dict):
                 config = meta["config"]
                 if meta.get("suite") == "suite-file":  # (its runs read a relative path from the file's folder)
-                    config = with_file_paths(config, file_folder(str(meta.get("file") or folder / "x")))
+                    given = kwargs.get("file")  # (the suite file given again: its folder)
+                    config = with_file_paths(config, file_folder(str(given or meta.get("file") or folder / "x")))
                 break
     elif isinstance(kwargs.get("file") or kwargs.get("config"), str):
         path = kwargs.get("file") or kwargs["config"]
@@ -166,7 +167,8 @@ def _runs_here(spec: str) -> bool:
 def _say_passed(session: Any, max_cost: float) -> None:
     """The command's last line when its cost went past --max-cost after all: the guard reserves
     each call's worst case before it is made, but that worst case is an estimate (prompt tokens at
-    about four characters a token), and calls in flight together may each take more than it."""
+    about four characters a token; output at the request's limit, which a server may report past),
+    and calls in flight together may each take more than it."""
     if session.spent <= max_cost:
         return
     from stratbench.cli.display import err_console
@@ -176,8 +178,9 @@ def _say_passed(session: Any, max_cost: float) -> None:
                       markup=False)
 
 
-_PASSED = ("calls in flight together took more than their estimated worst case (prompt tokens at about 4 "
-           "characters a token)")
+_PASSED = ("the calls' reported tokens came to more than the worst case estimated before each (prompt tokens at "
+           "about 4 characters a token, output tokens at the request's limit, which a server may report past; "
+           "calls already in flight together are let finish)")
 
 
 class CostStop(Exception):

@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import os
 import shlex
 import shutil
 from collections.abc import Iterator
@@ -123,9 +124,9 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
                                  "base URLs); drop the file argument to finish the saved plan, or run the new "
                                  "file as a new suite")
             data = given
-        # relative file settings from the file's folder (its path as given when the suite started,
-        # seen from here: the runs already started saved theirs absolute in their run.json)
-        base = file_folder(str(meta.get("file") or out / "x"))
+        # relative file settings from the file's folder: the file given again, or its path saved when
+        # the suite started (absolute; a folder made before that saved it as given, seen from here)
+        base = file_folder(str(path if path is not None else meta.get("file") or out / "x"))
         jobs = plan_suite_data(with_file_paths(data, base), Path(meta.get("file") or out))
         if [j.key for j in jobs] != meta.get("plan"):
             raise InputError(f"--resume {out}: the saved plan no longer gives the same runs with this version "
@@ -153,7 +154,7 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
         made = missing_dirs(base)
         out = create_run_folder(base, "suite", flag="--output-dir" if output_dir else f"{path}: output_dir").path
         meta = run_metadata("suite-file", data, kind="suite")
-        meta.update(file=str(path), name=data.get("name"), runs=[], plan=[j.key for j in jobs], shard=sh.to_json())
+        meta.update(file=os.path.abspath(path), name=data.get("name"), runs=[], plan=[j.key for j in jobs], shard=sh.to_json())
     jobs = sh.select(jobs)
     finished = finished_runs(out, meta, jobs) if resume_dir else set()
     with refused_leaves_nothing(out, meta, new=not resume_dir, made=made), folder_lock(out):
@@ -176,7 +177,7 @@ def check_suite_file_folder(folder: Path, meta: dict[str, Any]) -> None:
     file = meta.get("file")
     if not isinstance(meta.get("config"), dict) or not isinstance(file, (str, type(None))):
         raise InputError(f"{p}: not a suite file's metadata (its config or file is not what a suite run writes)")
-    jobs = plan_suite_data(meta["config"], Path(file or folder))
+    jobs = plan_suite_data(with_file_paths(meta["config"], file_folder(file or folder / "x")), Path(file or folder))
     if [j.key for j in jobs] != meta.get("plan"):
         raise InputError(f"{p}: its plan is not the runs its config gives (edited by hand, or written by another "
                          "version of stratbench)")

@@ -116,8 +116,9 @@ def read_suite_file(path: str | Path) -> dict[str, Any]:
         raise
 
 
-#: section settings that name a file: a relative one names it from the suite file's folder
-FILE_KEYS = ("price_table", "chat_template")
+#: section settings that name a file or folder: a relative one names it from the suite file's
+#: folder (never from the folder the command runs in, which may hold another file of that name)
+FILE_KEYS = ("price_table", "chat_template", "games_file", "stories_dir", "corrections")
 
 
 def file_folder(path: str | Path) -> str:
