@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -54,13 +53,15 @@ def _scores(folder: Path) -> dict[tuple[str, str], object]:
 
 def test_the_dry_run_is_the_real_runs_calls_and_max_cost_stops_and_resumes(tmp_path, cli, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    scratch_before = set(Path(tempfile.gettempdir()).glob("stratbench-dry-run-*"))
+    scratch = tmp_path / "tmp"  # the command's own temp folder: another run's scratch folder is not seen
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
     args = ("scorecard", "--model", CLAUDE, "--budget", "smoke", "--no-cache")
     with _Formatted() as s:
         r = cli(*args, "--base-url", s.base_url, "--dry-run", "--output-dir", str(tmp_path / "dry"))
         assert r.returncode == 0, r.stderr
         assert s.requests == [] and not (tmp_path / "dry").exists()  # no request, no key needed, no folder
-        assert set(Path(tempfile.gettempdir()).glob("stratbench-dry-run-*")) == scratch_before
+        assert not list(scratch.iterdir())  # its scratch folder (stratbench-dry-run-*) removed
         calls, tokens_in, budget = _planned(r.stdout)
         assert "no request was made" in r.stdout and re.search(r"total: at most \d+\.\d\d USD", r.stdout)
         for suite in ("nashgap/run_2x2_lowVar_pure", "tmgbench", "chbench", "tom"):  # one line per run
