@@ -476,3 +476,25 @@ def test_the_continue_line_of_a_resume_names_its_new_base_url(tmp_path):
     assert "credentials" not in hint
     hint = _resume_hint(command, ["scorecard", "--model", "m", "--base-url", "http://h2:81/v1"], [folder])
     assert hint.endswith(f"continue with: stratbench scorecard --resume {folder}"), hint
+
+
+def test_max_tokens_is_every_suites_output_budget_for_the_model_and_is_saved(tmp_path):
+    """--max-tokens on the scorecard: every generated answer of the model (each suite's own default
+    otherwise: 384-1024, too little for a reasoning model's thinking) is asked with it; the
+    scorecard saves it (a resume keeps it and refuses the flag); a bad value is one line, no folder."""
+    with FakeOpenAIServer() as s:
+        res = scorecard([FAKE], budget="smoke", seed=SEED, output_dir=tmp_path, base_url=s.base_url, no_cache=True,
+                        chat=True, max_tokens=3000, report=False)
+        asked = [r.body.get("max_tokens") or r.body.get("max_completion_tokens") for r in s.requests
+                 if r.path.endswith("/chat/completions") and isinstance(r.body, dict)]
+    assert asked and set(asked) == {3000}, sorted(set(asked))
+    meta = json.loads((res.folder / "suite_metadata.json").read_text())
+    assert meta["config"]["models"][0]["max_tokens"] == 3000
+    runs = [r for r in meta["runs"] if r["player"] == FAKE]
+    assert {SUITES.get(r["registry"]).family for r in runs} >= {"nashgap", "tmgbench", "chbench", "tom"}
+    r = cli("scorecard", "--resume", str(res.folder), "--max-tokens", "10", cwd=tmp_path)
+    assert r.returncode == 2 and "--max-tokens" in r.stderr, r.stderr
+    r = cli("scorecard", "--model", FAKE, "--base-url", "http://127.0.0.1:9/v1", "--max-tokens", "0",
+            "--output-dir", str(tmp_path / "x"), cwd=tmp_path)
+    assert r.returncode == 2 and "--max-tokens" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert not (tmp_path / "x").exists()

@@ -465,3 +465,23 @@ def test_the_trend_report_opens_in_headless_chromium_on_the_curves(first, tmp_pa
     assert (img.min(axis=2) < 128).mean() > 0.01  # text and the figure drawn, not a blank page
     packed = (img[..., 0].astype(np.uint32) << 16) | (img[..., 1].astype(np.uint32) << 8) | img[..., 2]
     assert np.unique(packed).size > 50  # the curves, in colour, on the first screen
+
+
+def test_think_tags_and_max_tokens_are_every_checkpoints_and_saved(tmp_path):
+    """--think-tags and --max-tokens reach every checkpoint's scorecard as the scorecard's flags do,
+    are saved with the trend (an --add uses them and refuses the flags) — a reasoning checkpoint's
+    thinking is kept apart and given room."""
+    reply = "<reasoning>If I choose Action: 0 they answer 1</reasoning>\n\nAction: 1"
+    with FakeOpenAIServer(canned_text=reply) as s:
+        res = trend([_spec("r-1")], steps=[1], budget="smoke", seed=SEED, output_dir=tmp_path, base_url=s.base_url,
+                    no_cache=True, report=False, chat=True, think_tags="<reasoning>,</reasoning>", max_tokens=2000)
+        asked = {r.body.get("max_tokens") for r in s.requests if r.path.endswith("/chat/completions")}
+    assert asked == {2000}, asked
+    meta = json.loads((res.folder / "trend_metadata.json").read_text())
+    assert meta["config"]["think_tags"] == "<reasoning>,</reasoning>" and meta["config"]["max_tokens"] == 2000
+    (card,) = res.folder.glob("ckpt_*/scorecard_*/suite_metadata.json")
+    (m,) = json.loads(card.read_text())["config"]["models"]
+    assert m["think_tags"] == "<reasoning>,</reasoning>" and m["max_tokens"] == 2000
+    for flag, value in (("--think-tags", "<a>,</a>"), ("--max-tokens", "10")):
+        p = _cli("--add", str(res.folder), "--model", _spec("r-2"), "--step", "2", flag, value, cwd=tmp_path)
+        assert p.returncode == 2 and flag in p.stderr and p.stderr.count("\n") == 1, p.stderr

@@ -32,6 +32,9 @@ def scorecard(
         "Seconds to wait for an unreachable server (e.g. restarting) before its calls fail (default 0).")),
     reasoning_effort: ReasoningEffort = None,
     think_tags: ThinkTags = None,
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=(
+        "Output budget of the models' generated answers in every suite (default: each suite's own, 384-1024); "
+        "give a reasoning model room to think before it answers. Saved with the scorecard.")),
     price_table: Optional[str] = typer.Option(None, help=(
         "JSON prices per million tokens by model spec, over the shipped table (for --dry-run and --max-cost); "
         "saved with the scorecard, its Nash-gap runs price their cost with it.")),
@@ -47,17 +50,19 @@ def scorecard(
                               f"{entry['seconds']:7.1f} s  {entry['folder']}[/dim]", highlight=False)
 
     if resume and (model or chat is not None or budget is not None or seed is not None or reasoning_effort
-                   or think_tags is not None):
+                   or think_tags is not None or max_tokens is not None):
         from stratbench.errors import InputError
 
         raise InputError("--resume finishes the scorecard saved in the folder; drop --model, --budget, --seed, "
-                         "--chat, --reasoning-effort and --think-tags (--base-url says where its models are served now)")
+                         "--chat, --reasoning-effort, --think-tags and --max-tokens (--base-url says where its "
+                         "models are served now)")
     res = run_scorecard(model or ([] if resume else ["embedded"]), budget="quick" if budget is None else budget,
                         seed=0 if seed is None else seed,
                         output_dir=output_dir,
                         resume_dir=resume, chat=chat, base_url=base_url, no_cache=no_cache, report=not no_report,
                         on_run=said, timeout=timeout, retries=retries, wait_for_server=wait_for_server,
-                        reasoning_effort=reasoning_effort, price_table=price_table, think_tags=think_tags)
+                        reasoning_effort=reasoning_effort, price_table=price_table, think_tags=think_tags,
+                        max_tokens=max_tokens)
     if quiet:
         console.print(str(res.folder))
     else:

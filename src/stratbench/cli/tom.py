@@ -79,6 +79,8 @@ def tom_run(
     temperature: float = typer.Option(0.7, help="Sampling temperature of generated answers."),
     max_tokens: int = typer.Option(384, help="Token budget of reasoning answers (CoT, CoT3, Plans+Insights, "
                                    "Reflexion, S2ACoT) and of S2A rewrites."),
+    qa_max_tokens: Optional[int] = typer.Option(None, help="Token budget of direct answers (QA; default 32, "
+                                                "room for 'Action: 1'): a reasoning model needs room to think first."),
     max_tries: int = typer.Option(3, help="Samples per answer before it is recorded parse_failed."),
     memory: int = typer.Option(1, help="Reflexion: plans kept in memory (the paper used 1-3)."),
     keep_prompts: bool = typer.Option(False, help="Store every prompt in the records."),
@@ -101,7 +103,7 @@ def tom_run(
     cfg = TomRunConfig(model="embedded" if model is None else model, game=game, partner=partner, prompting=prompting,
                        rounds=rounds, episodes=episodes, seed=seed, label_set=labels, predict=not no_tom,
                        tom_variant=tom_variant, history=not no_history, payoffs=not no_payoffs, chat=chat,
-                       temperature=temperature, max_tokens=max_tokens, max_tries=max_tries, memory=memory,
+                       temperature=temperature, max_tokens=max_tokens, qa_max_tokens=qa_max_tokens, max_tries=max_tries, memory=memory,
                        keep_prompts=keep_prompts, shard=shard, base_url=base_url,
                        max_concurrency=max_concurrency, no_cache=no_cache, output_dir=output_dir, timeout=timeout,
                        retries=retries, wait_for_server=wait_for_server, chat_template=chat_template,

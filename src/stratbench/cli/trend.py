@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from stratbench.cli.display import console, err_console
-from stratbench.cli.options import BaseUrl, NoCache, OutputDir, Quiet, ReasoningEffort, Resume
+from stratbench.cli.options import BaseUrl, NoCache, OutputDir, Quiet, ReasoningEffort, Resume, ThinkTags
 
 
 def trend_table(trend: Mapping[str, Any]) -> Table:
@@ -68,6 +68,10 @@ def trend(
     retries: Optional[int] = typer.Option(None, help="Retries of a failed HTTP request."),
     wait_for_server: Optional[float] = typer.Option(None, help="Seconds to wait for an unreachable server."),
     reasoning_effort: ReasoningEffort = None,
+    think_tags: ThinkTags = None,
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help=(
+        "Output budget of every checkpoint's generated answers in every suite (default: each suite's own), "
+        "as the scorecard's --max-tokens. Saved with the trend.")),
     quiet: Quiet = False,
 ) -> None:
     """A suite's score along a training run: the scorecard of every checkpoint at one budget and seed,
@@ -82,7 +86,8 @@ def trend(
     res = run_trend(model or [], steps=step or [], step_from=step_from, tokens=tokens or [], budget=budget,
                     seed=seed, output_dir=output_dir, resume_dir=resume, add_to=add, chat=chat, base_url=base_url,
                     no_cache=no_cache, report=not no_report, on_run=said, timeout=timeout, retries=retries,
-                    wait_for_server=wait_for_server, reasoning_effort=reasoning_effort)
+                    wait_for_server=wait_for_server, reasoning_effort=reasoning_effort, think_tags=think_tags,
+                    max_tokens=max_tokens)
     if quiet:
         console.print(str(res.folder))
     else:

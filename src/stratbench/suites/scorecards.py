@@ -38,6 +38,9 @@ class ScorecardModel:
     # --think-tags: the tags this model writes its thinking between (its generated answers are read
     # after them); saved with the scorecard only when given
     think_tags: str | None = None
+    # --max-tokens: the output budget of this model's generated answers in every suite (each suite's
+    # own default when None: a reasoning model needs room to think before it answers); saved only when given
+    max_tokens: int | None = None
 
     @property
     def local(self) -> bool:

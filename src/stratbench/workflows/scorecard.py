@@ -94,7 +94,8 @@ def chat_by_default(spec: str) -> bool:
 
 
 def scorecard_models(models: Sequence[str | ScorecardModel], chat: bool | None, base_url: str | None,
-                     reasoning_effort: str | None = None, think_tags: str | None = None) -> list[ScorecardModel]:
+                     reasoning_effort: str | None = None, think_tags: str | None = None,
+                     max_tokens: int | None = None) -> list[ScorecardModel]:
     """The players a scorecard of ``models`` scores, checked as `stratbench scorecard` checks its
     ``--model`` flags (one InputError line each): a spec string becomes a :class:`ScorecardModel`
     labelled by its spec, read as a chat model per ``chat`` (None: :func:`chat_by_default`), with
@@ -122,12 +123,13 @@ def scorecard_models(models: Sequence[str | ScorecardModel], chat: bool | None, 
                                  "players run by themselves)") from None
             m = ScorecardModel(spec, spec, chat_by_default(spec) if chat is None else chat,
                                base_url if is_http_spec(spec) else None,
-                               reasoning_effort if is_http_spec(spec) else None, think_tags)
+                               reasoning_effort if is_http_spec(spec) else None, think_tags, max_tokens)
         else:
             split_spec(m.spec)
         out.append(m)
     check_value("--reasoning-effort", reasoning_effort, RULES["reasoning_effort"])
     check_value("--think-tags", think_tags, RULES["think_tags"])
+    check_value("--max-tokens", max_tokens, RULES["max_tokens"])
     check_reasoning_effort(reasoning_effort, [m.spec for m in out])
     check_base_url_applies(base_url, [m.spec for m in out])
     labels = [m.label for m in out]
@@ -159,6 +161,12 @@ def plan_scorecard(models: Sequence[ScorecardModel], budget: str, seed: int) -> 
     for job, player, role in plan:  # (likewise: a model's thinking tags, where given)
         if role == "model" and player in tags and hasattr(job.config, "think_tags"):
             job.config.think_tags = tags[player]
+    budgets = {m.label: m.max_tokens for m in models if m.max_tokens is not None}
+    for job, player, role in plan:  # (likewise: a model's output budget, where given)
+        if role == "model" and player in budgets and hasattr(job.config, "max_tokens"):
+            job.config.max_tokens = budgets[player]
+            if hasattr(job.config, "qa_max_tokens"):  # (ToM's direct answers: a sampled chat model's)
+                job.config.qa_max_tokens = budgets[player]
     keys = [j.key for j, _, _ in plan]
     if len(set(keys)) != len(keys):  # pragma: no cover - the parts plan distinct runs
         raise RuntimeError("the scorecard plans one run twice")
@@ -166,9 +174,9 @@ def plan_scorecard(models: Sequence[ScorecardModel], budget: str, seed: int) -> 
 
 
 def _config(models: Sequence[ScorecardModel], budget: str, seed: int) -> dict[str, Any]:
-    # (a model's reasoning_effort and think_tags only when given: the saved plan of a scorecard without
-    # them is as before)
-    return {"models": [{k: v for k, v in asdict(m).items() if k not in ("reasoning_effort", "think_tags")
+    # (a model's reasoning_effort, think_tags and max_tokens only when given: the saved plan of a
+    # scorecard without them is as before)
+    return {"models": [{k: v for k, v in asdict(m).items() if k not in ("reasoning_effort", "think_tags", "max_tokens")
                         or v is not None}
                        for m in models], "budget": budget, "seed": seed}
 
@@ -179,6 +187,7 @@ def _from_config(cfg: dict[str, Any], where: str) -> tuple[list[ScorecardModel],
         for m in models:
             check_value(f"{where}: a model's reasoning_effort", m.reasoning_effort, RULES["reasoning_effort"])
             check_value(f"{where}: a model's think_tags", m.think_tags, RULES["think_tags"])
+            check_value(f"{where}: a model's max_tokens", m.max_tokens, RULES["max_tokens"])
         return models, str(cfg["budget"]), int(cfg["seed"])
     except (KeyError, TypeError, ValueError):
         raise InputError(f"{where}: not a scorecard folder (its plan cannot be read)") from None
@@ -224,7 +233,7 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
                   on_run: Callable[[dict[str, Any]], None] | None = None, timeout: float | None = None,
                   retries: int | None = None, wait_for_server: float | None = None,
                   reasoning_effort: str | None = None, price_table: str | None = None,
-                  think_tags: str | None = None) -> ScorecardResult:
+                  think_tags: str | None = None, max_tokens: int | None = None) -> ScorecardResult:
     """Run (or, with ``resume_dir``, finish) a scorecard; write scorecard.json, cost.json,
     scorecard.csv and, with ``report`` (a report builder: folder -> index page; the workflows
     layer does not know the report), the report. :func:`stratbench.api.scorecard` passes the
@@ -233,8 +242,9 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
     models). ``timeout``, ``retries``, ``wait_for_server``: the HTTP settings of every run (the
     suites' defaults when None); like a suite's runtime settings they are the command's, not the
     plan's, so a resume may change them. ``price_table``: saved with the scorecard (absolute), its
-    Nash-gap runs price their cost with it; a resume keeps the saved one. Everything is checked
-    before the folder exists."""
+    Nash-gap runs price their cost with it; a resume keeps the saved one. ``max_tokens``: the
+    output budget of the models' generated answers in every suite (saved; None: each suite's
+    default). Everything is checked before the folder exists."""
     http = {k: v for k, v in (("timeout", timeout), ("retries", retries), ("wait_for_server", wait_for_server))
             if v is not None}
     for k, v in http.items():
@@ -257,7 +267,7 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
         check_no_redacted_urls(pending, out, f"stratbench scorecard --resume {shlex.quote(str(out))} --base-url URL")
         check_job_models(pending)
     else:
-        ms = scorecard_models(models, chat, base_url, reasoning_effort, think_tags)
+        ms = scorecard_models(models, chat, base_url, reasoning_effort, think_tags, max_tokens)
         plan = plan_scorecard(ms, budget, seed)
         if price_table is not None:  # read again on resume, perhaps from another folder
             load_price_table(price_table)

@@ -249,6 +249,8 @@ def _check_config(cfg: Any, where: str) -> None:
             raise InputError(f"{where}: config.{key} must be {want} (got {_what(cfg.get(key))})")
     try:
         check_value("config.seed", cfg["seed"], SEED)
+        check_value("config.think_tags", cfg.get("think_tags"), RULES["think_tags"])
+        check_value("config.max_tokens", cfg.get("max_tokens"), RULES["max_tokens"])
     except InputError as e:
         raise InputError(f"{where}: {e}") from None
 
@@ -314,7 +316,8 @@ def _scorecard_model(c: Checkpoint, cfg: dict[str, Any], base_url: str | None) -
     from stratbench.models import is_http_spec
 
     url = base_url if is_http_spec(c.spec) else None
-    (m,) = scorecard_models([c.spec], cfg.get("chat"), url, cfg.get("reasoning_effort"))
+    (m,) = scorecard_models([c.spec], cfg.get("chat"), url, cfg.get("reasoning_effort"), cfg.get("think_tags"),
+                            cfg.get("max_tokens"))
     return m
 
 
@@ -338,9 +341,12 @@ def _found_scorecard(out: Path, c: Checkpoint, entry: dict[str, Any], flag: str)
 
 
 def _config(budget: str, seed: int, chat: bool | None, base_url: str | None, no_cache: bool,
-            reasoning_effort: str | None) -> dict[str, Any]:
+            reasoning_effort: str | None, think_tags: str | None = None,
+            max_tokens: int | None = None) -> dict[str, Any]:
+    # (think_tags and max_tokens only when given: a trend without them saves what it saved before)
+    more = {k: v for k, v in (("think_tags", think_tags), ("max_tokens", max_tokens)) if v is not None}
     return {"budget": budget, "seed": seed, "chat": chat, "base_url": base_url, "no_cache": no_cache,
-            "reasoning_effort": reasoning_effort}
+            "reasoning_effort": reasoning_effort, **more}
 
 
 def run_trend(models: Sequence[str] = (), steps: Sequence[int] = (), step_from: str | None = None,
@@ -350,7 +356,7 @@ def run_trend(models: Sequence[str] = (), steps: Sequence[int] = (), step_from: 
               no_cache: bool = False, report: Callable[[Path], Path] | None = None,
               scorecard_report: Callable[[Path], Path] | None = None, on_run: Callable[[dict[str, Any]], None] | None = None, timeout: float | None = None,
               retries: int | None = None, wait_for_server: float | None = None,
-              reasoning_effort: str | None = None,
+              reasoning_effort: str | None = None, think_tags: str | None = None, max_tokens: int | None = None,
               on_checkpoint: Callable[[Checkpoint, str], None] | None = None) -> TrendResult:
     """Run a trend (``models`` with ``steps`` or ``step_from``; ``budget`` default quick, ``seed``
     default 0), finish one (``resume_dir``), or add checkpoints to one (``add_to``: only the new
@@ -373,7 +379,8 @@ def run_trend(models: Sequence[str] = (), steps: Sequence[int] = (), step_from: 
         meta = _read_meta(out, flag)
         cfg = meta["config"]
         for name, given in (("--budget", budget), ("--seed", seed), ("--chat/--raw", chat),
-                            ("--reasoning-effort", reasoning_effort)):
+                            ("--reasoning-effort", reasoning_effort), ("--think-tags", think_tags),
+                            ("--max-tokens", max_tokens)):
             if given is not None:
                 raise InputError(f"{name}: {flag} {out} keeps the trend's own ({name} is given when the trend is "
                                  "made); drop it")
@@ -390,7 +397,7 @@ def run_trend(models: Sequence[str] = (), steps: Sequence[int] = (), step_from: 
         new = checkpoints(models, steps, step_from, tokens)
         budget = "quick" if budget is None else budget
         seed = 0 if seed is None else seed
-        cfg = _config(budget, seed, chat, base_url, no_cache, reasoning_effort)
+        cfg = _config(budget, seed, chat, base_url, no_cache, reasoning_effort, think_tags, max_tokens)
         url = saved_url = base_url
         old = []
         meta = {}

@@ -84,7 +84,9 @@ class TomRunConfig(RuntimeOptions):
     """Everything `tom run` needs; stored as run.json's ``config``. How its model runs:
     `RuntimeOptions` (sampling at 0.7 by default)."""
 
-    FIELD_RULES: ClassVar[dict[str, Rule]] = {"memory": Ints(1, 9)}  # Reflexion's plans (the paper: 1-3)
+    FIELD_RULES: ClassVar[dict[str, Rule]] = {"memory": Ints(1, 9),  # Reflexion's plans (the paper: 1-3)
+                                               "qa_max_tokens": Ints(1, 1_000_000)}
+    WHEN_SET: ClassVar[tuple[str, ...]] = (*RuntimeOptions.WHEN_SET, "qa_max_tokens")
 
     model: str = "embedded"
     game: str = "rps"
@@ -101,6 +103,9 @@ class TomRunConfig(RuntimeOptions):
     chat: bool | None = None  # None: chat for openai: specs, completion-style prompts otherwise
     temperature: float = 0.7  # (RuntimeOptions: 1.0)
     max_tokens: int = 384
+    # --qa-max-tokens: the budget of direct answers (QA; the scorecard's sampled chat models): None
+    # is 32, room for "Action: 1" but not for a reasoning model's thinking before it
+    qa_max_tokens: int | None = None
     max_tries: int = 3
     memory: int = 1
     keep_prompts: bool = False
@@ -154,7 +159,8 @@ class TomRunConfig(RuntimeOptions):
         return GenSettings(prompting=self.prompting, label_set=self.label_set, predict=self.predict,
                            tom_variant=self.tom_variant, history=self.history, payoffs=self.payoffs,
                            chat=bool(self.chat), temperature=self.temperature, max_tries=self.max_tries,
-                           max_tokens=self.max_tokens, memory=self.memory, keep_prompts=self.keep_prompts)
+                           max_tokens=self.max_tokens, memory=self.memory, keep_prompts=self.keep_prompts,
+                           **({"qa_max_tokens": self.qa_max_tokens} if self.qa_max_tokens is not None else {}))
 
 
 class TomRunPlan(RunPlan):
