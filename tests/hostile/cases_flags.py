@@ -277,4 +277,18 @@ FLAG_CASES: list[tuple[str, list[str], str]] = [
     ("report negative max records", ["report", ".", "--max-records", "-1"], "--max-records"),
     ("report unknown figures", ["report", ".", "--figures", "sometimes"], "--figures"),
     ("report missing folder", ["report", "no_such_dir"], "no_such_dir"),
+    # numbers of 5,000 digits (Python refuses int() of more than 4,300): one line, not an internal error
+    ("nashgap shard of 5000 digits", ["nashgap", "--model", "random", "--seed", "0", "--shard", "1/" + "1" * 5000],
+     "a number of shards over 999,999,999"),
+    ("tom baseline shard index of 5000 digits", ["tom", "baseline", "--seed", "0", "--shard", "1" * 5000 + "/2"],
+     "a number of shards over 999,999,999"),
+    ("chbench level of 5000 digits", ["chbench", "run", "--models", "level-k:" + "1" * 5000 + ",random"],
+     "bad scripted player"),
+    ("chbench poisson of 400 digits", ["chbench", "run", "--models", "poisson:" + "9" * 400 + ",random"],
+     "bad scripted player"),
+    ("chbench poisson past its range", ["chbench", "run", "--models", "poisson:101,random"], "λ is in [0, 100]"),
+    ("nashgap base url port of 5000 digits", ["nashgap", "--model", "openai-compatible:m", "--base-url",
+                                              "http://127.0.0.1:" + "1" * 5000 + "/v1"], "is outside 1-65535"),
+    ("trend step of 5000 digits", ["trend", "--model", "openai-compatible:ckpt-" + "1" * 5000, "--step-from",
+                                   r"ckpt-(\d+)", *HTTP_URL], "its step has 5,000 digits"),
 ]

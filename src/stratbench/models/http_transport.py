@@ -143,9 +143,10 @@ def check_base_url(url: str, who: str) -> None:
     port = re.fullmatch(r"(?:\[[^\]]*\]|[^:]*)(?::(.*))?", hostport)
     if port is not None and port.group(1) is not None:
         if not re.fullmatch(r"[0-9]+", port.group(1)):
-            raise bad(f"port {port.group(1)!r} is not a number")
-        if not 1 <= int(port.group(1)) <= 65535:
-            raise bad(f"port {int(port.group(1))} is outside 1-65535")
+            raise bad(f"port {port.group(1)[:20]!r} is not a number")
+        digits = port.group(1).lstrip("0") or "0"
+        if len(digits) > 5 or not 1 <= int(digits) <= 65535:  # (no int() of a 5,000-digit port)
+            raise bad(f"port {digits if len(digits) <= 20 else digits[:12] + '…'} is outside 1-65535")
     try:
         host = parts.hostname
     except ValueError as e:

@@ -63,7 +63,10 @@ def parse_shard(spec: str | Shard | None) -> Shard:
         return spec
     m = _SPEC.match(str(spec))
     if not m:
-        raise InputError(f"--shard {spec!r}: expected i/n, e.g. 1/3")
+        raise InputError(f"--shard {str(spec)[:40]!r}: expected i/n, e.g. 1/3")
+    if any(len(g.lstrip("0")) > 9 for g in m.groups()):  # (more shards than any run has units; no int() of 5,000 digits)
+        raise InputError(f"--shard {str(spec)[:40]!r}{'…' if len(str(spec)) > 40 else ''}: a number of shards "
+                         "over 999,999,999")
     return Shard(int(m.group(1)), int(m.group(2)))
 
 

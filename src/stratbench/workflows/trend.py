@@ -116,6 +116,9 @@ def _steps_from(models: Sequence[str], pattern: str) -> list[int]:
         if text is None or not text.isdigit() or not text.isascii():
             raise InputError(f"--step-from {pattern!r}: --model {m} has no step in it (the pattern does not "
                              "match it with a number; give --step per model instead)")
+        if len(text.lstrip("0")) > 18:  # (a step no training run reaches; no int() of 5,000 digits)
+            raise InputError(f"--step-from {pattern!r}: --model {m[:60]}…: its step has {len(text):,} digits; "
+                             "give --step per model instead")
         out.append(int(text))
     return out
 

@@ -67,8 +67,11 @@ ECHO_MIN_WORDS = 3  # a parsed line this long found verbatim in the prompt is th
 
 # ----------------------------------------------------------------------------- scripted players
 
-_LEVEL_RE = re.compile(r"^level-k:(\d+)$")
-_POISSON_RE = re.compile(r"^poisson:([0-9]*\.?[0-9]+)$")
+# (a level of 10 digits or more, or a λ of 20, cannot be a scripted player: refused as a bad spec
+# before any int()/float() of a 5,000-digit number)
+_LEVEL_RE = re.compile(r"^level-k:0*(\d{1,9})$")
+_POISSON_RE = re.compile(r"^poisson:([0-9]{0,9}\.?[0-9]{1,30})$")
+MAX_LAMBDA = 100.0  # Poisson-CH's λ: past it the level distribution is all at level 3 (and e^-λ underflows)
 SCRIPTED_HELP = "random, first-action, level-k:K (K=0..3), poisson:LAMBDA"
 
 
@@ -102,9 +105,12 @@ def scripted_agent(spec: str) -> CHAgent | str | None:
         return CHAgent(s, "level_k", alpha=alpha, epsilon=(0.0, 0.0, 0.0))
     m = _POISSON_RE.match(s)
     if m:
-        return CHAgent(s, "poisson", lam=float(m.group(1)))
+        lam = float(m.group(1))
+        if not 0 <= lam <= MAX_LAMBDA:
+            raise InputError(f"{spec}: a scripted Poisson-CH player's λ is in [0, {MAX_LAMBDA:g}]")
+        return CHAgent(s, "poisson", lam=lam)
     if s.startswith(("level-k", "poisson")):
-        raise InputError(f"bad scripted player {spec!r}; known: {SCRIPTED_HELP}")
+        raise InputError(f"bad scripted player {spec[:60]!r}{'…' if len(spec) > 60 else ''}; known: {SCRIPTED_HELP}")
     return None
 
 
