@@ -13,7 +13,9 @@ all: reading an action out of it would invent one. So:
   action taken from R);
 * a reply without the tags is all answer.
 
-Text before an opening tag (rare) stays part of the answer.
+Text before an opening tag (rare) stays part of the answer — also when the reply is then cut
+inside that reasoning (``A<think>R`` → answer A) —, and a reply with several reasoning spans keeps
+every span as reasoning and every piece outside them as the answer.
 """
 
 from __future__ import annotations
@@ -41,19 +43,44 @@ class Split:
 
 
 def split_reasoning(text: str, tags: tuple[tuple[str, str], ...] = DEFAULT_TAGS) -> Split:
-    """``text`` as (answer, reasoning) by the first tag pair it uses (see the module's rules)."""
+    """``text`` as (answer, reasoning) by the first tag pair it uses (see the module's rules):
+    every span between the tags (and before a closing tag that comes first) is reasoning, the rest
+    answer — text before an opening tag too, also when the reply is cut inside that reasoning."""
     for open_tag, close_tag in tags:
-        o = text.find(open_tag)
-        c = text.find(close_tag, o + len(open_tag) if o >= 0 else 0)
-        if o < 0 and c < 0:
-            continue
-        if o >= 0 and (c < 0 or o < c):
-            before, start = text[:o], o + len(open_tag)
-        else:  # a closing tag with no opening one before it: the template opened the reasoning
-            before, start = "", 0
-        if c < 0:
-            return Split(None, text[start:].strip())
-        after = text[c + len(close_tag):]
-        answer = (before.rstrip() + ("\n" if before.strip() else "") + after.lstrip()) if before.strip() else after.lstrip()
-        return Split(answer, text[start:c].strip())
+        if open_tag in text or close_tag in text:
+            return _split(text, open_tag, close_tag)
     return Split(text, None)
+
+
+def _split(text: str, open_tag: str, close_tag: str) -> Split:
+    answer: list[str] = []
+    reasoning: list[str] = []
+    rest = text
+    c, o = rest.find(close_tag), rest.find(open_tag)
+    if c >= 0 and (o < 0 or c < o):  # a closing tag with no opening one before it: the template opened it
+        reasoning.append(rest[:c])
+        rest = rest[c + len(close_tag):]
+    cut = False
+    while True:
+        o = rest.find(open_tag)
+        if o < 0:
+            answer.append(rest)
+            break
+        answer.append(rest[:o])
+        rest = rest[o + len(open_tag):]
+        c = rest.find(close_tag)
+        if c < 0:  # the reply ends inside this reasoning
+            reasoning.append(rest)
+            cut = True
+            break
+        reasoning.append(rest[:c])
+        rest = rest[c + len(close_tag):]
+    # the answer's pieces joined by a line: stripped where they meet a tag (the reply's own start
+    # and end are kept)
+    after_tag = bool(reasoning) and text.find(close_tag) >= 0 and (text.find(open_tag) < 0
+                                                                   or text.find(close_tag) < text.find(open_tag))
+    pieces = [a.lstrip() if i or after_tag else a for i, a in enumerate(answer)]
+    pieces = [a.rstrip() if i < len(pieces) - 1 or cut else a for i, a in enumerate(pieces)]
+    said = "\n".join(a for a in pieces if a.strip())
+    thought = "\n\n".join(r.strip() for r in reasoning if r.strip())
+    return Split(None if cut and not said else said, thought)

@@ -42,6 +42,26 @@ def test_a_reply_cut_inside_its_thinking_has_no_answer(reasoning):
     assert s.answer is None and s.reasoning == reasoning.strip()
 
 
+@given(TEXT, TEXT)
+def test_text_before_an_opening_tag_stays_the_answer_when_the_reply_is_cut(before, reasoning):
+    """``Action: 2<think>I pick 1`` (fuzz 10 D1): the answer given before the thinking began is
+    kept; only a reply with nothing outside its reasoning has no answer."""
+    s = split_reasoning(f"{before}<think>{reasoning}")
+    assert s.answer == (before.rstrip() if before.strip() else None) and s.reasoning == reasoning.strip()
+
+
+@given(st.lists(st.tuples(st.sampled_from(["<think>", "</think>"]), TEXT), max_size=6), TEXT)
+def test_no_text_outside_the_tags_is_lost(pieces, first):
+    """However the tags fall (several spans, a closing tag first, one never closed), every
+    character of the reply but the tags' is in the answer or the reasoning."""
+    text = first + "".join(tag + t for tag, t in pieces)
+    s = split_reasoning(text)
+    def bare(x: str) -> list[str]:  # (an opening tag inside a reasoning span is its text)
+        return sorted("".join(x.replace("</think>", "").replace("<think>", "").split()))
+
+    assert bare((s.answer or "") + (s.reasoning or "")) == bare(text)
+
+
 @given(TEXT)
 def test_a_reply_without_tags_is_all_answer(text):
     assert split_reasoning(text) == split_reasoning(text).__class__(text, None)
