@@ -132,6 +132,48 @@ def test_chbench_names_a_reply_cut_inside_its_reasoning(tmp_path, cli):
     assert rec["row_error"].startswith("the reply ended inside its reasoning"), rec["row_error"]
 
 
+@pytest.mark.parametrize("max_tokens", ["400", "30"], ids=["closed", "cut"])
+def test_chbench_advisor_sessions_keep_the_thinking_and_never_pass_on_a_cut_message(tmp_path, cli, max_tokens):
+    """--mechanism chat (fuzz 10 D2): each advisor message's thinking is kept beside it, and a
+    message cut inside its thinking ends the session as a parse failure naming that — it was
+    passed on to the decision prompt as an empty message."""
+    reply = "<think>" + "If I advise 1 they answer 2, and so on. " * 3 + "</think>\n\nI advise 1. Action: 1"
+    with FakeOpenAIServer(canned_text=reply) as s:
+        r = cli("chbench", "run", "--models", "openai-compatible:r1", "--opponents", "level-k:1", "--base-url",
+                s.base_url, "--mechanism", "chat", "--chat", "--policy", "sample", "--rounds", "1", "--games", "1",
+                "--seed", "1", "--quiet", "--output-dir", str(tmp_path / "o"),
+                "--max-tokens", max_tokens)
+    assert r.returncode == 0, r.stderr
+    (rounds,) = (tmp_path / "o").glob("*/rounds.jsonl")
+    rec = json.loads(rounds.read_text().splitlines()[0])
+    turns = rec["row_consultation"]
+    assert turns and all(t["reasoning"].startswith("If I advise 1") for t in turns), turns
+    if max_tokens == "400":
+        assert [t["text"] for t in turns] == ["I advise 1. Action: 1"] * len(turns) and len(turns) == 4
+        assert rec["row_prompt"] and "Alex: I advise 1" in rec["row_prompt"]
+    else:
+        assert len(turns) == 1 and turns[0]["text"] == "" and turns[0]["finish_reason"] == "length"
+        assert rec["row_status"] == "parse_failed" and rec["row_action"] is None and rec.get("row_prompt") is None
+        assert "the reply ended inside its reasoning" in rec["row_error"], rec["row_error"]
+
+
+def test_story_generation_keeps_the_thinking_and_a_cut_story_is_no_story(tmp_path, cli):
+    """`tmgbench stories generate` with a reasoning model (fuzz 10 D2): the thinking is the
+    attempt's reasoning, the story is read after it, and a reply cut inside it says so."""
+    with FakeOpenAIServer(canned_text="<think>" + "a story about two firms " * 10 + "</think>[Characters]: x") as s:
+        for name, extra in (("whole", []), ("cut", ["--max-tokens", "30"])):
+            r = cli("tmgbench", "stories", "generate", "--model", "openai-compatible:r1", "--base-url", s.base_url,
+                    "--games", "111", "--variants", "1", "--max-attempts", "1", "--no-cache", "--output-dir",
+                    str(tmp_path / name), *extra)
+            assert r.returncode in (0, 1), r.stderr
+    (whole,) = (tmp_path / "whole").glob("*/generation.jsonl")
+    (rec,) = [json.loads(x) for x in whole.read_text().splitlines()]
+    assert rec["reasoning"].startswith("a story about") and rec["raw_response"] == "[Characters]: x"
+    (cut,) = (tmp_path / "cut").glob("*/generation.jsonl")
+    (rec,) = [json.loads(x) for x in cut.read_text().splitlines()]
+    assert rec["status"] == "parse_failed" and rec["error"].startswith("the reply ended inside its reasoning"), rec
+
+
 # -- --reasoning-effort and --think-tags --------------------------------------------------------
 
 

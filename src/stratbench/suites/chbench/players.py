@@ -207,8 +207,11 @@ class ModelPlayer:
             return None, r
         return message_text(r.text, self.chat), r
 
-    async def _session(self, view: RoundView, review: bool) -> tuple[list[dict[str, Any]], str | None, dict[str, int]]:
-        """Two question-and-answer exchanges with the advisor; returns the turns and any error."""
+    async def _session(self, view: RoundView, review: bool) -> tuple[list[dict[str, Any]], str | None, dict[str, int],
+                                                                     str]:
+        """Two question-and-answer exchanges with the advisor; returns the turns, any error and the
+        status a failed session gives the move ("error": a call failed; "parse_failed": a reasoning
+        model's message cut inside its thinking, which holds no message to pass on)."""
         turns: list[tuple[str, str]] = []
         log: list[dict[str, Any]] = []
         used = {"tokens_in": 0, "tokens_out": 0}
@@ -225,15 +228,21 @@ class ModelPlayer:
                 used["tokens_in"] += r.tokens_in
                 used["tokens_out"] += r.tokens_out
                 who = ADVISOR_NAME if advisor else AGENT_NAME
-                log.append({"speaker": who, "text": r.text, "error": r.error, "finish_reason": r.finish_reason})
+                turn: dict[str, Any] = {"speaker": who, "text": r.text, "error": r.error, "finish_reason": r.finish_reason}
+                if r.reasoning is not None:  # a reasoning model's thinking, kept apart from its message
+                    turn["reasoning"] = r.reasoning
+                log.append(turn)
                 if text is None:
-                    return log, f"advisor session: {r.error or 'empty message'}", used
+                    return log, f"advisor session: {r.error or 'empty message'}", used, "error"
+                cut = no_answer(r)
+                if cut is not None:  # never passed on as an empty message
+                    return log, f"advisor session: {who}'s message: {cut}", used, "parse_failed"
                 turns.append((who, text))
         if review:
             self.conv = Conversations(reviews=self.conv.reviews + (tuple(turns),))
         else:
             self.conv = Conversations(before=tuple(turns))
-        return log, None, used
+        return log, None, used, "ok"
 
     async def act(self, view: RoundView) -> Move:
         t0 = time.perf_counter()
@@ -247,12 +256,12 @@ class ModelPlayer:
                 and self._sessions_done < (view.round - 1) // REVIEW_EVERY and self._sessions_done < 2)
         )
         if session_due:
-            log, err, used = await self._session(view, review=self.mechanism == "chat_memory")
+            log, err, used, failed = await self._session(view, review=self.mechanism == "chat_memory")
             self._sessions_done += 1
             extra["consultation"] = log
             tokens_in, tokens_out = used["tokens_in"], used["tokens_out"]
             if err:
-                return Move(None, "error", error=err, extra=extra, tokens_in=tokens_in,
+                return Move(None, failed, error=err, extra=extra, tokens_in=tokens_in,
                             tokens_out=tokens_out, latency_s=time.perf_counter() - t0)
         own, opp = view.game.payoff_row, view.game.payoff_col
         args = (own, opp, view.rounds, view.round, self.mechanism, view.history, self.conv)

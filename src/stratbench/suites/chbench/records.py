@@ -36,6 +36,7 @@ class ConsultationTurn(TypedDict):
     text: str | None  # the message as generated (None when the call failed)
     error: str | None  # why the call failed
     finish_reason: NotRequired[str | None]  # "stop", or "length" (cut by the token budget); None on error
+    reasoning: NotRequired[str]  # a reasoning model's thinking before its message (never passed on)
 
 
 class RoundRecord(TypedDict):

@@ -183,6 +183,7 @@ class StoryAttemptRecord(TypedDict):
     raw_response: str | None  # the model's text
     finish_reason: NotRequired[str | None]  # "stop", or "length" when the token budget cut the reply
     rendered_prompt: NotRequired[str]  # --chat with a local model: the prompt after the chat template
+    reasoning: NotRequired[str]  # a reasoning model's thinking before its story (never parsed)
     status: Literal["accepted", "rejected", "parse_failed", "error"]  # rejected: its matrix is not the game's
     error: NotRequired[str | None]  # the reason for any status but accepted
     path: NotRequired[str]  # accepted: the story file written

@@ -16,6 +16,7 @@ from typing import Any
 
 from stratbench.errors import GameFormatError, InputError
 from stratbench.models.base import GenerateRequest, LanguageModel
+from stratbench.players.replies import no_answer
 from stratbench.players.runtime import RuntimeOptions
 from stratbench.runner.jsonl import write_atomic, write_json_atomic
 from stratbench.runner.lifecycle import (
@@ -73,7 +74,11 @@ async def _write_story(model: LanguageModel, c: StoryGenConfig, g: RGGame, k: in
                                  status="error", error=res.error, finish_reason=res.finish_reason)
         if res.rendered is not None:
             rec["rendered_prompt"] = res.rendered
-        if res.ok:
+        if res.reasoning is not None:  # a reasoning model's thinking, apart from the story
+            rec["reasoning"] = res.reasoning
+        if res.ok and (cut := no_answer(res)) is not None:  # cut inside its thinking: no story
+            rec["status"], rec["error"] = "parse_failed", cut
+        elif res.ok:
             try:
                 story = parse_story(res.text or "", g.id, k)
             except GameFormatError as e:
