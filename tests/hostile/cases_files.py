@@ -74,6 +74,9 @@ CORPUS: dict[str, object] = {
     "price_deep.json": ("{\"a\": " * DEEP + "1" + "}" * DEEP).encode(),
     "price_nan.json": b'{"random": {"input_per_million": NaN, "output_per_million": 1}}',
     "price_latin1.json": '{"café": {"input_per_million": 1, "output_per_million": 1}}'.encode("latin-1"),
+    # a price whose costs overflow to inf (1e308 a million tokens): the run's own folder was refused later
+    "price_overflow.json": b'{"random": {"input_per_million": 1e308, "output_per_million": 1}}',
+    "price_huge_int.json": b'{"random": {"input_per_million": 1' + b"0" * 30 + b', "output_per_million": 1}}',
     # -- suite files: suite run -------------------------------------------------------------------
     "suite_deep.toml": (SUITE_HEAD + "[nashgap]\nx = " + "[" * DEEP + "]" * DEEP + "\n").encode(),
     "suite_deep.yaml": ("seeds: [1]\nmodels: [random]\nnashgap: {x: " + "[" * DEEP + "]" * DEEP + "}\n").encode(),
@@ -238,6 +241,8 @@ FILE_CASES: list[tuple[str, list[str], str]] = [
     ("price_deep.json", _PRICE, "--price-table"),
     ("price_nan.json", _PRICE, "--price-table"),
     ("price_latin1.json", _PRICE, "--price-table"),
+    ("price_overflow.json", _PRICE, "a price over 1,000,000 dollars a million tokens"),
+    ("price_huge_int.json", _PRICE, "a price over 1,000,000 dollars a million tokens"),
     ("suite_deep.toml", _SUITE, "nested deeper than 64 levels"),
     ("suite_deep.yaml", _SUITE, "nested deeper than 64 levels"),
     ("suite_billion_laughs.yaml", _SUITE, "anchors (&name) are not allowed"),

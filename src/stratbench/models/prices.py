@@ -68,6 +68,10 @@ SHIPPED_PRICES: dict[str, Price] = {
 }
 
 
+#: the most a price table may say a million tokens cost (no model comes near; a cost stays finite)
+MAX_PRICE = 1_000_000.0
+
+
 def load_price_table(path: str | None) -> dict[str, dict[str, float]]:
     """Prices per million tokens by model spec, from a JSON file the user supplies."""
     if not path:
@@ -88,4 +92,6 @@ def load_price_table(path: str | None) -> dict[str, dict[str, float]]:
         if not all(isinstance(v[k], (int, float)) and not isinstance(v[k], bool) and 0 <= v[k] < float("inf")
                    for k in keys):
             raise InputError(f"{shape}; {spec!r} has a price that is no number of dollars at or above 0")
+        if any(v[k] > MAX_PRICE for k in keys):  # (1e308 a million tokens made every cost inf: a run its resume refused)
+            raise InputError(f"{shape}; {spec!r} has a price over {MAX_PRICE:,.0f} dollars a million tokens")
     return data
