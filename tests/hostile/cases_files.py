@@ -190,6 +190,13 @@ CORPUS: dict[str, object] = {
     "template_output_shared.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}{% set s = 'x' * 3900000 %}"
                                     b"{{ [s] * 500 }}",
     "template_lone_surrogate.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}{{ '\\udc80' }}",
+    # str methods whose result dwarfs their inputs: 3.6 GB and 3 GB were built before a limit applied
+    "template_str_replace.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}{% set a = 'a' * 60000 %}"
+                                  b"{{ a.replace('a', a)|length }}",
+    "template_filter_replace.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}{% set a = 'a' * 60000 %}"
+                                     b"{{ a|replace('a', a)|length }}",
+    "template_expandtabs.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}"
+                                 b"{{ ('\t' * 3000000).expandtabs(1000)|length }}",
     "template_a_text.gguf": b"{% for m in messages %}{{ m['content'] }}{% endfor %}",
     "template_config_empty.json": _json({"chat_template": "", "bos_token": "<s>"}),
     "model_a_text.gguf": b"not a model, only text\n",
@@ -328,6 +335,9 @@ FILE_CASES: list[tuple[str, list[str], str]] = [
     ("template_tojson_shared.jinja", _TEMPLATE, "filter 'tojson' would make a text of more than 4,000,000"),
     ("template_output_shared.jinja", _TEMPLATE, "would make a text of more than 4,000,000 characters"),
     ("template_lone_surrogate.jinja", _TEMPLATE, "holds a lone surrogate"),
+    ("template_str_replace.jinja", _TEMPLATE, "replace(...) would build a text of 3,600,000,000 characters"),
+    ("template_filter_replace.jinja", _TEMPLATE, "filter 'replace' would build a text of 3,600,000,000 characters"),
+    ("template_expandtabs.jinja", _TEMPLATE, "expandtabs(...) would build a text of 3,003,000,000 characters"),
     ("template_a_text.gguf", _TEMPLATE, "not a GGUF file"),
     ("template_config_empty.json", _TEMPLATE, "no chat_template in it"),
     ("model_a_text.gguf", _GGUF_MODEL, "not a GGUF file"),

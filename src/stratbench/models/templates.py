@@ -98,6 +98,37 @@ def _check_arguments(args: Sequence[Any], kwargs: dict[str, Any], what: str) -> 
             raise TemplateLimitError(f"chat template: {what} is given {a:,} (at most {TEMPLATE_MAX_CHARS:,})")
 
 
+def _str_method_size(method: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> int:
+    """An upper bound on the length of what a ``str`` method builds, known before it runs: the
+    methods whose result can be far longer than their inputs (``replace`` with a longer text at
+    every match, ``expandtabs`` with a wide tab); 0 for any other call."""
+    text = getattr(method, "__self__", None)
+    name = getattr(method, "__name__", None)
+    if not isinstance(text, str):
+        return 0
+    try:
+        if name == "replace":
+            bound = _named_args(args, kwargs, ("old", "new", "count"))
+            old, new, count = bound.get("old"), bound.get("new"), bound.get("count", -1)
+            if not isinstance(old, str) or not isinstance(new, str):
+                return 0
+            n = text.count(old) if old else len(text) + 1
+            if isinstance(count, int) and count >= 0:
+                n = min(n, count)
+            return len(text) + n * max(0, len(new) - len(old))
+        if name == "expandtabs":
+            size = _named_args(args, kwargs, ("tabsize",)).get("tabsize", 8)
+            return len(text) + text.count("\t") * max(0, size) if isinstance(size, int) else 0
+    except (TypeError, ValueError):
+        return 0
+    return 0
+
+
+def _named_args(args: Sequence[Any], kwargs: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """A call's positional and keyword arguments by name (its first `names`)."""
+    return {**dict(zip(names, args)), **{k: v for k, v in kwargs.items() if k in names}}
+
+
 # filters that never make a text of their first argument: a large list through them builds nothing
 _NOT_SHOWN = frozenset({"length", "count", "first", "last", "list", "random", "reverse", "sort", "unique",
                         "select", "reject", "map", "selectattr", "rejectattr", "batch", "slice", "min", "max",
@@ -160,6 +191,14 @@ def _bounded_filter(f: Callable[..., Any], name: str) -> Callable[..., Any]:
             _check_indent(args, kwargs)
         if name == "format" and any(_huge_width(a) for a in args):
             raise TemplateLimitError(f"chat template: filter 'format' is given a width above {TEMPLATE_MAX_CHARS:,}")
+        if name == "replace":  # (s|replace(old, new, count): the str method's bound, before it is built)
+            texts = [a for a in args if isinstance(a, str)]
+            counts = [a for a in (*args, *kwargs.values()) if isinstance(a, int) and not isinstance(a, bool)]
+            if len(texts) >= 3:
+                size = _str_method_size(texts[0].replace, texts[1:3], {"count": counts[0]} if counts else {})
+                if size > TEMPLATE_MAX_CHARS:
+                    raise TemplateLimitError(f"chat template: filter 'replace' would build a text of {size:,} "
+                                             f"characters (at most {TEMPLATE_MAX_CHARS:,})")
         _check_deadline()
         out = _sized(f(*args, **kwargs), f"filter {name!r}")
         if isinstance(out, Iterator) and not isinstance(out, (str, bytes)):
@@ -231,6 +270,10 @@ def _environment_class() -> type:
             if getattr(method, "__name__", None) in ("format", "format_map") \
                     and _huge_width(getattr(method, "__self__", None)):
                 raise TemplateLimitError(f"chat template: a format is given a width above {TEMPLATE_MAX_CHARS:,}")
+            size = _str_method_size(method, args, kwargs)
+            if size > TEMPLATE_MAX_CHARS:  # (refused before it is built: 60,000 × 60,000 characters is 3.6 GB)
+                raise TemplateLimitError(f"chat template: {name}(...) would build a text of {size:,} characters "
+                                         f"(at most {TEMPLATE_MAX_CHARS:,})")
             return _sized(super().call(__context, __obj, *args, **kwargs), "a call")
 
     return BoundedEnvironment
