@@ -815,3 +815,24 @@ def test_a_tom_baseline_run_json_relabelled_to_another_agent_is_refused(tmp_path
     r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
     assert r.returncode == 0 and why in r.stderr and "leaves out its numbers" in r.stderr, r.stderr
     assert _snapshot(folder) == before
+
+
+def test_a_finished_tmgbench_run_whose_repeats_were_raised_is_refused(tmp_path, cli):
+    """(fuzz 10 B D1: the rule above, for TMGBench's sampled repeats, which compare and the report
+    took as they stood)"""
+    from fake_openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer() as s:
+        folder = _raised(tmp_path, cli, ["tmgbench", "run", "--model", "openai-compatible:m", "--base-url", s.base_url,
+                                         "--policy", "sample", "--games", "111,222", "--repeats", "2", "--quiet"],
+                         "repeats", 3)
+    before = _snapshot(folder)
+    said = "run.json's config asks for 3 repeats of each game but the finished run played 2"
+    r = cli("tmgbench", "run", "--resume", str(folder))
+    assert r.returncode == 2 and "the finished run holds only 4 of the run's 6 answers" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = cli("compare", str(folder), str(folder))
+    assert r.returncode == 2 and said in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    assert r.returncode == 0 and said in r.stderr and "leaves out its numbers" in r.stderr, r.stderr
+    assert _snapshot(folder) == before

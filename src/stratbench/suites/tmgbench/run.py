@@ -642,6 +642,14 @@ def atomic_plan(folder: Path) -> AtomicPlan | None:
     plan.spec = name if isinstance(name, str) else c.player
     plan.policy = policy if isinstance(policy, str) else "scripted"
     plan.repeats = 1 if plan.policy in ("scripted", "logprob", "choice") else c.repeats
+    summary = folder / "summary.json"
+    if meta.get("status") == "finished" and summary.is_file():
+        # (a summary's repeats are what was played: a config raised after the run finished is a
+        # run that holds fewer answers than it says)
+        played = read_summary(summary, {"repeats": int}).get("repeats")
+        if played != plan.repeats:
+            raise InputError(f"{folder}: run.json's config asks for {plan.repeats} repeats of each game but the "
+                             f"finished run played {played} (summary.json): run.json was edited")
     return plan
 
 
