@@ -396,6 +396,12 @@ HOSTILE = {
                                      "checkpoints[0]: its scorecard ckpt_100/scorecard_"),
     "finished without folder": (_set("checkpoints.3.scorecard", None),
                                 "checkpoints[3]: finished, but no scorecard folder is recorded"),
+    # (fuzz 10 B D4, D5: how the checkpoints were read, edited after they ran; a checkpoint dropped)
+    "chat edited": (_set("config.chat", True), "checkpoints[0]: config.chat reads the checkpoint as True, but its "
+                                               "scorecard ckpt_100/scorecard_"),
+    "max tokens added": (_set("config.max_tokens", 4000), "config.max_tokens reads the checkpoint as 4000"),
+    "checkpoint dropped": (_set("checkpoints", lambda m, f: m["checkpoints"][:-1]),
+                           "ckpt_100000 holds a scorecard but no checkpoint of the trend is at step 100000"),
 }
 EXTRA = {"folder a link out": "leads out of the trend folder", "folder missing": "is missing",
          "scorecards at another budget": "is at budget 'smoke', seed 0, not the trend's 'quick', 0"}
@@ -428,6 +434,21 @@ def test_a_damaged_trend_metadata_is_one_line_exit_2_and_changes_nothing(first, 
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in p.stderr, p.stderr
     named = str(folder) if message == "not a trend folder" else str(path)
     assert named in lines[0] and message in lines[0] and EXTRA.get(case, "") in lines[0], lines[0]
+    assert _snapshot(folder) == before
+
+
+def test_a_refused_resume_of_a_finished_trend_leaves_its_metadata_as_it_was(first, tmp_path):
+    """An edited scorecard.json found by the analysis: one line, and trend_metadata.json is not
+    left marked running (fuzz 10 B LEFT)."""
+    folder = tmp_path / "trend"
+    shutil.copytree(first.folder, folder, symlinks=True)
+    (card,) = folder.glob("ckpt_1000/scorecard_*/scorecard.json")
+    data = json.loads(card.read_text())
+    data["cells"][0]["value"] = 0.0
+    card.write_text(json.dumps(data))
+    before = _snapshot(folder)
+    p = _cli("--resume", str(folder), "--no-report", cwd=tmp_path)
+    assert p.returncode == 2 and "disagrees with its records" in p.stderr, p.stderr
     assert _snapshot(folder) == before
 
 

@@ -40,7 +40,7 @@ from stratbench.runner.folders import (
     remove_empty_dirs,
     run_metadata,
 )
-from stratbench.runner.jsonl import write_csv_atomic, write_json_atomic
+from stratbench.runner.jsonl import write_bytes_atomic, write_csv_atomic, write_json_atomic
 from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.lock import folder_lock
 from stratbench.scoring import BUDGETS, read_scorecard
@@ -226,7 +226,41 @@ def _read_meta(folder: Path, flag: str) -> dict[str, Any]:
             if not any(x.get("player") == c["label"] and x.get("role") == "model" for x in card["players"]):
                 raise InputError(f"{where}: checkpoints[{i}]: its scorecard {c['scorecard']} does not score "
                                  f"{c['label']}")
+        if c.get("scorecard"):
+            problem = _read_as_saved_problem(c, cfg, folder)
+            if problem is not None:
+                raise InputError(f"{where}: checkpoints[{i}]: {problem}; the trend folder was changed by hand")
+    listed = {f"ckpt_{c['step']}" for c in cps}
+    try:
+        unlisted = sorted(p.name for p in folder.iterdir() if p.name.startswith("ckpt_") and p.name not in listed
+                          and any(q.name.startswith("scorecard_") for q in p.iterdir()))
+    except OSError:
+        unlisted = []
+    if unlisted:  # (a checkpoint dropped from the list: its scorecard would vanish from the curves unsaid)
+        raise InputError(f"{where}: {folder / unlisted[0]} holds a scorecard but no checkpoint of the trend is at "
+                         f"step {unlisted[0][len('ckpt_'):]}; the trend folder was changed by hand")
     return meta
+
+
+#: how the trend's config reads every checkpoint, as its scorecard saved its model
+_READ_AS = ("chat", "reasoning_effort", "think_tags", "max_tokens")
+
+
+def _read_as_saved_problem(c: dict[str, Any], cfg: dict[str, Any], folder: Path) -> str | None:
+    """What is wrong when a checkpoint's scorecard read its model otherwise than the trend's
+    config says (config.chat, reasoning_effort, think_tags or max_tokens edited after it ran: the
+    checkpoints added next would be read another way and compared as one series)."""
+    try:
+        saved = json.loads((folder / c["scorecard"] / SCORECARD_META).read_text(encoding="utf-8"))
+        (model,) = [m for m in saved["config"]["models"] if m.get("spec") == c["spec"]]
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return f"its scorecard {c['scorecard']} does not hold the checkpoint's model as the trend saves it"
+    want = _scorecard_model(Checkpoint(c["spec"], c["step"], c.get("tokens")), cfg, None)
+    for k in _READ_AS:
+        if model.get(k) != getattr(want, k):
+            return (f"config.{k} reads the checkpoint as {getattr(want, k)!r}, but its scorecard {c['scorecard']} "
+                    f"ran it with {model.get(k)!r}")
+    return None
 
 
 def _what(x: Any) -> str:
@@ -427,6 +461,9 @@ def run_trend(models: Sequence[str] = (), steps: Sequence[int] = (), step_from: 
         meta = run_metadata(KIND, cfg, kind=KIND)
         meta.update(trend_version=TREND_VERSION, checkpoints=[])
     started = False
+    # an existing trend's metadata as it was: a refusal before any checkpoint started (an edited
+    # scorecard found by the analysis) leaves the file as it found it, not marked running
+    before = (out / META).read_bytes() if existing is not None else None
     try:
         with folder_lock(out):
             cps = sorted(old + new, key=lambda c: c.step)
@@ -483,6 +520,8 @@ def run_trend(models: Sequence[str] = (), steps: Sequence[int] = (), step_from: 
 
             shutil.rmtree(out, ignore_errors=True)
             remove_empty_dirs(made)
+        elif before is not None and not started:
+            write_bytes_atomic(out / META, before)
         raise
     index = report(out) if report is not None else None
     return TrendResult(out, trend, table, n_errors, index)
