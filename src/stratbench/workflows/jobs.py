@@ -221,6 +221,9 @@ def _still_finished(out: Path, entry: dict[str, Any], job: Job,
     expected: dict[str, Any] = {"suite": family(job.suite), "model": job.label or "(all models)", "seed": job.seed,
                                 "setting": job.setting, **(extra(job) if extra is not None else {}),
                                 "headline": SUITES.get(job.suite).headline(folder)}
+    errors = (meta.get("totals") or {}).get("errors")
+    if "errors" in entry and isinstance(errors, int):  # (the run's own count, checked against its records)
+        expected["errors"] = errors
     for k, v in expected.items():
         if _as_saved(entry.get(k)) != _as_saved(v):
             said = ("a headline its records do not give" if k == "headline" else

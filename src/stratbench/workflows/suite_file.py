@@ -186,6 +186,15 @@ def check_suite_file_folder(folder: Path, meta: dict[str, Any]) -> None:
     except (InputError, KeyError, TypeError, ValueError):
         raise InputError(f"{p}: shard {meta.get('shard')!r} is not a shard (edited by hand)") from None
     check_listed_runs(folder, meta, sh.select(jobs))
+    totals = meta.get("totals")
+    if meta.get("status") == "finished" and isinstance(totals, dict):  # (the sums of its runs' own totals)
+        again = suite_totals(folder, [r for r in meta.get("runs", []) if isinstance(r, dict)])
+        for k, v in again.items():
+            saved = totals.get(k)
+            if k in totals and not (isinstance(saved, (int, float)) and not isinstance(saved, bool)
+                                    and abs(saved - v) <= 1e-9 * max(1.0, abs(v))):
+                raise InputError(f"{p}: totals.{k} is {saved!r}, but its runs' run.json files add up to {v!r} "
+                                 "(edited by hand)")
 
 
 def suite_totals(out: Path, runs: list[dict[str, Any]]) -> dict[str, int | float]:
@@ -258,6 +267,8 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
     # a suite file's shard sits beside its config (the config is the file's own data)
     finished_shards(folders, [{"config": {"shard": m.get("shard")}, "status": m.get("status")} for m in metas],
                     "suite_metadata.json", "suite", "suite shard", "stratbench suite run --resume")
+    for f, m in zip(folders, metas):  # each shard as the report reads it: its entries and its runs' records
+        check_suite_file_folder(f, migrate_run_json(m, str(f / "suite_metadata.json")))
     plan = metas[0]["plan"]
     runs = sorted(((f, r) for f, m in zip(folders, metas) for r in m["runs"]), key=lambda fr: plan.index(fr[1]["key"]))
     if [r["key"] for _, r in runs] != plan:
