@@ -9,6 +9,8 @@ from pathlib import Path
 
 from stratbench.errors import InputError
 from stratbench.runner.folders import migrate_run_json
+from stratbench.suites.nashgap.tiered import SUITE as TIERED
+from stratbench.suites.nashgap.tiered import check_tiered_folder
 from stratbench.workflows.scorecard import check_scorecard_runs
 from stratbench.workflows.suite_file import check_suite_file_folder
 
@@ -21,7 +23,7 @@ def check_collection(folder: Path) -> None:
     list of runs (their headline numbers, seeds and folders): a plan that is not its config's, an
     entry for a run outside the plan or the folder, listed twice, swapped with another, or with a
     headline or seed its run does not have; a folder holding the runs of a suite file
-    (``runs.csv``) without its suite_metadata.json. Other collections (a tiered suite) pass."""
+    (``runs.csv``) without its suite_metadata.json; a tiered suite's tables and runs not its cells'."""
     p = folder / "suite_metadata.json"
     try:
         meta = json.loads(p.read_text(encoding="utf-8"))
@@ -37,3 +39,5 @@ def check_collection(folder: Path) -> None:
         check_scorecard_runs(folder)
     elif meta.get("suite") == "suite-file":
         check_suite_file_folder(folder, migrate_run_json(meta, str(p)))
+    elif meta.get("suite") == TIERED:
+        check_tiered_folder(folder, meta)

@@ -810,3 +810,46 @@ def suite_totals(runs: Sequence[dict[str, Any]], n_cells: int, n_errors: int) ->
     if costs:
         totals["model_cost_usd"] = float(sum(costs))
     return totals
+
+
+def check_tiered_folder(folder: Path, meta: dict[str, Any]) -> None:
+    """InputError (one line naming the file) when a finished tiered suite's tables or list of runs
+    are not what its cells' records give: the big tables and suite_metadata.json's runs and totals
+    recomputed from the finished cell runs (as a merge computes them) and compared — what the
+    report checks before it shows them (an edited table was shown as it stood). An unfinished suite
+    (a cell not finished) has no tables to check. Each cell run's own records are the report's to
+    check, as any run's."""
+    try:
+        config = TieredConfig.from_json(meta["config"])
+        entries = config.model_entries()
+    except (KeyError, TypeError, ValueError) as e:
+        raise InputError(f"{folder}/suite_metadata.json: its config cannot be read ({e})") from None
+    if meta.get("status") != "finished":
+        return
+    rows: list[dict[str, Any]] = []
+    per_game: dict[tuple[Any, ...], dict[str, list[float]]] = {}
+    listed = []
+    for cell in _cells(config, entries):
+        run_folder, finished = find_cell_folder(folder / "models" / cell.key, cell.tag)
+        if run_folder is None or not finished:
+            raise InputError(f"{folder}/suite_metadata.json: the finished suite's cell {cell.key} "
+                             f"({cell.bucket.id}, seed {cell.seed}) has no finished run (edited by hand)")
+        more, entry = collect_cell(cell, run_folder, folder, per_game)
+        rows += more
+        listed.append(entry)
+    agg = aggregate(rows, per_game)
+    for name, text in (("big_table_all_runs.csv", csv_text(rows, ALL_RUNS_COLUMNS)),
+                       ("big_table_aggregated.csv", csv_text(agg, agg_columns(agg))),
+                       ("big_table_aggregated.md", markdown_table(agg))):
+        try:
+            saved = (folder / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            raise InputError(f"{folder / name}: missing or unreadable (the suite's cells give one)") from None
+        if saved != text:
+            raise InputError(f"{folder / name}: is not the table its cells' records give (edited by hand)")
+    saved_runs = meta.get("runs")
+    if json.dumps(saved_runs, sort_keys=True, default=str) != json.dumps(listed, sort_keys=True, default=str):
+        raise InputError(f"{folder}/suite_metadata.json: its list of runs is not its cells' (edited by hand)")
+    want = suite_totals(listed, len(listed), sum(e["errors"] for e in listed))
+    if json.dumps(meta.get("totals"), sort_keys=True) != json.dumps(want, sort_keys=True):
+        raise InputError(f"{folder}/suite_metadata.json: its totals are not its cells' (edited by hand)")
