@@ -720,6 +720,47 @@ def test_a_suite_folder_whose_metadata_was_deleted_is_reported_with_a_warning(tm
     assert r.returncode == 0 and "suite_metadata.json: missing" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("edit,said", [
+    (lambda m: m["totals"].update(records=999), "totals.records is 999, but its runs' run.json files add up to"),
+    (lambda m: m["runs"][0].update(errors=5), "is listed with errors 5, but the run's is 0"),
+], ids=["totals", "a run's errors"])
+def test_a_suite_folders_edited_counts_are_named_by_the_report(tmp_path, cli, finished_suite_file, edit, said):
+    """(fuzz 10 B D6: the report showed them as they stood)"""
+    import shutil
+
+    folder = tmp_path / "suite"
+    shutil.copytree(finished_suite_file, folder)
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    edit(meta)
+    (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
+    assert r.returncode == 0 and said in r.stderr and "leaves out" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("where", ["headline", "record"])
+def test_a_suite_file_shard_edited_by_hand_is_not_merged(tmp_path, cli, where):
+    """`merge` of suite-file shards copied an edited headline into the merged runs.csv and an edited
+    record into the merged folder (fuzz 10 B D3): each shard is now read as the report reads it."""
+    (tmp_path / "s.toml").write_text('seeds = [1, 2]\nmodels = ["random"]\n[nashgap]\nnum_games = 2\nnum_trials = 2\n')
+    for i in (1, 2):
+        r = cli("suite", "run", str(tmp_path / "s.toml"), "--shard", f"{i}/2", "--output-dir", str(tmp_path / "sh"),
+                "--no-report", "--quiet")
+        assert r.returncode == 0, r.stderr
+    shards = sorted((tmp_path / "sh").iterdir())
+    meta = json.loads((shards[0] / "suite_metadata.json").read_text())
+    if where == "headline":
+        meta["runs"][0]["headline"][0]["value"] = 0.0
+        (shards[0] / "suite_metadata.json").write_text(json.dumps(meta))
+    else:
+        trials = shards[0] / meta["runs"][0]["folder"] / "trials.jsonl"
+        recs = [json.loads(x) for x in trials.read_text().splitlines()]
+        recs[0]["nash_gap"] = 7.77
+        trials.write_text("".join(json.dumps(x) + "\n" for x in recs))
+    r = cli("merge", *map(str, shards), "--output-dir", str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and str(shards[0]) in r.stderr, r.stderr
+    assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
+
+
 # -- a finished run's config raised to more units: refused like ToM's episodes (fuzz 9 D5, M2) -----
 
 def _raised(tmp_path, cli, args: list[str], key: str, value: int) -> Path:
@@ -836,3 +877,43 @@ def test_a_finished_tmgbench_run_whose_repeats_were_raised_is_refused(tmp_path, 
     r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
     assert r.returncode == 0 and said in r.stderr and "leaves out its numbers" in r.stderr, r.stderr
     assert _snapshot(folder) == before
+
+
+@pytest.mark.parametrize("edit", ["none", "table value", "table player", "metadata runs", "merged"])
+def test_a_tiered_suites_tables_are_checked_by_the_report(tmp_path, cli, edit):
+    """The report showed a tiered suite's big tables and list of runs as they stood (fuzz 10 B D2):
+    a mean Nash gap of 2.585 shown as 0.001, a player renamed. They are now recomputed from the
+    cells' records; a folder as written (and a merge of its shards) is shown without a warning."""
+    import csv
+
+    base = ["suite", "tiered", "--use-dummy", "--num-games-per-bucket", "2", "--num-trials", "2", "--seeds", "42",
+            "--bucket-ids", "2x2_lowVar_pure,3x3_midVar_mixed", "--quiet"]
+    if edit == "merged":
+        for i in (1, 2):
+            r = cli(*base, "--shard", f"{i}/2", "--output-dir", str(tmp_path / "sh"))
+            assert r.returncode == 0, r.stderr
+        r = cli("merge", *map(str, sorted((tmp_path / "sh").iterdir())), "--output-dir", str(tmp_path / "t"), "--quiet")
+        assert r.returncode == 0, r.stderr
+    else:
+        r = cli(*base, "--output-dir", str(tmp_path / "t"))
+        assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "t").iterdir()
+    table = folder / "big_table_all_runs.csv"
+    rows = list(csv.reader(table.open(newline="")))
+    if edit == "table value":
+        rows[1][rows[0].index("mean_nash_gap")] = "0.001"
+    elif edit == "table player":
+        rows[2][rows[0].index("player")] = "openai:gpt-4o"
+    if edit.startswith("table"):
+        with table.open("w", newline="") as fh:
+            csv.writer(fh).writerows(rows)
+    if edit == "metadata runs":
+        meta = json.loads((folder / "suite_metadata.json").read_text())
+        meta["runs"] = meta["runs"][1:]
+        (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet", "--figures", "none")
+    assert r.returncode == 0, r.stderr
+    if edit in ("none", "merged"):
+        assert "warning" not in r.stderr, r.stderr
+    else:
+        assert "edited by hand" in r.stderr and "leaves out the collection's tables" in r.stderr, r.stderr

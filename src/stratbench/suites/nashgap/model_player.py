@@ -78,6 +78,8 @@ class ModelAgent(Agent):
         """An exact policy: the labels' log-probabilities, renormalised over the legal labels."""
         (res,) = await self.model.score([score])
         usage = {"tokens_in": res.tokens_in, "cached": res.cached, "n_tokens": res.n_tokens}
+        if res.usage_unknown:  # (its 0 is no count: run.json's model_usage_unknown counts it)
+            usage["usage_unknown"] = True
         rendered = res.rendered if score.messages else None
         if not res.ok:
             return Decision("error", error=res.error, latency_s=res.latency_s, usage=usage, rendered=rendered)
@@ -102,6 +104,8 @@ class ModelAgent(Agent):
             )
         ])
         usage: dict[str, Any] = {"tokens_in": res.tokens_in, "tokens_out": res.tokens_out, "cached": res.cached}
+        if res.usage_unknown:  # (its 0s are no counts: run.json's model_usage_unknown counts it)
+            usage["usage_unknown"] = True
         if res.tokens_reasoning is not None:
             usage["tokens_reasoning"] = res.tokens_reasoning
         common: dict[str, Any] = {"latency_s": res.latency_s, "usage": usage, "reasoning": res.reasoning,

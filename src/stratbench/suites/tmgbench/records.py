@@ -28,6 +28,7 @@ class Usage(TypedDict, total=False):
     cached: bool  # the answer came from the response cache
     tokens_reasoning: int  # reasoning models: the reasoning tokens, where the server reports them
     n_tokens: list[int] | None  # log-prob scoring: tokens per candidate continuation
+    usage_unknown: bool  # only when true: the provider reported no usable counts (the 0s above are not counts)
 
 
 class AnswerRecord(TypedDict):

@@ -256,6 +256,8 @@ async def _answer(player: _Player, config: TmgbenchConfig, game: RGGame, repeat:
         if res.rendered is not None:
             rec["rendered_prompt"] = res.rendered
         rec["usage"] = {"tokens_in": res.tokens_in, "tokens_out": res.tokens_out, "cached": res.cached}
+        if res.usage_unknown:  # (its 0s are no counts: run.json's model_usage_unknown counts it)
+            rec["usage"]["usage_unknown"] = True
         if res.tokens_reasoning is not None:
             rec["usage"]["tokens_reasoning"] = res.tokens_reasoning
         rec["raw_response"] = res.text

@@ -191,6 +191,8 @@ class _Caller:
             }
             if r.reasoning is not None:  # a reasoning model's thinking: never parsed
                 call["reasoning"] = r.reasoning
+            if r.usage_unknown:  # (its 0s are no counts: run.json's model_usage_unknown counts it)
+                call["usage_unknown"] = True
             if r.tokens_reasoning is not None:
                 call["tokens_reasoning"] = r.tokens_reasoning
             if attempt == 0 and (s.keep_prompts or (s.chat and t == 0)):
