@@ -277,6 +277,13 @@ FLAG_CASES: list[tuple[str, list[str], str]] = [
     ("report negative max records", ["report", ".", "--max-records", "-1"], "--max-records"),
     ("report unknown figures", ["report", ".", "--figures", "sometimes"], "--figures"),
     ("report missing folder", ["report", "no_such_dir"], "no_such_dir"),
+    # several players: every model checked before the first runs (the first run was made, then refused)
+    ("nashgap several players, the second not there", ["nashgap", "--model", "random", "--model",
+                                                       "gguf:/nonexistent/m.gguf", "--num-games", "2"],
+     "no such GGUF file"),
+    ("nashgap several players, the second without a server", ["nashgap", "--model", "random", "--model",
+                                                              "openai-compatible:m", "--num-games", "2"],
+     "--base-url is required"),
     # numbers of 5,000 digits (Python refuses int() of more than 4,300): one line, not an internal error
     ("nashgap shard of 5000 digits", ["nashgap", "--model", "random", "--seed", "0", "--shard", "1/" + "1" * 5000],
      "a number of shards over 999,999,999"),

@@ -4,7 +4,7 @@ flags, defaults and aliases (`--llm-type`, `--llm-model`, `--parallel --num-work
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 
@@ -124,6 +124,8 @@ def nashgap(
                        base_url=base.base_url if is_http_spec(m) or not any_http else None)
                for m in models] or [base]
     suite = get_suite("nashgap")
+    if len(configs) > 1:  # every player checked (and its model opened) before the first one runs
+        _check_players(suite, configs)
     rows = {}
     n_errors = 0
     for cfg in configs:
@@ -156,3 +158,26 @@ def nashgap(
 
 def register(app: typer.Typer) -> None:
     app.command("nashgap")(plannable(nashgap))
+
+
+def _check_players(suite: Any, configs: list[Any]) -> None:
+    """Several --model: each player's config and model checked, and its price where --max-cost
+    needs one, before the first player runs — a refusal of the third model left the first two's
+    runs made (and paid) behind it."""
+    from dataclasses import replace
+
+    from stratbench.errors import InputError
+    from stratbench.models import costs
+    from stratbench.suites.base import Job
+    from stratbench.workflows.suite_plan import check_job_models
+
+    for cfg in configs:
+        replace(cfg).validate()
+    check_job_models([Job("nashgap", cfg.model, cfg.seed or 0, cfg) for cfg in configs])
+    session = costs.current()
+    if session is not None and session.max_cost is not None:
+        for cfg in configs:
+            spec = cfg.model
+            if not suite.scripted.matches(spec) and not session.local(spec) and session.price(spec) is None:
+                raise InputError(f"--max-cost: no price for {spec} in the price table (stratbench's own or "
+                                 "--price-table); give one with --price-table FILE")
