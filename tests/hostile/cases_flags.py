@@ -277,6 +277,10 @@ FLAG_CASES: list[tuple[str, list[str], str]] = [
     ("report negative max records", ["report", ".", "--max-records", "-1"], "--max-records"),
     ("report unknown figures", ["report", ".", "--figures", "sometimes"], "--figures"),
     ("report missing folder", ["report", "no_such_dir"], "no_such_dir"),
+    # an empty path is the working folder: never what was meant (fuzz 10 B EXIT)
+    ("report of an empty path", ["report", ""], "RUN_OR_SUITE_DIR: give a folder"),
+    ("report to an empty path", ["report", ".", "-o", ""], "--output: give a folder"),
+    ("compare to an empty path", ["compare", ".", ".", "--output", ""], "--output: give a file name"),
     # several players: every model checked before the first runs (the first run was made, then refused)
     ("nashgap several players, the second not there", ["nashgap", "--model", "random", "--model",
                                                        "gguf:/nonexistent/m.gguf", "--num-games", "2"],

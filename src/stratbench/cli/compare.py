@@ -25,6 +25,10 @@ def compare(
     from stratbench.workflows.compare import compare_runs
     from stratbench.workflows.scorecard import is_scorecard_folder
 
+    if output is not None and not output.strip():
+        from stratbench.errors import InputError
+
+        raise InputError("--output: give a file name (got an empty path)")
     out = check_output_file(output, (run_a, run_b)) if output else None
     cards = is_scorecard_folder(run_a), is_scorecard_folder(run_b)
     if any(cards):

@@ -16,7 +16,13 @@ def report(
 ) -> int:
     """Write a self-contained HTML report (index.html, figures embedded) for the runs under DIR."""
     from stratbench.api import report as build_report
+    from stratbench.errors import InputError
 
+    # (an empty path is the folder the command runs in: never what was meant)
+    if not directory.strip():
+        raise InputError("RUN_OR_SUITE_DIR: give a folder (got an empty path)")
+    if output is not None and not output.strip():
+        raise InputError("--output: give a folder (got an empty path)")
     res = build_report(directory, output, max_records, figures)
     if quiet:
         print(res.index)
