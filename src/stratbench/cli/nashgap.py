@@ -85,7 +85,7 @@ def nashgap(
     quiet: Quiet = False,
 ) -> int:
     """Nash-gap suite: the player is the row player of random zero-sum games against a Nash opponent."""
-    from stratbench.models import is_http_spec
+    from stratbench.models import is_http_spec, takes_chat_template
     from stratbench.suites.nashgap.config import NashgapConfig
 
     base = NashgapConfig(
@@ -107,10 +107,12 @@ def nashgap(
     # local one runs here, brings its own template and reasons as it was trained to); with no
     # HTTP player every config keeps them and the first is refused in one line
     any_http = any(is_http_spec(m) for m in models)
+    any_template = any(takes_chat_template(m) for m in models)
     if len(models) > 1:
         # checked once as an HTTP player's (with one) or as the first player's config
-        replace(base, model=next((m for m in models if is_http_spec(m)), models[0])).validate()
-        if base.chat_template is not None and any_http:  # a bad template: one line before any player runs
+        first = next((m for m in models if takes_chat_template(m)), next((m for m in models if is_http_spec(m)), models[0]))
+        replace(base, model=first).validate()
+        if base.chat_template is not None and any_template:  # a bad template: one line before any player runs
             from stratbench.models.openai_api import ChatTemplate
 
             ChatTemplate.load(base.chat_template)
@@ -119,7 +121,7 @@ def nashgap(
 
             base.seed = fresh_seed()  # every player must see the same games (and draw alike)
     configs = [replace(base, model=m, folder_tag=slug(m) if len(models) > 1 else None,
-                       chat_template=base.chat_template if is_http_spec(m) or not any_http else None,
+                       chat_template=base.chat_template if takes_chat_template(m) or not any_template else None,
                        reasoning_effort=base.reasoning_effort if is_http_spec(m) or not any_http else None,
                        base_url=base.base_url if is_http_spec(m) or not any_http else None)
                for m in models] or [base]

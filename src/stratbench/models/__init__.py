@@ -91,9 +91,17 @@ def check_chat_template(chat_template: str | None, specs: Iterable[str]) -> None
     if chat_template is not None and not chat_template.strip():
         raise InputError("--chat-template: give a file (the model's GGUF, tokenizer_config.json or .jinja); "
                          "an empty path names none")
-    if chat_template is not None and not any(is_http_spec(s) for s in specs):
-        raise InputError(f"--chat-template applies to HTTP models ({', '.join(p + ':' for p in API_PROVIDERS)}); "
-                         "a local model brings its own")
+    if chat_template is not None and not any(takes_chat_template(s) for s in specs):
+        raise InputError(f"--chat-template applies to OpenAI-compatible HTTP models "
+                         f"({', '.join(p + ':' for p in API_PROVIDERS)}); a local model brings its own, and "
+                         f"{' and '.join(p + ':' for p in NATIVE_PROVIDERS)} render their prompts on the server")
+
+
+def takes_chat_template(spec: str) -> bool:
+    """Whether ``--chat-template`` applies to the model: an OpenAI-compatible HTTP model (its
+    completions endpoint scores a conversation rendered here); the native APIs (Anthropic, Gemini)
+    render their own prompts, a local model brings its template."""
+    return spec.partition(":")[0].strip().lower() in API_PROVIDERS
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -303,4 +311,4 @@ def open_model(spec: str, model_options: ModelOptions | None = None, *, no_cache
 
 
 __all__ = ["API_PROVIDERS", "BACKENDS", "DEFAULT_MODEL", "TRAITS", "BackendTraits", "backend_traits", "EMBEDDED_INSTRUCT", "EMBEDDED_SPECS", "LOCAL_PREFIXES", "LanguageModel", "ModelOptions",
-           "check_base_url_applies", "check_chat_template", "check_reasoning_effort", "check_gguf_file", "is_http_spec", "load_model", "open_model", "split_spec"]
+           "check_base_url_applies", "check_chat_template", "takes_chat_template", "check_reasoning_effort", "check_gguf_file", "is_http_spec", "load_model", "open_model", "split_spec"]

@@ -391,7 +391,7 @@ def test_http_logprob_runs_only_with_the_topk_walk(tmp_path, monkeypatch, scorin
 def test_chat_template_is_for_http_models_only(tmp_path):
     from stratbench.errors import InputError
 
-    with pytest.raises(InputError, match="--chat-template applies to HTTP models"):
+    with pytest.raises(InputError, match="--chat-template applies to OpenAI-compatible HTTP models"):
         run_tmgbench(TmgbenchConfig(model="gguf:nosuch.gguf", chat_template="x.gguf", games="111", seed=1,
                                     output_dir=str(tmp_path)))
     assert not any(tmp_path.iterdir())
