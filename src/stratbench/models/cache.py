@@ -246,7 +246,11 @@ class ResponseCache:
         """`_say(e)` with what SQLite's own words leave out: a link to nothing (or a loop of links)
         in the database's place, or a ``responses`` table that is not the cache's."""
         text = _say(e)
-        if self.path.is_symlink() and not self.path.exists():
+        try:
+            dangling = self.path.is_symlink() and not self.path.exists()
+        except OSError:  # (a path the system cannot look at, e.g. a name too long: said by `text`)
+            dangling = False
+        if dangling:
             return f"{text} (it is a symbolic link to nothing, or a loop of links)"
         if isinstance(e, sqlite3.OperationalError) and str(e).startswith("no such column"):
             return f"{text} (its responses table is another program's or another format's, not this cache's)"

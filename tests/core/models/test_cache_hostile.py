@@ -167,6 +167,17 @@ def test_a_file_where_the_cache_folder_should_be_is_named_as_such(tmp_path, caps
     _close(model)
 
 
+def test_a_cache_path_too_long_for_the_system_is_bypassed(tmp_path, capsys):
+    """A folder name past the system's limit (fuzz 10 A E2): named in one warning and bypassed,
+    the answers kept — it was a refusal of the whole run (exit 2)."""
+    model, _ = _open(tmp_path / ("x" * 300) / "c.sqlite")
+    reqs = _requests(2)
+    _all_answered(_score(model, reqs), reqs)
+    (line,) = _warnings(capsys.readouterr().err)
+    assert "name too long" in line.lower() and "answers are kept" in line, line
+    _close(model)
+
+
 def test_a_cache_on_read_only_media_still_replays_its_answers(tmp_path, capsys):
     """A WAL database on a file system mounted read-only cannot make its shared-memory file:
     SQLite answers SQLITE_CANTOPEN ("unable to open database file") to the writable open. It is
