@@ -14,6 +14,7 @@ import functools
 import inspect
 import json
 import math
+import os
 import re
 import shutil
 import tempfile
@@ -65,6 +66,8 @@ def plannable(fn: F) -> F:
         if dry_run and max_cost is not None:
             raise InputError("--dry-run makes no call and --max-cost limits real ones: give one of them")
         saved = _implied_price_table(kwargs)
+        if prices_path and saved and not os.path.exists(saved):
+            saved = None  # (the saved table is gone: the command's stands in for it, as the run takes it)
         if prices_path and saved and kwargs.get("resume") and not _same_file(prices_path, saved):
             # (the run prices its cost with its saved table: another one here would price the
             # ceiling one way and run.json's cost another)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from fake_anthropic_server import FakeAnthropicServer
+from fake_openai_server import FakeOpenAIServer
 
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
@@ -464,3 +465,30 @@ def test_a_price_key_that_is_the_spec_but_for_whitespace_is_named(tmp_path, cli)
     assert "the table has 'openai-compatible:m '" in r.stderr and "give one with" not in r.stderr, r.stderr
     r = cli(*base, "--dry-run")
     assert r.returncode == 0 and "no price: the table has 'openai-compatible:m '" in r.stdout, r.stdout
+
+
+def test_a_run_whose_saved_price_table_is_gone_resumes_with_another(tmp_path, cli):
+    """The table a run priced its cost with, moved away (a results folder copied to another
+    machine): the resume says so and takes --price-table in its place (fuzz 10 A E1: the saved
+    path overrode the flag, and the run could never be finished)."""
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1, "output_per_million": 2}}))
+    with FakeOpenAIServer(canned_text="Action: 1") as s:
+        r = cli("nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url, "--policy", "sample",
+                "--num-games", "2", "--num-trials", "1", "--seed", "1", "--price-table", str(prices), "--quiet",
+                "--output-dir", str(tmp_path / "o"))
+        assert r.returncode == 0, r.stderr
+        (folder,) = (tmp_path / "o").iterdir()
+        meta = json.loads((folder / "run.json").read_text())
+        meta["status"] = "running"
+        (folder / "run.json").write_text(json.dumps(meta))
+        trials = folder / "trials.jsonl"
+        trials.write_text(trials.read_text().splitlines(keepends=True)[0])
+        moved = tmp_path / "elsewhere.json"
+        prices.rename(moved)
+        r = cli("nashgap", "--resume", str(folder), "--base-url", s.base_url, "--quiet")
+        assert r.returncode == 2 and "the price table saved with the run" in r.stderr and "is gone" in r.stderr, r.stderr
+        r = cli("nashgap", "--resume", str(folder), "--base-url", s.base_url, "--price-table", str(moved), "--quiet")
+        assert r.returncode == 0, r.stderr
+    assert len(trials.read_text().splitlines()) == 2
+    assert "model_cost_usd" in json.loads((folder / "run.json").read_text())["totals"]

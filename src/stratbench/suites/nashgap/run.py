@@ -10,6 +10,7 @@ statistics, never replaced. The run goes through the shared lifecycle
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -277,6 +278,15 @@ class NashgapPlan(RunPlan):
         given = self.config
         check_config(given, only=RUNTIME_KEYS)  # the flags a resumed run takes from this command
         self.config = rebuild_config(NashgapConfig, meta["config"], given=given)
+        saved_prices = self.config.price_table
+        if isinstance(saved_prices, str) and saved_prices.strip() and not os.path.exists(saved_prices):
+            # the table the run priced its cost estimate with is gone (the folder was copied to
+            # another machine, /tmp was cleaned): the command's --price-table stands in for it
+            if not given.price_table:
+                raise InputError(f"--resume {folder}: the price table saved with the run ({saved_prices}) is gone; "
+                                 "give it (or another) with --price-table FILE")
+            load_price_table(given.price_table)
+            self.config.price_table = os.path.abspath(given.price_table)
         if given.shard is not None and as_shard(given.shard) != self.config.shard_spec:
             raise InputError(f"--resume {folder}: the folder is shard {self.config.shard_spec}, not {given.shard}")
         check_layout(self.config, folder)
