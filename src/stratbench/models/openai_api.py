@@ -269,6 +269,10 @@ class OpenAICompatibleModel(LanguageModel):
             # the completions endpoint takes no reasoning_effort: a flag that would change nothing
             raise InputError(f"{self.spec}: --reasoning-effort is a chat model's option; run it with --chat")
         self.reasoning_effort = reasoning_effort  # sent with every chat generation request
+        if provider == "openai" and is_reasoning_family(model):
+            # OpenAI's reasoning models give no log-probabilities: their default policy samples,
+            # and an exact policy asked for is refused before the run (every call was an HTTP 400)
+            self.supports_logprobs = False
 
         env = api_key_env or default_env
         self.api_key_env = env

@@ -275,3 +275,19 @@ def test_reasoning_tokens_are_a_part_of_the_output_never_more(out, reasoning, ke
     from stratbench.models.base import GenerateResult
 
     assert GenerateResult("Action: 1", tokens_out=out, tokens_reasoning=reasoning).tokens_reasoning == kept
+
+
+def test_openais_reasoning_models_are_sampled_not_scored(tmp_path, cli, monkeypatch):
+    """openai:o1-mini gives no log-probabilities (fuzz 10 A M2: the default logprob policy made
+    every call an HTTP 400): an exact policy is refused before the run; the default samples."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with FakeOpenAIServer(canned_text="Action: 1", reasoning_rules=True) as s:
+        args = ("nashgap", "--model", "openai:o1-mini", "--base-url", s.base_url, "--num-games", "1",
+                "--num-trials", "1", "--quiet")
+        r = cli(*args, "--policy", "logprob", "--output-dir", str(tmp_path / "a"))
+        assert r.returncode == 2 and "gives no log-probabilities; use --policy sample" in r.stderr, r.stderr
+        assert not (tmp_path / "a").exists()
+        r = cli(*args, "--output-dir", str(tmp_path / "b"))
+    assert r.returncode == 0, r.stderr
+    (rec,) = [json.loads(x) for f in (tmp_path / "b").glob("*/trials.jsonl") for x in f.read_text().splitlines()]
+    assert rec["status"] == "parsed" and rec["raw_response"] == "Action: 1"
