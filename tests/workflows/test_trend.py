@@ -142,6 +142,8 @@ URL = "http://127.0.0.1:9/v1"
 
 @pytest.mark.parametrize("args, message", [
     (["--model", M1, "--model", M2, "--step", "5", "--step", "5"], "--step 5 is given twice"),
+    (["--model", M1, "--model", "openai-compatible:ckpt-01", "--step-from", r"ckpt-(\d+)"],
+     f"reads step 1 from {M1} and openai-compatible:ckpt-01"),
     (["--model", M1, "--model", M2, "--step", "5"], "--step: 1 given for 2 --model"),
     (["--model", M1, "--model", M2], "--step: no step given"),
     (["--model", M1, "--model", "openai-compatible:final", "--step-from", r"ckpt-(\d+)"],
@@ -506,3 +508,21 @@ def test_think_tags_and_max_tokens_are_every_checkpoints_and_saved(tmp_path):
     for flag, value in (("--think-tags", "<a>,</a>"), ("--max-tokens", "10")):
         p = _cli("--add", str(res.folder), "--model", _spec("r-2"), "--step", "2", flag, value, cwd=tmp_path)
         assert p.returncode == 2 and flag in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_an_add_to_a_trend_saved_with_credentials_prints_the_add_that_works(tmp_path):
+    """The base URL's password is never saved: --add without --base-url says to give it again, as
+    the --add command it needs (fuzz 10 A M1: it printed a --resume, which adds nothing)."""
+    with FakeOpenAIServer() as s:
+        url = s.base_url.replace("http://", "http://user:pw-secret-42@")
+        res = trend([_spec("c-1")], steps=[1], budget="smoke", seed=SEED, output_dir=tmp_path, base_url=url,
+                    no_cache=True, report=False)
+        p = _cli("--add", str(res.folder), "--model", _spec("c-2"), "--step", "2", "--no-report", cwd=tmp_path)
+        assert p.returncode == 2, p.stderr
+        printed = p.stderr.strip().split("give it again: ")[1]
+        assert printed.startswith(f"stratbench trend --add {res.folder} --model {_spec('c-2')} --step 2 --base-url URL")
+        args = printed.replace("URL", url).split()[2:]
+        p = _cli(*args, "--no-report", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert [c["step"] for c in json.loads((res.folder / "trend_metadata.json").read_text())["checkpoints"]] == [1, 2]
+    assert "pw-secret-42" not in (res.folder / "trend_metadata.json").read_text()

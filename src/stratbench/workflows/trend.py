@@ -160,6 +160,10 @@ def checkpoints(models: Sequence[str], steps: Sequence[int] = (), step_from: str
     dups = sorted({s for s in all_steps if all_steps.count(s) > 1})
     if dups:
         where = " (already a checkpoint of the trend)" if dups[0] in {c.step for c in taken} else ""
+        if step_from is not None:  # (no --step was given: name the models the pattern read it from)
+            named = [m for m, st in zip(specs, got) if st == dups[0]]
+            raise InputError(f"--step-from {step_from!r} reads step {dups[0]} from {' and '.join(named)}{where}; "
+                             "each checkpoint needs its own step")
         raise InputError(f"--step {dups[0]} is given twice{where}; each checkpoint needs its own step")
     return sorted((Checkpoint(s, st, t) for s, st, t in zip(specs, got, toks)), key=lambda c: c.step)
 
@@ -450,8 +454,11 @@ def run_trend(models: Sequence[str] = (), steps: Sequence[int] = (), step_from: 
     check_base_url_applies(base_url, [c.spec for c in old + new])
     ms = {c.step: _scorecard_model(c, cfg, url) for c in todo}
     if any(found.get(c.step) is None for c in todo) and url is not None and is_redacted_url(url):
+        cmd = ("--add " + shlex.quote(str(existing)) + " " + " ".join(
+            f"--model {shlex.quote(c.spec)} --step {c.step}" for c in new)) if add_to is not None else \
+            f"--resume {shlex.quote(str(existing))}"
         raise InputError(f"{existing}: its base URL {url} was saved with the credentials redacted (***); give it "
-                         f"again: stratbench trend --resume {shlex.quote(str(existing))} --base-url URL")
+                         f"again: stratbench trend {cmd} --base-url URL")
     for c in todo:
         plan = plan_scorecard([ms[c.step]], budget, seed)  # the budget and seed checked here
         check_job_models(j for j, _, _ in plan)
