@@ -917,3 +917,24 @@ def test_a_tiered_suites_tables_are_checked_by_the_report(tmp_path, cli, edit):
         assert "warning" not in r.stderr, r.stderr
     else:
         assert "edited by hand" in r.stderr and "leaves out the collection's tables" in r.stderr, r.stderr
+
+
+def test_a_tom_run_whose_label_set_was_edited_is_named_as_an_edit(tmp_path, cli):
+    """A saved label set no game has: the resume names run.json (fuzz 10 B M4: it said 'rps:
+    unknown label set', naming neither the file nor the folder); a URL saved for a local model
+    when the flag was ignored is dropped, as the other suites drop it."""
+    r = cli("tom", "run", "--model", "embedded", "--game", "rps", "--rounds", "2", "--episodes", "1", "--seed", "1",
+            "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    meta = json.loads((folder / "run.json").read_text())
+    edited = dict(meta, status="running", config=dict(meta["config"], label_set="numeric"))
+    (folder / "run.json").write_text(json.dumps(edited))
+    before = _snapshot(folder)
+    r = cli("tom", "run", "--resume", str(folder))
+    assert r.returncode == 2 and f"{folder}/run.json: its saved config is not valid" in r.stderr, r.stderr
+    assert "unknown label set 'numeric'" in r.stderr and _snapshot(folder) == before
+    (folder / "run.json").write_text(json.dumps(dict(meta, status="running",
+                                                     config=dict(meta["config"], base_url="http://127.0.0.1:9/v1"))))
+    r = cli("tom", "run", "--resume", str(folder))
+    assert r.returncode == 0, r.stderr

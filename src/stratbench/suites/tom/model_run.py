@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from stratbench.checks import Ints, Rule, check_config, check_units
-from stratbench.errors import InputError
+from stratbench.errors import BaseUrlNotApplicable, InputError
 from stratbench.players.runtime import RuntimeOptions
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.jsonl import write_bytes_atomic, write_json_atomic
@@ -194,7 +194,16 @@ class TomRunPlan(RunPlan):
         saved.max_concurrency, saved.base_url = c.max_concurrency, c.base_url or saved.base_url
         saved.no_cache = c.no_cache
         saved.timeout, saved.retries, saved.wait_for_server = c.timeout, c.retries, c.wait_for_server
-        self.config = saved.resolve()
+        try:
+            self.config = saved.resolve()
+        except BaseUrlNotApplicable:
+            if c.base_url:  # (the command's own --base-url, for a local model: its line as it is)
+                raise
+            saved.base_url = None  # (a folder saved when the flag was ignored for a local model)
+            self.config = saved.resolve()
+        except InputError as e:  # (the saved config's own values, a game's label set among them)
+            raise InputError(f"--resume {folder}/run.json: its saved config is not valid: {e}; the folder is left "
+                             "as it is") from None
 
     def open(self) -> None:
         c = self.config
