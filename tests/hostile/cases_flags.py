@@ -284,6 +284,8 @@ FLAG_CASES: list[tuple[str, list[str], str]] = [
     ("tom chat template for gemini", ["tom", "run", "--model", "gemini:g", "--prompting", "QA",
                                       "--chat-template", "/nonexistent.jinja"],
      "--chat-template applies to OpenAI-compatible HTTP models"),
+    ("nashgap think tags with a control character", ["nashgap", "--model", "openai-compatible:m", *HTTP_URL,
+                                                     "--think-tags", "<r>\x01,</r>"], "a control or unprintable"),
     # an empty path is the working folder: never what was meant (fuzz 10 B EXIT)
     ("report of an empty path", ["report", ""], "RUN_OR_SUITE_DIR: give a folder"),
     ("report to an empty path", ["report", ".", "-o", ""], "--output: give a folder"),

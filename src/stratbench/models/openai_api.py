@@ -107,6 +107,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import logging
 import os
 import random
@@ -184,6 +185,35 @@ def parse_spec(spec: str) -> tuple[str, str]:
         known = ", ".join(f"{p}:<model>" for p in PROVIDERS)
         raise InputError(f"{spec}: not an API model spec (expected one of {known})")
     return provider, model
+
+
+def _as_text(value: Any) -> str:
+    """A reasoning field as text: a string as it is, a list of strings (or of text parts) joined,
+    anything else as its JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(value)
+    if isinstance(value, list) and all(isinstance(v, dict) and isinstance(v.get("text"), str) for v in value):
+        return "\n".join(v["text"] for v in value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _content_parts(parts: list[Any]) -> tuple[str, str]:
+    """A chat message's content given as parts: (the text parts joined — the answer —, the
+    thinking parts joined — the reasoning —). A part of another kind is not read; content with
+    no text part is an empty answer (a parse failure), never an error that drops the reply."""
+    text, thought = [], []
+    for part in parts:
+        if isinstance(part, str):
+            text.append(part)
+        elif isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
+            text.append(part["text"])
+        elif isinstance(part, dict) and part.get("type") in ("thinking", "reasoning"):
+            inner = part.get("thinking", part.get("reasoning", part.get("text")))
+            if inner not in (None, "", []):
+                thought.append(_as_text(inner))
+    return "".join(text), "\n\n".join(thought)
 
 
 class OpenAICompatibleModel(LanguageModel):
@@ -749,10 +779,14 @@ class OpenAICompatibleModel(LanguageModel):
                     raise Malformed("malformed response: choice has no message")
                 # DeepSeek's and vLLM's reasoning parsers: the thinking beside the answer
                 for key in ("reasoning_content", "reasoning"):
-                    if isinstance(message.get(key), str) and message[key]:
-                        reasoning = message[key]
+                    if message.get(key) not in (None, "", [], {}):
+                        reasoning = _as_text(message[key])  # (a list or an object is kept as its text, not dropped)
                         break
                 text = message.get("content")
+                if isinstance(text, list):  # content parts (Magistral: thinking parts beside text parts)
+                    text, thought = _content_parts(text)
+                    if thought:
+                        reasoning = thought if reasoning is None else f"{reasoning}\n\n{thought}"
                 if text is None and reasoning is not None:
                     text = ""  # all reasoning, no answer (cut by the token limit): a parse failure
                 if text is None:

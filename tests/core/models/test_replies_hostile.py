@@ -733,3 +733,28 @@ def test_a_token_given_as_the_urls_user_name_is_masked_in_an_echoed_reply():
     token = "sk-USERSECRET42"
     assert token in secret_forms(None, f"{token}:")
     assert "alice" not in secret_forms(None, f"alice:{PASSWORD}") and PASSWORD in secret_forms(None, f"alice:{PASSWORD}")
+
+
+@pytest.mark.parametrize("message,text,reasoning", [
+    # Magistral's content parts: thinking beside text (fuzz 10 A M5: 'choice has no text' on every call)
+    ({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "2 beats 1"}]},
+                  {"type": "text", "text": "Action: 1"}]}, "Action: 1", "2 beats 1"),
+    ({"content": [{"type": "image_url", "image_url": {"url": "x"}}]}, "", None),
+    # a reasoning field that is no string is kept as text, not dropped (fuzz 10 A M9)
+    ({"content": "Action: 2", "reasoning_content": ["think", "more"]}, "Action: 2", "think\nmore"),
+    ({"content": "Action: 2", "reasoning_content": {"x": 1}}, "Action: 2", '{"x": 1}'),
+    ({"content": "Action: 2", "reasoning_content": 5}, "Action: 2", "5"),
+], ids=["thinking parts", "no text part", "reasoning list", "reasoning object", "reasoning number"])
+def test_chat_messages_of_other_shapes_keep_their_answer_and_thinking(server, monkeypatch, message, text, reasoning):
+    from stratbench.models.retry import RetryOutcome
+
+    model = make_model(server, endpoint="chat")
+    reply = {"choices": [{"message": {"role": "assistant", **message}, "finish_reason": "stop"}],
+             "usage": {"prompt_tokens": 5, "completion_tokens": 3}}
+
+    async def post(path, body):
+        return RetryOutcome(data=reply, status=200, attempts=1)
+
+    monkeypatch.setattr(model, "_post", post)
+    (res,) = run(model, "generate", [GenerateRequest("Q", max_tokens=20, chat=True)])
+    assert res.ok and res.text == text and res.reasoning == reasoning, res
