@@ -290,7 +290,7 @@ def test_a_run_that_ends_past_max_cost_says_so(tmp_path, cli):
         r = cli(*base, "--output-dir", str(tmp_path / "o"), "--max-cost", f"{total * 1.05:.4f}")
     last = r.stderr.strip().splitlines()[-1]
     if r.returncode == 0:
-        assert last.startswith("warning: the cost went past --max-cost") and "estimated worst case" in last, r.stderr
+        assert last.startswith("warning: the cost went past --max-cost") and "the worst case estimated before each" in last, r.stderr
     else:
         assert r.returncode == 3 and "past it: the calls' reported tokens came to more than the worst case" in last, r.stderr
 
