@@ -361,6 +361,12 @@ def _one_line(e: BaseException) -> str:
     return " ".join(text.split())
 
 
+def problem_text(e: BaseException) -> str:
+    """An exception's text for a user's one line: Python's advice for programmers (its limit of
+    4,300 digits for an integer, `sys.set_int_max_str_digits`) said as what the input holds."""
+    return _one_line(e)
+
+
 # ----------------------------------------------------------------------------- TOML and YAML
 
 

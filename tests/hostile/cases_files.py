@@ -190,6 +190,8 @@ CORPUS: dict[str, object] = {
     "template_output_shared.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}{% set s = 'x' * 3900000 %}"
                                     b"{{ [s] * 500 }}",
     "template_lone_surrogate.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}{{ '\\udc80' }}",
+    # an integer of 5,000 digits: said as what the file holds, not as Python's advice (fuzz 10 A M4)
+    "template_big_int.jinja": b"{{ " + b"1" * 5000 + b" }}{% for m in messages %}{{ m.content }}{% endfor %}",
     # str methods whose result dwarfs their inputs: 3.6 GB and 3 GB were built before a limit applied
     "template_str_replace.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}{% set a = 'a' * 60000 %}"
                                   b"{{ a.replace('a', a)|length }}",
@@ -335,6 +337,7 @@ FILE_CASES: list[tuple[str, list[str], str]] = [
     ("template_tojson_shared.jinja", _TEMPLATE, "filter 'tojson' would make a text of more than 4,000,000"),
     ("template_output_shared.jinja", _TEMPLATE, "would make a text of more than 4,000,000 characters"),
     ("template_lone_surrogate.jinja", _TEMPLATE, "holds a lone surrogate"),
+    ("template_big_int.jinja", _TEMPLATE, "an integer of more than 4300 digits"),
     ("template_str_replace.jinja", _TEMPLATE, "replace(...) would build a text of 3,600,000,000 characters"),
     ("template_filter_replace.jinja", _TEMPLATE, "filter 'replace' would build a text of 3,600,000,000 characters"),
     ("template_expandtabs.jinja", _TEMPLATE, "expandtabs(...) would build a text of 3,003,000,000 characters"),

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 from stratbench.errors import InputError
+from stratbench.files import problem_text
 from stratbench.models.base import (
     Message,
 )
@@ -168,7 +169,7 @@ class ChatTemplate:
             except RecursionError:
                 raise InputError(f"--chat-template {config}: not a tokenizer_config.json (nested too deeply)") from None
             except (OSError, ValueError) as e:
-                raise InputError(f"--chat-template {config}: not a JSON file ({e})") from None
+                raise InputError(f"--chat-template {config}: not a JSON file ({problem_text(e)})") from None
             return cls._jinja(text, conf if isinstance(conf, dict) else {}, p.name, p)
         if _TEMPLATE_VARS.search(text):
             raise InputError(f"--chat-template {p}: the template uses bos_token/eos_token, which a .jinja "
@@ -182,7 +183,7 @@ class ChatTemplate:
         except RecursionError:
             raise InputError(f"--chat-template {p}: not a tokenizer_config.json (nested too deeply)") from None
         except ValueError as e:
-            raise InputError(f"--chat-template {p}: not a JSON file ({e})") from None
+            raise InputError(f"--chat-template {p}: not a JSON file ({problem_text(e)})") from None
         if not isinstance(conf, dict):
             raise InputError(f"--chat-template {p}: not a tokenizer_config.json (not an object)")
         template = conf.get("chat_template")
@@ -215,7 +216,7 @@ class ChatTemplate:
         except ImportError:
             raise InputError(f"--chat-template {path}: rendering a template needs llama-cpp-python") from None
         except Exception as e:  # noqa: BLE001 - jinja2's TemplateSyntaxError and kin
-            raise InputError(f"--chat-template {path}: not a valid template ({type(e).__name__}: {e})") from None
+            raise InputError(f"--chat-template {path}: not a valid template ({type(e).__name__}: {problem_text(e)})") from None
         digest = hashlib.sha256(json.dumps(["jinja", template, bos, eos, add_bos]).encode()).hexdigest()
         return cls(formatter, bos_token=bos, add_bos=add_bos, source=source, digest=digest)
 

@@ -393,7 +393,9 @@ def probe(render: Callable[[Sequence[Message]], str]) -> str | None:
 
 
 def _reason(e: BaseException) -> str:
-    text = " ".join(str(e).split())
+    from stratbench.files import problem_text
+
+    text = problem_text(e)
     if isinstance(e, ValueError) and text.startswith("chat template: "):  # ours, already named
         return text.removeprefix("chat template: ")[:300]
     return f"{type(e).__name__}: {text}"[:300]
