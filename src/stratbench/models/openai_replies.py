@@ -236,6 +236,12 @@ def completion_top_logprobs(data: Any) -> dict[str, float]:
     """token text -> log-prob at the first generated position of a completions response."""
     lp = first_choice(data).get("logprobs")
     top = lp.get("top_logprobs") if isinstance(lp, dict) else None
+    if isinstance(top, list) and top and (isinstance(top[0], list) or (isinstance(top[0], dict)
+                                                                      and {"token", "logprob"} <= set(top[0]))):
+        # (the chat API's shape: read as a map, "token" and "logprob" would be two token texts;
+        # the call's error, named as such, not an echo's failure after it)
+        raise BadLogprob("completion response gives top_logprobs as {token, logprob} entries, not the completions "
+                        "API's {token: logprob} map at each position")
     if not isinstance(top, list) or not top or not isinstance(top[0], dict):
         raise Malformed("completion response has no top_logprobs")
     out: dict[str, float] = {}

@@ -758,3 +758,22 @@ def test_chat_messages_of_other_shapes_keep_their_answer_and_thinking(server, mo
     monkeypatch.setattr(model, "_post", post)
     (res,) = run(model, "generate", [GenerateRequest("Q", max_tokens=20, chat=True)])
     assert res.ok and res.text == text and res.reasoning == reasoning, res
+
+
+def test_completions_top_logprobs_in_the_chat_shape_is_named(server, monkeypatch):
+    """top_logprobs as [{token, logprob}] entries on the completions endpoint (fuzz 10 A M10): read
+    as a map, "token" and "logprob" would be token texts; the error names the shape, not echo."""
+    from stratbench.models.retry import RetryOutcome
+
+    model = make_model(server, top_logprobs=5)
+    reply = {"choices": [{"text": "1", "finish_reason": "length",
+                          "logprobs": {"tokens": ["1"], "token_logprobs": [-0.1],
+                                       "top_logprobs": [{"token": "1", "logprob": -0.1}]}}],
+             "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
+
+    async def post(path, body):
+        return RetryOutcome(data=reply, status=200, attempts=1)
+
+    monkeypatch.setattr(model, "_post", post)
+    (res,) = run(model, "score", [ScoreRequest("Pick: ", ("0", "1"))])
+    assert res.logprobs is None and "{token, logprob} entries" in (res.error or ""), res
