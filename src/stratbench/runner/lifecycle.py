@@ -682,8 +682,8 @@ def check_same_player(plan: RunPlan, meta: RunMeta, folder: Path, flag: str = "-
         named = meta.get("config", {}).get("chat_template") if isinstance(meta.get("config"), dict) else None
         raise InputError(f"{flag}{folder}: the chat template{f' {named}' if named else ''} is not the one the run "
                          f"started with ({', '.join(sorted(then))} in run.json, {', '.join(sorted(used))} now: the "
-                         "file was changed); put it back to finish the run, or start a new one; the folder is left "
-                         "as it is")
+                         "file, or the tokenizer_config.json beside a .jinja whose BOS/EOS texts it takes, was "
+                         "changed); put it back to finish the run, or start a new one; the folder is left as it is")
 
 
 _TEMPLATE_DIGEST = re.compile(r".+:sha256:[0-9a-f]{16}")
