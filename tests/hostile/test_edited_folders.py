@@ -690,13 +690,7 @@ def test_a_suite_files_edited_metadata_is_withheld_by_the_report_and_refused_by_
     """runs.csv was rewritten from an edited list on resume (a headline of 0.0, two seed-1 rows)
     and the report showed the list as it stood: now the report leaves it out with a warning, and
     a resume of the finished suite refuses it, nothing changed."""
-    import shutil
-
-    folder = tmp_path / "suite"
-    shutil.copytree(finished_suite_file, folder)
-    meta = json.loads((folder / "suite_metadata.json").read_text())
-    edit(meta)
-    (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    folder = _edited_suite_copy(tmp_path, finished_suite_file, edit)
     r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
     (line,) = [x for x in r.stderr.splitlines() if "suite_metadata.json" in x]
     assert r.returncode == 0 and line.startswith("warning:") and "leaves out the collection's" in line, r.stderr
@@ -706,6 +700,18 @@ def test_a_suite_files_edited_metadata_is_withheld_by_the_report_and_refused_by_
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert fragment in r.stderr or fragment == "plan" and "same runs" in r.stderr, r.stderr
     assert _snapshot(folder) == before
+
+
+def _edited_suite_copy(tmp_path: Path, finished: Path, edit) -> Path:
+    """A copy of the finished suite-file folder whose suite_metadata.json ``edit`` changed."""
+    import shutil
+
+    folder = tmp_path / "suite"
+    shutil.copytree(finished, folder)
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    edit(meta)
+    (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    return folder
 
 
 def test_a_suite_folder_whose_metadata_was_deleted_is_reported_with_a_warning(tmp_path, cli, finished_suite_file):
@@ -726,13 +732,7 @@ def test_a_suite_folder_whose_metadata_was_deleted_is_reported_with_a_warning(tm
 ], ids=["totals", "a run's errors"])
 def test_a_suite_folders_edited_counts_are_named_by_the_report(tmp_path, cli, finished_suite_file, edit, said):
     """(fuzz 10 B D6: the report showed them as they stood)"""
-    import shutil
-
-    folder = tmp_path / "suite"
-    shutil.copytree(finished_suite_file, folder)
-    meta = json.loads((folder / "suite_metadata.json").read_text())
-    edit(meta)
-    (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    folder = _edited_suite_copy(tmp_path, finished_suite_file, edit)
     r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet")
     assert r.returncode == 0 and said in r.stderr and "leaves out" in r.stderr, r.stderr
 
