@@ -75,7 +75,7 @@ bench-scorecard: $(STAMP)
 bench-trend: $(STAMP)
 	$(BIN)/python benchmarks/bench_trend.py
 
-# docs/img/trend.png: the curves of a five-checkpoint trend on the same planted checkpoints (2 minutes).
+# docs/img/trend.png: the curves of a five-checkpoint trend on the same planted checkpoints (quick budget, 5 minutes).
 trend-picture: $(STAMP)
 	$(BIN)/python benchmarks/trend_picture.py
 

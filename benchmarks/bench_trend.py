@@ -1,7 +1,7 @@
 """The trend's cost per checkpoint against one scorecard, at the same budget and seed (one run).
 
 The checkpoints are the fake OpenAI-compatible server (tests/helpers/fake_openai_server.py) with a
-planted Nash-gap skill (tests/helpers/planted_skill.py; the checkpoints of tests/workflows/
+skill planted in every suite (tests/helpers/planted_skill.py; the checkpoints of tests/workflows/
 test_trend.py), served from a separate process as a real server would be. Measured, each through
 `stratbench.api` with the HTML reports on (the commands' default) and the response cache on, in a
 fresh cache folder of its own:
@@ -243,7 +243,7 @@ def main() -> None:
     when = dt.datetime.now().astimezone().isoformat(timespec="seconds")
     argv = " ".join(["benchmarks/bench_trend.py", *sys.argv[1:]])
     notes = [
-        f"Budget {budget}, seed {seed}; the fake OpenAI-compatible server (planted Nash-gap skill) in its own "
+        f"Budget {budget}, seed {seed}; the fake OpenAI-compatible server (a skill planted in every suite) in its own "
         "process; stratbench.api with the HTML reports on and the response cache on (a fresh cache folder for (a) "
         "and for (b)–(d); (d) reads (b)'s).",
         "Calls, cache hits and tokens: the checkpoints' model rows of cost.json (the model's runs; the reference "

@@ -1,13 +1,13 @@
 """docs/img/trend.png: the curves of a real `stratbench trend` run, as its report draws them.
 
-The five checkpoints ckpt-100 … ckpt-1000000 are the fake OpenAI-compatible server with a planted
-Nash-gap skill (tests/helpers/planted_skill.py: weight 0, 0.9, 0.9, 0.2, 0 on the game's maximin
-strategy — a rise, a plateau and a fall; every other suite gets the same answers at every step).
-The server runs in a process of its own; the trend is the command line, at the smoke budget, with
-no response cache:
+The five checkpoints ckpt-100 … ckpt-1000000 are the fake OpenAI-compatible server with a skill
+planted in every suite (tests/helpers/planted_skill.py: weight 0, 0.9, 0.9, 0.2, 0 on a skilled
+answer, the rest chance — a rise, a plateau and a fall). The server runs in a process of its own;
+the trend is the command line, at the quick budget (at the smoke budget CHBench's fit identifies no
+level: its CI is [0, 100] at every step), with no response cache:
 
     stratbench trend --model openai-compatible:ckpt-100 … --model openai-compatible:ckpt-1000000 \\
-        --step-from 'ckpt-(\\d+)' --budget smoke --seed 0 --base-url URL --no-cache
+        --step-from 'ckpt-(\\d+)' --budget quick --seed 0 --base-url URL --no-cache
 
 and the picture is the report's own (`trend_<time>/report/trend.png`, drawn by
 `stratbench.report.plots.trend_plot`), copied. The command's table is printed.
@@ -35,12 +35,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--out", default=str(ROOT / "docs" / "img" / "trend.png"))
     ap.add_argument("--keep", help="copy the trend folder here too")
+    ap.add_argument("--budget", default="quick", help="the trend's budget (default quick)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="trend_picture_") as tmp, planted_server() as url:
         cmd = [sys.executable, "-m", "stratbench", "trend"]
         for name in WEIGHTS:
             cmd += ["--model", f"openai-compatible:{name}"]
-        cmd += ["--step-from", r"ckpt-(\d+)", "--budget", "smoke", "--seed", "0", "--base-url", url,
+        cmd += ["--step-from", r"ckpt-(\d+)", "--budget", args.budget, "--seed", "0", "--base-url", url,
                 "--no-cache", "--output-dir", tmp]
         p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, COLUMNS="140"))
         print(p.stdout)

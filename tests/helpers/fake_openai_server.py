@@ -67,7 +67,9 @@ Options that imitate particular servers (all off by default):
 * `next_token`: a planted model for completions requests without echo (a scorer's top-k next-token
   request): ``next_token(model, prompt)`` returns ``{token: logprob}`` — the first generated
   token's top log-probabilities, its most likely token the text — or None for the fake model's own
-  answer (tests/workflows/test_trend.py plants a skill that grows with the model name this way).
+  answer (tests/workflows/test_trend.py plants a skill that grows with the model name this way);
+* `planted_text`: the same for completions requests that generate (no echo, no log-probs: a sampled
+  answer): ``planted_text(model, prompt)`` returns the text (finish_reason "stop") or None.
 
 Usage::
 
@@ -529,9 +531,10 @@ class FakeOpenAIServer:
                  special_tokens: Sequence[str] = (), echo_skips: Sequence[str] = (),
                  strict_fields: bool = False, report_prompt: bool = False, port: int = 0,
                  reasoning_content: str | None = None, reasoning_rules: bool = False,
-                 next_token: Any = None) -> None:
+                 next_token: Any = None, planted_text: Any = None) -> None:
         self.latency_ms = latency_ms
         self.next_token = next_token
+        self.planted_text = planted_text
         self.canned_text = canned_text
         self.echo_supported = echo_supported
         self.multi_char_tokens = tuple(multi_char_tokens)
@@ -775,7 +778,11 @@ class FakeOpenAIServer:
                                  "logprobs": {"tokens": [first], "token_logprobs": [top[first]],
                                               "top_logprobs": [top], "text_offset": [len(prompt)]}}],
                     "usage": self._usage(len(tokenize(prompt, self.multi_char_tokens)), 1)}
-        text, finish = _generate(prompt, max_tokens, temperature, seed, stop, self.multi_char_tokens, canned)
+        written = self.planted_text(body.get("model"), prompt) if self.planted_text and not echo and k is None else None
+        if written is not None:  # a planted model's sampled answer
+            text, finish = written, "stop"
+        else:
+            text, finish = _generate(prompt, max_tokens, temperature, seed, stop, self.multi_char_tokens, canned)
         multi = self.multi_char_tokens + self.special_tokens
         prompt_toks = tokenize(prompt, multi)
         gen_toks = tokenize(text, multi)

@@ -1,12 +1,13 @@
 """`stratbench trend`: one scorecard per checkpoint, a curve per suite, emergence and regressions.
 
-The checkpoints are the fake OpenAI-compatible server with a planted skill (tests/helpers/
-planted_skill.py): for the model ``ckpt-<step>`` its next-token log-probabilities on a Nash-gap
-prompt put weight w (its WEIGHTS) on the game's maximin strategy (solved with scipy from the table
-in the prompt) and 1 − w on the uniform one — w = 0 is exactly the chance reference, and the score
-grows with w. Every other suite's prompts get the fake model's own answers, the same for every
-checkpoint (a flat series: TMGBench's sampled answers never parse, a failed cell). So the Nash-gap
-curve is known: emergence at the first step with w > 0, a regression where w falls.
+The checkpoints are the fake OpenAI-compatible server with a planted skill in every suite
+(tests/helpers/planted_skill.py): for the model ``ckpt-<step>`` a weight w (its WEIGHTS: 0, 0.9,
+0.9, 0.2, 0 by step) mixes a skilled answer worked out from the prompt alone — the maximin strategy
+of a Nash-gap game, the pure equilibria of a TMGBench game, CHBench's level-2 action, the best
+response to a ToM partner's predicted action — with chance. So every suite's curve is known:
+emergence at step 1000, a regression at 100000. CHBench's fit at the smoke budget (3 games, 2
+rounds) has the CI [0, 100] at every step, so its planted curve shows only at the quick budget
+(checked by hand, docs/trend.md); here its unpaired differences are checked.
 """
 
 from __future__ import annotations
@@ -26,12 +27,21 @@ import numpy as np
 import pytest
 from chromium import chromium, console_lines, run_chromium
 from fake_openai_server import FakeOpenAIServer
-from planted_skill import planted
+from planted_skill import planted, planted_text
 
 from stratbench.api import trend
 from stratbench.errors import InputError
 from stratbench.scoring import UnitScores, normalized_score, paired_difference
-from stratbench.workflows.trend_analysis import StepScore, difference, emergence, holm, p_value_from_ci, regressions
+from stratbench.workflows.trend_analysis import (
+    StepScore,
+    difference,
+    emergence,
+    holm,
+    p_value_from_ci,
+    regressions,
+    suite_trend,
+    unpaired_ci,
+)
 
 SEED = 0
 FIRST = ["ckpt-100", "ckpt-1000", "ckpt-10000", "ckpt-100000"]
@@ -44,7 +54,7 @@ def _spec(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def server():
-    with FakeOpenAIServer(next_token=planted) as s:
+    with FakeOpenAIServer(next_token=planted, planted_text=planted_text) as s:
         yield s
 
 
@@ -78,16 +88,47 @@ def test_the_planted_curve_gives_emergence_and_the_regression(first):
     assert diffs[100000]["p_holm"] < 0.05 and diffs[100000]["ci95"][1] < 0
 
 
-def test_flat_suites_have_no_regression_and_failed_cells_are_undetermined(first):
-    tom = _suite(first.trend, "tom")
-    assert tom["regressions"] == []
-    assert all(d["diff"] == pytest.approx(0.0, abs=1e-9) for d in tom["differences"])
-    tmg = _suite(first.trend, "tmgbench")  # the fake's sampled answers never parse: nothing scored
-    assert all(p["score"] is None and p["above_chance"] == "undetermined" for p in tmg["points"])
-    assert tmg["emergence"]["decision"] == "undetermined" and tmg["emergence"]["step"] is None
-    assert tmg["undetermined_pairs"] == [1000, 10000, 100000] and tmg["regressions"] == []
-    ch = _suite(first.trend, "chbench")  # one fit per scorecard: no paired CI, no p-value
-    assert all(d["regression"] == "undetermined" and d["p_value"] is None for d in ch["differences"])
+@pytest.mark.parametrize("name", ["tmgbench", "tom"])
+def test_every_suites_planted_curve_gives_emergence_and_the_regression(first, name):
+    suite = _suite(first.trend, name)
+    scores = [p["score"] for p in suite["points"]]
+    assert [p["above_chance"] for p in suite["points"]] == ["no", "yes", "yes", "no"]
+    assert scores[1] > 40 and scores[1] == pytest.approx(scores[2]) and scores[3] < scores[1]
+    assert suite["emergence"] == {"decision": "emerged", "step": 1000, "stays_above": "no"}
+    assert suite["regressions"] == [100000]
+    diffs = {d["step_b"]: d for d in suite["differences"]}
+    assert diffs[10000]["diff"] == pytest.approx(0.0, abs=1e-9) and diffs[10000]["regression"] == "no"
+    assert all(d["paired"] and d["ci95"] is not None for d in suite["differences"])
+
+
+def test_chbench_differences_are_unpaired_from_the_two_fits(first):
+    ch = _suite(first.trend, "chbench")  # one fit per scorecard: the fits' CIs combined as independent
+    assert all(p["ci95"] == [0.0, 100.0] for p in ch["points"])  # the smoke budget identifies no level
+    assert ch["emergence"]["decision"] == "never" and ch["regressions"] == []
+    for d, (a, b) in zip(ch["differences"], zip(ch["points"], ch["points"][1:])):
+        assert not d["paired"] and d["diff"] == pytest.approx(b["score"] - a["score"])
+        assert d["ci95"] == pytest.approx(unpaired_ci(d["diff"], a["ci95"], b["ci95"]))
+        assert d["p_value"] is not None and d["regression"] == "no"
+
+
+def test_unpaired_differences_combine_the_two_cis_and_failed_cells_stay_undetermined():
+    assert unpaired_ci(-10.0, [20.0, 40.0], [5.0, 20.0]) == pytest.approx(
+        [-10.0 - 1.959964 * 25.0 / 3.919928, -10.0 + 1.959964 * 25.0 / 3.919928], rel=1e-6)
+    row = {"diff": -30.0, "paired": False, "n_units": 3, "a_ci95": [50.0, 70.0], "b_ci95": [10.0, 30.0],
+           "a_status": "ok", "b_status": "ok"}
+    d = difference(1, 2, row)
+    assert not d.paired and d.ci95 is not None and d.ci95[1] < 0 and d.p_value is not None and d.p_value < 0.05
+    assert difference(1, 2, {**row, "b_status": "failed"}).ci95 is None
+    assert difference(1, 2, {**row, "b_ci95": None}).p_value is None
+
+    def pt(step, score, ci, status="ok"):
+        return StepScore(step, None, f"m{step}", status, score, ci, 5)
+
+    t = suite_trend({"suite": "x", "title": "X"}, [pt(1, 60, [50, 70]), pt(2, None, None, "failed"), pt(3, 20, [10, 30])],
+                    [{**row, "diff": None, "b_ci95": None, "b_status": "failed"},
+                     {**row, "diff": None, "a_ci95": None, "a_status": "failed"}])
+    assert t["undetermined_pairs"] == [2, 3] and t["regressions"] == []
+    assert t["points"][1]["above_chance"] == "undetermined"
 
 
 def test_the_folder_holds_scorecards_files_and_the_report(first):
@@ -305,7 +346,7 @@ def test_a_killed_trend_resumes_to_the_same_trend_and_finished_checkpoints_make_
                  output_dir=tmp_path / "whole", base_url=server.base_url, no_cache=True, report=False)
     out = tmp_path / "killed"
     env = dict(os.environ, CI="1")
-    with FakeOpenAIServer(next_token=planted, latency_ms=15) as slow:
+    with FakeOpenAIServer(next_token=planted, planted_text=planted_text, latency_ms=15) as slow:
         args = [a for m in KILLED for a in ("--model", _spec(m))] + [
             "--step-from", r"ckpt-(\d+)", "--budget", "smoke", "--seed", str(SEED), "--base-url", slow.base_url,
             "--no-cache", "--no-report", "--quiet", "--output-dir", str(out)]

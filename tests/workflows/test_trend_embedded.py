@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+from stratbench.workflows.trend_analysis import unpaired_ci
+
 
 def _suite(t: dict, name: str) -> dict:
     (s,) = [s for s in t["suites"] if s["suite"] == name]
@@ -62,14 +64,20 @@ def test_the_embedded_models_as_a_two_point_series_end_to_end_offline(tmp_path):
                 assert lo <= pt["score"] <= hi and pt["above_chance"] in ("yes", "no"), (s["suite"], pt)
         (d,) = s["differences"]
         assert (d["step_a"], d["step_b"]) == (1, 2)
-        if d["paired"] and d["n_units"] >= 2 and d["diff"] is not None:
+        if d["ci95"] is not None and d["n_units"] >= 2 and d["diff"] is not None:
             lo, hi = d["ci95"]
             assert lo <= d["diff"] <= hi and 0 <= d["p_value"] <= 1 and d["regression"] in ("yes", "no"), d
         else:
             assert d["p_value"] is None and d["regression"] == "undetermined", (s["suite"], d)
         assert s["emergence"]["decision"] in ("emerged", "never", "undetermined")
-    ch = _suite(t, "chbench")["differences"][0]
-    assert not ch["paired"] and ch["regression"] == "undetermined"
+    chs = _suite(t, "chbench")
+    ch = chs["differences"][0]  # one fit per checkpoint: unpaired, the two fits' CIs combined
+    a, b = chs["points"]
+    assert not ch["paired"]
+    if a["ci95"] and b["ci95"]:
+        assert ch["ci95"] == pytest.approx(unpaired_ci(b["score"] - a["score"], a["ci95"], b["ci95"]))
+    else:
+        assert ch["ci95"] is None and ch["regression"] == "undetermined"
 
     rows = list(csv.DictReader((folder / "trend.csv").open()))
     assert sorted((r["suite"], r["step"]) for r in rows) == sorted((n, st) for n in names for st in ("1", "2"))

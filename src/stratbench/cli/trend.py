@@ -17,7 +17,7 @@ def trend_table(trend: Mapping[str, Any]) -> Table:
     step (▼ a regression); then a row per suite's emergence."""
     suites = list(trend["suites"])
     t = Table(title=f"stratbench trend — budget {trend['budget']}, seed {trend['seed']} "
-                    "(score: 0 = chance, 100 = optimal; [95% CI]; Δ paired)", title_justify="left")
+                    "(score: 0 = chance, 100 = optimal; [95% CI]; Δ from the previous step)", title_justify="left")
     t.add_column("step", justify="right", no_wrap=True)
     for s in suites:
         t.add_column(s["title"], justify="right")

@@ -22,7 +22,7 @@ Decisions, and why they are made so:
   pair tested) are adjusted by Holm's step-down method, which controls the family-wise error
   rate at 5% without assuming the tests independent; a regression is an adjusted p < 0.05 with a
   negative difference.
-* Where the data cannot decide (a failed cell: nothing scored; no paired CI: CHBench; fewer than
+* Where the data cannot decide (a failed cell: nothing scored; a cell without a CI; fewer than
   2 shared units), the answer is the string ``"undetermined"`` — never a number that looks like a
   measurement.
 * **CHBench is never paired**, for two reasons. Its score is one Poisson-CH fit over all of a
@@ -33,14 +33,18 @@ Decisions, and why they are made so:
   (``suites/chbench/run.py``, ``Match.id``/``Match.seed``), and it drives the scripted
   opponents' draws and the model's sampled moves — so checkpoint B's rounds of a game are not a
   replay of checkpoint A's with another player. Its consecutive differences are therefore
-  reported (B − A of the two fits) without a CI or p-value, and their regression decision is
-  ``"undetermined"``; emergence still uses each step's own fit CI. The other suites pair: Nash
-  gap's games and decision seeds, TMGBench's sample seeds and ToM's episode seeds come from the
-  scorecard seed and the game/trial/episode alone, never from the model.
+  **unpaired**: B − A of the two fits, with the two fits' own bootstrap CIs combined as independent
+  estimates (se = CI width / (2 × 1.96) each, se of the difference = √(se_A² + se_B²), the CI
+  diff ± 1.96 se and the p-value from the same normal approximation). The matches are independent
+  draws; the games they share can only correlate the fits positively, which makes this CI wider
+  than the truth, never narrower. The other suites pair: Nash gap's games and decision seeds,
+  TMGBench's sample seeds and ToM's episode seeds come from the scorecard seed and the
+  game/trial/episode alone, never from the model.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
@@ -48,14 +52,15 @@ from typing import Any, Final, Literal
 from scipy.stats import norm
 
 __all__ = ["ALPHA", "P_VALUE_METHOD", "UNDETERMINED", "Decision", "Emergence", "StepDiff", "StepScore",
-           "above_chance", "difference", "emergence", "holm", "p_value_from_ci", "regressions", "suite_trend"]
+           "above_chance", "difference", "emergence", "holm", "p_value_from_ci", "regressions", "suite_trend", "unpaired_ci"]
 
 ALPHA = 0.05
 Z95 = float(norm.ppf(0.975))  # 1.959964...
 UNDETERMINED: Final = "undetermined"
 P_VALUE_METHOD = ("normal approximation of the paired bootstrap: se = (CI high - CI low) / (2 x 1.959964), "
-                  "two-sided p = 2 (1 - Phi(|diff| / se)); Holm's step-down adjustment over the consecutive "
-                  "pairs of each suite; regression = adjusted p < 0.05 and diff < 0")
+                  "two-sided p = 2 (1 - Phi(|diff| / se)); unpaired suites (CHBench: one fit per checkpoint) "
+                  "combine the two fits' CIs as independent, se = sqrt(se_A^2 + se_B^2); Holm's step-down "
+                  "adjustment over the consecutive pairs of each suite; regression = adjusted p < 0.05 and diff < 0")
 Decision = Literal["yes", "no", "undetermined"]
 
 
@@ -83,10 +88,10 @@ class StepDiff:
     step_a: int
     step_b: int
     diff: float | None
-    ci95: list[float] | None  # over the shared units (paired); None: no paired CI
+    ci95: list[float] | None  # over the shared units (paired), or of two independent fits (unpaired)
     n_units: int
     paired: bool
-    p_value: float | None  # two-sided, normal approximation of the paired bootstrap (module doc)
+    p_value: float | None  # two-sided, normal approximation of the bootstrap CI (module doc)
     p_holm: float | None = None  # Holm-adjusted over the suite's pairs
     regression: Decision = "undetermined"
 
@@ -136,13 +141,30 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
     return out
 
 
+def unpaired_ci(diff: float, a_ci95: Sequence[float], b_ci95: Sequence[float]) -> list[float]:
+    """The 95% CI of B − A from two independent estimates' own 95% CIs (module docstring)."""
+    se = math.hypot(float(a_ci95[1]) - float(a_ci95[0]), float(b_ci95[1]) - float(b_ci95[0])) / (2.0 * Z95)
+    return [diff - Z95 * se, diff + Z95 * se]
+
+
+def _ci_pair(value: Any) -> list[float] | None:
+    ok = isinstance(value, (list, tuple)) and len(value) == 2
+    return [float(x) for x in value] if ok and all(isinstance(x, (int, float)) for x in value) else None
+
+
 def difference(step_a: int, step_b: int, row: Mapping[str, Any]) -> StepDiff:
-    """A pair's difference from one row of compare_scorecards (B − A)."""
-    diff = row.get("diff")
-    ci = row.get("diff_ci95") if row.get("paired") else None
+    """A pair's difference from one row of compare_scorecards (B − A): paired over the shared units,
+    or — a suite with no units (CHBench) — unpaired, from the two cells' own CIs."""
+    raw = row.get("diff")
+    diff = float(raw) if isinstance(raw, (int, float)) else None
     n = int(row.get("n_units") or 0)
-    return StepDiff(step_a, step_b, diff if isinstance(diff, (int, float)) else None,
-                    list(ci) if ci else None, n, bool(row.get("paired")), p_value_from_ci(diff, ci, n))
+    if row.get("paired"):
+        ci = _ci_pair(row.get("diff_ci95"))
+    else:
+        a_ci, b_ci = _ci_pair(row.get("a_ci95")), _ci_pair(row.get("b_ci95"))
+        scored = row.get("a_status") != "failed" and row.get("b_status") != "failed"
+        ci = unpaired_ci(diff, a_ci, b_ci) if diff is not None and a_ci and b_ci and scored else None
+    return StepDiff(step_a, step_b, diff, ci, n, bool(row.get("paired")), p_value_from_ci(diff, ci, n))
 
 
 def regressions(diffs: Sequence[StepDiff], alpha: float = ALPHA) -> list[StepDiff]:
