@@ -231,6 +231,9 @@ def main(argv: list[str] | None = None) -> None:
         del args[1]  # `stratbench nashgap run ...` and `stratbench nashgap ...` are the same
     args = expand_multi_value_flags(args)  # `suite tiered --seeds 42 43` (the original's nargs)
     command = typer.main.get_command(app)
+    from stratbench.cli.resume_flags import guard_run_commands
+
+    guard_run_commands(command)  # flags a resumed run would ignore: one line, not silence
     folders: list[Path] = []
     try:
         with on_run_folder(folders.append), _sigterm_as_interrupt(), cost_session({}):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 from stratbench.errors import InputError
-from stratbench.files import problem_text
+from stratbench.files import problem_text, read_text
 from stratbench.models.base import (
     Message,
 )
@@ -58,6 +58,17 @@ def _token_text(value: Any) -> str:
     if isinstance(value, dict) and isinstance(value.get("content"), str):
         return str(value["content"])
     return ""
+
+
+
+#: the largest template file read (a .jinja is kilobytes, a tokenizer_config.json a few megabytes):
+#: a weights file given by mistake is refused before it is read, not read whole into memory
+MAX_TEMPLATE_BYTES = 16 * 2**20
+
+
+def _read(p: Path) -> str:
+    """A template file's text (UTF-8, at most MAX_TEMPLATE_BYTES), or one --chat-template line."""
+    return read_text(p, "--chat-template", max_bytes=MAX_TEMPLATE_BYTES)
 
 
 class ChatTemplate:
@@ -154,18 +165,16 @@ class ChatTemplate:
 
     @classmethod
     def _from_text(cls, p: Path) -> "ChatTemplate":
-        try:
-            text = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(f"--chat-template {p}: cannot read it ({e})") from None
+        text = _read(p)
         if p.suffix.lower() == ".json":
             return cls._from_tokenizer_config(p, text)
         if not text.strip():
             raise InputError(f"--chat-template {p}: empty template")
         config = p.parent / "tokenizer_config.json"
         if config.is_file():
+            config_text = _read(config)
             try:
-                conf = json.loads(config.read_text(encoding="utf-8"))
+                conf = json.loads(config_text)
             except RecursionError:
                 raise InputError(f"--chat-template {config}: not a tokenizer_config.json (nested too deeply)") from None
             except (OSError, ValueError) as e:
@@ -196,10 +205,7 @@ class ChatTemplate:
                 raise InputError(f"--chat-template {p}: no chat_template in it, and the chat_template.jinja beside "
                                  f"it is {'a directory' if beside.is_dir() else 'not a regular file'}")
             if beside.is_file():
-                try:
-                    template = beside.read_text(encoding="utf-8")
-                except (OSError, UnicodeDecodeError) as e:
-                    raise InputError(f"--chat-template {beside}: cannot read it ({e})") from None
+                template = _read(beside)
         if not isinstance(template, str) or not template.strip():
             raise InputError(f"--chat-template {p}: no chat_template in it (nor a chat_template.jinja beside it)")
         return cls._jinja(template, conf, p.name, p)

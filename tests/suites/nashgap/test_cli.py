@@ -85,7 +85,7 @@ def test_bad_games_file_one_line_exit_2_no_folder(tmp_path, cli, kind):
         (["--num-rows", "0"], "--num-rows"),
         (["--frobnicate"], "--frobnicate"),
         (["--num-games", "ten"], "--num-games"),
-        (["--resume", "/nonexistent/folder"], "/nonexistent/folder"),
+        (["--resume", "/nonexistent/folder"], "--num-games, --seed, --output-dir: --resume finishes the run"),
         (["--seed", "-1"], "--seed must be at least 0 (got -1)"),
         (["--llm-seed", "-1"], "--llm-seed must be at least 0 (got -1)"),
         (["--seed", str(2**63)], "--seed must be at most"),

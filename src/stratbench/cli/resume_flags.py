@@ -1,0 +1,70 @@
+"""Flags given beside ``--resume`` on a run command: a resumed run is carried out with the settings
+saved in its folder, so a flag that would change what it plays (``--num-games 50``, ``--seed 7``,
+``--model …``) is refused in one line instead of being silently ignored. What a resume does take
+from its command line is how the run is carried out (``runner.lifecycle.RUNTIME_KEYS``: the
+server, timeouts, concurrency, the response cache) and what is not saved with it (``--quiet``,
+``--dry-run``, ``--max-cost``, a replacement ``--price-table``).
+
+The scorecard and the trend refuse their own flags with their own words; the suite file and the
+tiered suite take their file or config again. This guard covers the single-suite run commands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stratbench.errors import InputError
+
+#: the run commands guarded (command words as typed)
+GUARDED = (("nashgap",), ("tmgbench", "run"), ("tmgbench", "stories", "generate"), ("chbench", "run"),
+           ("tom", "run"), ("tom", "baseline"))
+#: what a resumed run takes from the command that resumes it (see the module docstring)
+TAKEN = frozenset({"resume", "quiet", "dry_run", "max_cost", "price_table", "max_concurrency", "parallel",
+                   "num_workers", "base_url", "no_cache", "timeout", "retries", "wait_for_server"})
+
+
+def _flag(param: Any) -> str:
+    opts = [o for o in getattr(param, "opts", []) if o.startswith("--")]
+    return opts[0] if opts else f"--{(param.name or '').replace('_', '-')}"
+
+
+def _typed(ctx: Any, name: str) -> bool:
+    """Whether the parameter was typed on the command line, not left at its default. (The source is
+    compared by name: typer carries its own copy of click.)"""
+    return getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"
+
+
+def refuse_ignored_flags(ctx: Any) -> None:
+    """One line naming the flags given beside --resume that the resumed run would ignore (``ctx``:
+    the command's parsed context)."""
+    if not ctx.params.get("resume"):
+        return
+    given = [p for p in ctx.command.params if p.name not in TAKEN and p.name is not None and _typed(ctx, p.name)]
+    if not given:
+        return
+    names = ", ".join(_flag(p) for p in given)
+    takes = ", ".join(_flag(p) for p in ctx.command.params if p.name in TAKEN and p.name != "resume")
+    raise InputError(f"{names}: --resume finishes the run in its folder with the settings saved there, so "
+                     f"{'this flag' if len(given) == 1 else 'these flags'} would be ignored; drop "
+                     f"{'it' if len(given) == 1 else 'them'} "
+                     f"({'a resume takes ' + takes if takes else 'a resume takes no other flag'})")
+
+
+def guard_run_commands(root: Any) -> None:
+    """Check the GUARDED commands of the command tree (``root``: the click command typer built)
+    before they run: each one's ``invoke`` first refuses ignored flags."""
+    for words in GUARDED:
+        cmd: Any = root
+        for w in words:
+            cmd = getattr(cmd, "commands", {}).get(w)
+            if cmd is None:
+                break
+        if cmd is None or getattr(cmd, "_resume_guarded", False):
+            continue
+
+        def invoke(ctx: Any, __inner: Any = cmd.invoke) -> Any:
+            refuse_ignored_flags(ctx)
+            return __inner(ctx)
+
+        cmd.invoke = invoke
+        cmd._resume_guarded = True
