@@ -201,18 +201,34 @@ def _as_text(value: Any) -> str:
 
 def _content_parts(parts: list[Any]) -> tuple[str, str]:
     """A chat message's content given as parts: (the text parts joined — the answer —, the
-    thinking parts joined — the reasoning —). A part of another kind is not read; content with
-    no text part is an empty answer (a parse failure), never an error that drops the reply."""
+    thinking parts joined — the reasoning —). Text parts are ``text`` (chat completions) or
+    ``output_text`` (the Responses shape) with a string text; thinking parts are ``thinking`` or
+    ``reasoning`` (their text, or a Responses-style ``summary``). A part that cannot be read this way
+    (an image, a refusal, a text that is an object) makes the reply an error naming it, never an
+    empty answer: the model would be blamed for a reply that was not read."""
     text, thought = [], []
-    for part in parts:
+    for i, part in enumerate(parts):
         if isinstance(part, str):
             text.append(part)
-        elif isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
-            text.append(part["text"])
-        elif isinstance(part, dict) and part.get("type") in ("thinking", "reasoning"):
-            inner = part.get("thinking", part.get("reasoning", part.get("text")))
-            if inner not in (None, "", []):
+            continue
+        kind = part.get("type") if isinstance(part, dict) else None
+        if isinstance(part, dict) and kind in ("text", "output_text"):
+            value = part.get("text")
+            if not isinstance(value, str):
+                raise Malformed(f"invalid reply: content part {i} ({kind}) has a text that is not a string "
+                                f"({type(value).__name__}): not read")
+            text.append(value)
+        elif isinstance(part, dict) and kind in ("thinking", "reasoning"):
+            inner = next((part[k] for k in ("thinking", "reasoning", "text", "summary")
+                          if part.get(k) not in (None, "", [])), None)
+            if inner is not None:
                 thought.append(_as_text(inner))
+        elif isinstance(part, dict) and kind == "refusal":
+            raise Malformed(f"response has no text content (refusal: {_as_text(part.get('refusal'))})")
+        else:
+            what = f"of type {kind!r}" if isinstance(kind, str) else f"no object with a type ({type(part).__name__})"
+            raise Malformed(f"invalid reply: content part {i} is {what:.80}, which is not read "
+                            "(text, output_text, thinking and reasoning parts are)")
     return "".join(text), "\n\n".join(thought)
 
 

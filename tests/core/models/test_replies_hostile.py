@@ -739,12 +739,17 @@ def test_a_token_given_as_the_urls_user_name_is_masked_in_an_echoed_reply():
     # Magistral's content parts: thinking beside text (fuzz 10 A M5: 'choice has no text' on every call)
     ({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "2 beats 1"}]},
                   {"type": "text", "text": "Action: 1"}]}, "Action: 1", "2 beats 1"),
-    ({"content": [{"type": "image_url", "image_url": {"url": "x"}}]}, "", None),
+    # the Responses shape: output_text parts, a reasoning part's summary (fuzz 11 A D1)
+    ({"content": [{"type": "reasoning", "summary": [{"type": "summary_text", "text": "2 beats 1"}]},
+                  {"type": "output_text", "text": "Action: 1"}]}, "Action: 1", "2 beats 1"),
+    ({"content": [{"type": "text", "text": "I pick "}, {"type": "output_text", "text": "Action: 1"}]},
+     "I pick Action: 1", None),
     # a reasoning field that is no string is kept as text, not dropped (fuzz 10 A M9)
     ({"content": "Action: 2", "reasoning_content": ["think", "more"]}, "Action: 2", "think\nmore"),
     ({"content": "Action: 2", "reasoning_content": {"x": 1}}, "Action: 2", '{"x": 1}'),
     ({"content": "Action: 2", "reasoning_content": 5}, "Action: 2", "5"),
-], ids=["thinking parts", "no text part", "reasoning list", "reasoning object", "reasoning number"])
+], ids=["thinking parts", "responses shape", "text and output_text", "reasoning list", "reasoning object",
+        "reasoning number"])
 def test_chat_messages_of_other_shapes_keep_their_answer_and_thinking(server, monkeypatch, message, text, reasoning):
     from stratbench.models.retry import RetryOutcome
 
@@ -758,6 +763,31 @@ def test_chat_messages_of_other_shapes_keep_their_answer_and_thinking(server, mo
     monkeypatch.setattr(model, "_post", post)
     (res,) = run(model, "generate", [GenerateRequest("Q", max_tokens=20, chat=True)])
     assert res.ok and res.text == text and res.reasoning == reasoning, res
+
+
+@pytest.mark.parametrize("content,why", [
+    ([{"type": "image_url", "image_url": {"url": "x"}}], "content part 0 is of type 'image_url', which is not read"),
+    ([{"type": "text", "text": {"value": "Action: 1", "annotations": []}}],
+     "content part 0 (text) has a text that is not a string (dict)"),
+    ([{"type": "text", "text": 5}], "content part 0 (text) has a text that is not a string (int)"),
+    ([{"type": "refusal", "refusal": "I cannot help with that"}], "refusal: I cannot help with that"),
+    ([{"type": "text", "text": "Action: 1"}, 7], "content part 1 is no object with a type (int)"),
+], ids=["image", "assistants text object", "text number", "refusal part", "bare number"])
+def test_content_parts_that_cannot_be_read_are_an_error_never_an_empty_answer(server, monkeypatch, content, why):
+    """A reply whose parts were not read is the call's error (fuzz 11 A D1: they were an empty
+    answer — a parse failure blamed on the model — and empty advisor messages in CHBench)."""
+    from stratbench.models.retry import RetryOutcome
+
+    model = make_model(server, endpoint="chat")
+    reply = {"choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+             "usage": {"prompt_tokens": 5, "completion_tokens": 3}}
+
+    async def post(path, body):
+        return RetryOutcome(data=reply, status=200, attempts=1)
+
+    monkeypatch.setattr(model, "_post", post)
+    (res,) = run(model, "generate", [GenerateRequest("Q", max_tokens=20, chat=True)])
+    assert not res.ok and res.text is None and why in (res.error or ""), res
 
 
 def test_completions_top_logprobs_in_the_chat_shape_is_named(server, monkeypatch):
