@@ -217,6 +217,30 @@ def test_a_run_whose_server_reports_no_usage_says_so_and_resumes(tmp_path):
         assert code == 0, err
 
 
+@pytest.mark.parametrize("mechanism", ["baseline", "chat"])
+def test_chbench_moves_of_unknown_usage_say_so(tmp_path, mechanism):
+    """A CHBench move whose calls had no usable usage counts says its 0 tokens are no counts (fuzz 11
+    A D3: only the other suites' records did), an advisor session's calls included; a scripted
+    seat never has the mark; the folder resumes with its records as they are."""
+    with FakeOpenAIServer(canned_text="1", fault_rate=1.0, fault_kinds=("usage:null",)) as server:
+        code, out, err = cli(["chbench", "run", "--models", "openai-compatible:fake-model", "--opponents", "level-k:1",
+                              "--no-self-play", "--mechanism", mechanism, "--policy", "sample", "--rounds", "1",
+                              "--games", "1", "--bootstrap", "2", "--restarts", "1", "--base-url", server.base_url,
+                              "--no-cache", "--output-dir", str(tmp_path / "o"), "--quiet"], tmp_path)
+        assert code == 0, err
+        (folder,) = (tmp_path / "o").iterdir()
+        rounds = [json.loads(x) for x in (folder / "rounds.jsonl").read_text().splitlines()]
+        model_seats = [(r, s) for r in rounds for s in ("row", "col") if r[f"{s}_player"] == "openai-compatible:fake-model"]
+        assert model_seats and all(r[f"{s}_usage_unknown"] is True and r[f"{s}_tokens_in"] == 0 for r, s in model_seats)
+        assert all(f"{s}_usage_unknown" not in r for r in rounds for s in ("row", "col")
+                   if r[f"{s}_player"] == "level-k:1")
+        if mechanism == "chat":
+            assert all(r[f"{s}_consultation"] for r, s in model_seats if r["round"] == 1)
+        assert json.loads((folder / "run.json").read_text())["totals"]["model_usage_unknown"] > 0
+        code, out, err = cli(["chbench", "run", "--resume", str(folder), "--quiet"], tmp_path)
+        assert code == 0, err
+
+
 def test_a_reply_nested_too_deeply_is_invalid_json_not_an_internal_error(server):
     server.script("deep", "deep")
     (res,) = run(make_model(server, max_retries=1), "generate", [GenerateRequest("hi", max_tokens=4)])

@@ -227,6 +227,8 @@ class ModelPlayer:
                                                      messages)
                 used["tokens_in"] += r.tokens_in
                 used["tokens_out"] += r.tokens_out
+                if r.usage_unknown:  # (its 0s are no counts: run.json's model_usage_unknown counts it)
+                    used["usage_unknown"] = 1
                 who = ADVISOR_NAME if advisor else AGENT_NAME
                 turn: dict[str, Any] = {"speaker": who, "text": r.text, "error": r.error, "finish_reason": r.finish_reason}
                 if r.reasoning is not None:  # a reasoning model's thinking, kept apart from its message
@@ -260,6 +262,8 @@ class ModelPlayer:
             self._sessions_done += 1
             extra["consultation"] = log
             tokens_in, tokens_out = used["tokens_in"], used["tokens_out"]
+            if used.get("usage_unknown"):
+                extra["usage_unknown"] = True
             if err:
                 return Move(None, failed, error=err, extra=extra, tokens_in=tokens_in,
                             tokens_out=tokens_out, latency_s=time.perf_counter() - t0)
@@ -275,6 +279,8 @@ class ModelPlayer:
                    else choice_request(prompt, conts))
             r = (await self.model.score([req]))[0]
             tokens_in += r.tokens_in
+            if r.usage_unknown:
+                extra["usage_unknown"] = True
             shown = r.rendered or prompt
             pol = scored_policy(r)
             if isinstance(pol, str):  # the call failed, or its numbers are no probabilities
@@ -287,6 +293,8 @@ class ModelPlayer:
         text, g = await self._generate(prompt, view.seed, self.max_tokens or ANSWER_TOKENS, 0, messages)
         tokens_in += g.tokens_in
         tokens_out += g.tokens_out
+        if g.usage_unknown:
+            extra["usage_unknown"] = True
         shown = g.rendered or prompt
         extra["finish_reason"] = g.finish_reason
         if g.reasoning is not None:  # a reasoning model's thinking: never parsed

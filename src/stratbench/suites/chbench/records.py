@@ -66,6 +66,8 @@ class RoundRecord(TypedDict):
     row_parse: NotRequired[ParseKind | None]  # policy sample: how the answer was read (None: not read)
     row_finish_reason: NotRequired[str | None]  # policy sample: the answer's finish reason (None: no answer)
     row_reasoning: NotRequired[str]  # policy sample: a reasoning model's thinking (never parsed)
+    # only when true: a call of the move had no usable usage counts (the tokens above are not counts)
+    row_usage_unknown: NotRequired[bool]
     col_action: int | None
     col_status: MoveStatus
     col_policy: list[float] | None
@@ -80,6 +82,7 @@ class RoundRecord(TypedDict):
     col_parse: NotRequired[ParseKind | None]
     col_finish_reason: NotRequired[str | None]
     col_reasoning: NotRequired[str]
+    col_usage_unknown: NotRequired[bool]
     row_payoff: float | None  # the row seat's payoff, None unless both seats acted
     col_payoff: float | None  # the column seat's payoff
     status: RoundStatus  # complete (both acted), else the worse seat status (error before parse_failed)

@@ -453,7 +453,7 @@ class ChbenchPlan(RunPlan):
 #: what a scripted seat's move holds of the keys a model's move fills (see scripted_problem)
 _SCRIPTED_FIELDS: dict[str, tuple[Any, ...]] = {
     "raw": (None,), "tokens_in": (0,), "tokens_out": (0,), "prompt": (None,),  # (an error: refused on an ok move)
-    **dict.fromkeys(("label_mass", "consultation", "parse", "finish_reason", "reasoning"), ABSENT),
+    **dict.fromkeys(("label_mass", "consultation", "parse", "finish_reason", "reasoning", "usage_unknown"), ABSENT),
 }
 
 
