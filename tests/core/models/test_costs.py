@@ -488,7 +488,17 @@ def test_a_run_whose_saved_price_table_is_gone_resumes_with_another(tmp_path, cl
         prices.rename(moved)
         r = cli("nashgap", "--resume", str(folder), "--base-url", s.base_url, "--quiet")
         assert r.returncode == 2 and "the price table saved with the run" in r.stderr and "is gone" in r.stderr, r.stderr
-        r = cli("nashgap", "--resume", str(folder), "--base-url", s.base_url, "--price-table", str(moved), "--quiet")
+        other = tmp_path / "other.json"  # another table in its place: 500 times dearer
+        other.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 500, "output_per_million": 1000}}))
+        moved.unlink()
+        r = cli("nashgap", "--resume", str(folder), "--base-url", s.base_url, "--price-table", str(other), "--quiet")
         assert r.returncode == 0, r.stderr
     assert len(trials.read_text().splitlines()) == 2
-    assert "model_cost_usd" in json.loads((folder / "run.json").read_text())["totals"]
+    # run.json names the table the whole cost is priced with: no mix of the two (fuzz 11 A D2)
+    meta = json.loads((folder / "run.json").read_text())
+    t = meta["totals"]
+    assert meta["config"]["price_table"] == str(other)
+    assert t["model_cost_usd"] == pytest.approx((t["model_tokens_in"] * 500 + t["model_tokens_out"] * 1000) / 1e6)
+    with FakeOpenAIServer(canned_text="Action: 1") as s:  # and the next resume asks for nothing gone
+        r = cli("nashgap", "--resume", str(folder), "--base-url", s.base_url, "--quiet")
+        assert r.returncode == 0, r.stderr

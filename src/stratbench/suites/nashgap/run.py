@@ -248,6 +248,7 @@ class NashgapPlan(RunPlan):
         self.agent_name = ""
         self.policy = "scripted"
         self.games_text: str | None = None  # a merge copies the shards' games.json verbatim
+        self.repriced = False  # resumed with a --price-table in place of the saved one, which is gone
 
     # -- before any folder exists -------------------------------------------------------------
     def prepare(self) -> None:
@@ -287,6 +288,10 @@ class NashgapPlan(RunPlan):
                                  "give it (or another) with --price-table FILE")
             load_price_table(given.price_table)
             self.config.price_table = os.path.abspath(given.price_table)
+            # run.json names the table its cost is priced with from now on, and the cost of the
+            # earlier sessions is priced again with it (update_meta): never a mix of two tables
+            meta["config"]["price_table"] = self.config.price_table
+            self.repriced = True
         if given.shard is not None and as_shard(given.shard) != self.config.shard_spec:
             raise InputError(f"--resume {folder}: the folder is shard {self.config.shard_spec}, not {given.shard}")
         check_layout(self.config, folder)
@@ -319,6 +324,17 @@ class NashgapPlan(RunPlan):
     def update_meta(self, meta: RunMeta, new: bool) -> None:
         if new and self.agent is not None:
             meta["agent"] = self.agent.describe()
+        model = getattr(self.agent, "model", None)
+        totals: Any = meta.get("totals")
+        if self.repriced and model is not None and isinstance(totals, dict):
+            # the earlier sessions' tokens at the replacement table's prices (resume_from)
+            price = load_price_table(self.config.price_table).get(model.spec)
+            tin, tout = totals.get("model_tokens_in", 0), totals.get("model_tokens_out", 0)
+            if price is not None and isinstance(tin, (int, float)) and isinstance(tout, (int, float)):
+                totals["model_cost_usd"] = (tin * price.get("input_per_million", 0)
+                                            + tout * price.get("output_per_million", 0)) / 1e6
+            else:
+                totals.pop("model_cost_usd", None)
 
     @property
     def played(self) -> list[GameEntry]:
