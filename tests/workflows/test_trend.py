@@ -183,6 +183,10 @@ URL = "http://127.0.0.1:9/v1"
 
 @pytest.mark.parametrize("args, message", [
     (["--model", M1, "--model", M2, "--step", "5", "--step", "5"], "--step 5 is given twice"),
+    # a step of 260 digits named a folder no file system takes, after the first checkpoint ran (fuzz 11 A L2)
+    (["--model", M1, "--model", M2, "--step", "1", "--step", "1" + "0" * 259],
+     "--step a number of 260 digits: a step of at most 18 digits"),
+    (["--model", M1, "--step", str(10**18)], f"--step {10**18}: a step of at most 18 digits"),
     (["--model", M1, "--model", "openai-compatible:ckpt-01", "--step-from", r"ckpt-(\d+)"],
      f"reads step 1 from {M1} and openai-compatible:ckpt-01"),
     (["--model", M1, "--model", M2, "--step", "5"], "--step: 1 given for 2 --model"),

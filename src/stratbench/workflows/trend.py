@@ -93,6 +93,9 @@ class TrendResult:
     report: Path | None
 
 
+MAX_STEP = 10**18 - 1  # 18 digits, as --step-from reads: each step names a folder (ckpt_<step>)
+
+
 def _int(flag: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"{flag} {value!r}: give a whole number")
@@ -149,6 +152,10 @@ def checkpoints(models: Sequence[str], steps: Sequence[int] = (), step_from: str
         raise InputError("--step: no step given; give --step per --model, or --step-from PATTERN")
     else:
         got = [_int("--step", s) for s in steps]
+        big = next((s for s in got if s > MAX_STEP), None)
+        if big is not None:  # (its folder ckpt_<step> would be a name no file system takes)
+            shown = str(big) if big < 10**40 else f"a number of {len(str(big)):,} digits"
+            raise InputError(f"--step {shown}: a step of at most 18 digits, please (no training run reaches more)")
         if len(got) != len(specs):
             raise InputError(f"--step: {len(got)} given for {len(specs)} --model; give one per model, in order")
     toks: list[int | None] = [None] * len(specs)
