@@ -123,6 +123,11 @@ FLAG_CASES: list[tuple[str, list[str], str]] = [
      "not an http:// or https:// URL"),
     ("nashgap base url without a host", ["nashgap", "--model", "openai-compatible:m", "--base-url", "http:///v1"],
      "names no host"),
+    # every call was an "internal error: IDNAError" record (fuzz 11 A E3)
+    ("nashgap base url host no IDNA name", ["nashgap", "--model", "openai-compatible:m", "--base-url",
+                                            "http://xn--zz.invalid/v1"], "its host is no valid internationalised"),
+    ("gemini base url host no IDNA name", ["nashgap", "--model", "gemini:g", "--base-url", "http://xn--zz.invalid/v1"],
+     "its host is no valid internationalised"),
     ("nashgap base url with redacted credentials", ["nashgap", "--model", "openai-compatible:m", "--base-url",
                                                     "http://user:***@127.0.0.1:9/v1"], "redacted"),
     ("tmgbench base url port over 65535", ["tmgbench", "run", "--model", "openai-compatible:m", "--base-url",

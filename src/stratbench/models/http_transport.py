@@ -159,9 +159,13 @@ def check_base_url(url: str, who: str) -> None:
         raise bad("its credentials were redacted (***) when the run was saved; give --base-url again "
                   "with the real ones")
     try:
-        httpx.URL(url)
+        parsed = httpx.URL(url)
     except (httpx.InvalidURL, ValueError) as e:
         raise bad(f"not a valid URL ({e})") from None
+    try:
+        _ = parsed.host  # decoded as every request decodes it: an "xn--" label that is no IDNA name fails them all
+    except UnicodeError as e:
+        raise bad(f"its host is no valid internationalised domain name ({e})") from None
 
 
 def strip_userinfo(url: str) -> str:
