@@ -302,6 +302,13 @@ FLAG_CASES: list[tuple[str, list[str], str]] = [
     ("nashgap several players, the second without a server", ["nashgap", "--model", "random", "--model",
                                                               "openai-compatible:m", "--num-games", "2"],
      "--base-url is required"),
+    # ... and the policy each backend supports (fuzz 11 A L1: random's run was made, then embedded refused)
+    ("nashgap several players, the second without chat scoring", ["nashgap", "--model", "random", "--model",
+                                                                   "embedded", "--policy", "choice", "--num-games", "2"],
+     "embedded: --policy choice (exact choice scoring) needs the model's chat template"),
+    ("nashgap several players, the second without log-probabilities",
+     ["nashgap", "--model", "random", "--model", "openai:o1", "--policy", "logprob", "--num-games", "2"],
+     "openai:o1"),
     # numbers of 5,000 digits (Python refuses int() of more than 4,300): one line, not an internal error
     ("nashgap shard of 5000 digits", ["nashgap", "--model", "random", "--seed", "0", "--shard", "1/" + "1" * 5000],
      "a number of shards over 999,999,999"),

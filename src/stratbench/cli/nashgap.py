@@ -163,19 +163,23 @@ def register(app: typer.Typer) -> None:
 
 
 def _check_players(suite: Any, configs: list[Any]) -> None:
-    """Several --model: each player's config and model checked, and its price where --max-cost
+    """Several --model: each player's config, model and policy checked, and its price where --max-cost
     needs one, before the first player runs — a refusal of the third model left the first two's
     runs made (and paid) behind it."""
+    import asyncio
     from dataclasses import replace
 
     from stratbench.errors import InputError
     from stratbench.models import costs
     from stratbench.suites.base import Job
+    from stratbench.suites.nashgap.run import player_from_config
     from stratbench.workflows.suite_plan import check_job_models
 
     for cfg in configs:
         replace(cfg).validate()
     check_job_models([Job("nashgap", cfg.model, cfg.seed or 0, cfg) for cfg in configs])
+    for cfg in configs:  # each player as its run makes it: the policy its backend supports, its chat template
+        asyncio.run(player_from_config(cfg).aclose())
     session = costs.current()
     if session is not None and session.max_cost is not None:
         for cfg in configs:
