@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import sys
 import time
@@ -200,7 +201,10 @@ def _still_finished(out: Path, entry: dict[str, Any], job: Job,
     for k, v in _config_json(job.config).items():  # (None: left to the run to resolve, e.g. llm_seed)
         if (k in saved and v is not None and k not in RUNTIME_KEYS and k not in ("output_dir", "shard")
                 and redact_json(v) != saved[k]
-                and not (k in PATH_KEYS and isinstance(v, str) and isinstance(saved[k], str) and same_path(v, saved[k]))):
+                and not (k in PATH_KEYS and isinstance(v, str) and isinstance(saved[k], str) and same_path(v, saved[k]))
+                # a price table that is gone, replaced on the collection's resume (it prices the
+                # cost, never a record): the finished run stands
+                and not (k == "price_table" and isinstance(saved[k], str) and not os.path.exists(saved[k]))):
             raise InputError(f"{who}: the run {entry['folder']} has {k} = {json.dumps(saved[k])} where the "
                              f"collection's plan has {json.dumps(redact_json(v))}: suite_metadata.json or the run's "
                              f"run.json was edited{left}")

@@ -242,7 +242,8 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
     models). ``timeout``, ``retries``, ``wait_for_server``: the HTTP settings of every run (the
     suites' defaults when None); like a suite's runtime settings they are the command's, not the
     plan's, so a resume may change them. ``price_table``: saved with the scorecard (absolute), its
-    Nash-gap runs price their cost with it; a resume keeps the saved one. ``max_tokens``: the
+    Nash-gap runs price their cost with it; a resume keeps the saved one (or, when it is gone, takes
+    this one in its place). ``max_tokens``: the
     output budget of the models' generated answers in every suite (saved; None: each suite's
     default). Everything is checked before the folder exists."""
     http = {k: v for k, v in (("timeout", timeout), ("retries", retries), ("wait_for_server", wait_for_server))
@@ -255,6 +256,15 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
         meta = _read_meta(out, "--resume ")
         ms, budget, seed = _from_config(meta["config"], f"--resume {out}")
         saved_prices = meta["config"].get("price_table")
+        if isinstance(saved_prices, str) and saved_prices.strip() and not os.path.exists(saved_prices):
+            # the table the scorecard priced with is gone (the folder copied to another machine):
+            # the command's --price-table stands in for it, saved from now on (as a run's resume)
+            if not price_table:
+                raise InputError(f"--resume {out}: the price table saved with the scorecard ({saved_prices}) is "
+                                 "gone; give it (or another) with --price-table FILE")
+            load_price_table(price_table)
+            meta["config"]["price_table"] = os.path.abspath(price_table)
+            saved_prices = meta["config"]["price_table"]
         price_table = saved_prices if isinstance(saved_prices, str) else None  # (--price-table: cli.plan checks)
         if base_url is not None:
             ms = _url_on_resume(ms, base_url, out)

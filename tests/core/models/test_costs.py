@@ -416,6 +416,35 @@ def test_a_scorecard_saves_its_price_table_and_its_resume_prices_with_it(tmp_pat
         assert r.returncode == 0, r.stderr
 
 
+def test_a_scorecard_whose_saved_price_table_is_gone_resumes_with_another(tmp_path, cli):
+    """The scorecard's table moved away: its resume says so and takes --price-table in its place,
+    saved from then on; its finished Nash-gap runs (which named the gone table) stand (fuzz 11 A E1:
+    'file not found' of a flag not given, and the saved path overrode a new one: never finished)."""
+    from fake_openai_server import FakeOpenAIServer
+
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1, "output_per_million": 1}}))
+    new = tmp_path / "new.json"
+    new.write_text(prices.read_text())
+    with FakeOpenAIServer() as s:
+        r = cli("scorecard", "--model", "openai-compatible:m", "--base-url", s.base_url, "--budget", "smoke",
+                "--no-cache", "--no-report", "--quiet", "--price-table", str(prices), "--max-cost", "0.01",
+                "--output-dir", "o", cwd=tmp_path)
+        assert r.returncode == 3, r.stderr
+        (folder,) = (tmp_path / "o").iterdir()
+        runs = [json.loads(p.read_text()) for p in folder.glob("nashgap/*/*/run.json")]
+        assert any(x["status"] == "finished" and x["config"]["price_table"] == str(prices) for x in runs)
+        prices.unlink()
+        r = cli("scorecard", "--resume", str(folder), "--no-report", "--quiet", cwd=tmp_path)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert f"the price table saved with the scorecard ({prices}) is gone; give it" in r.stderr, r.stderr
+        r = cli("scorecard", "--resume", str(folder), "--price-table", str(new), "--max-cost", "500", "--no-report",
+                "--quiet", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    assert meta["config"]["price_table"] == str(new) and meta["status"] == "finished"
+
+
 def test_relative_file_settings_are_saved_absolute_and_a_suite_files_are_its_folders(tmp_path, cli):
     """--price-table p.json and --chat-template t.jinja are saved absolute: the run resumes from
     another folder (and --price-table naming the same file by another path is taken). A suite
