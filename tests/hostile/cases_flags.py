@@ -309,6 +309,16 @@ FLAG_CASES: list[tuple[str, list[str], str]] = [
     ("nashgap several players, the second without log-probabilities",
      ["nashgap", "--model", "random", "--model", "openai:o1", "--policy", "logprob", "--num-games", "2"],
      "openai:o1"),
+    # bytes that are not UTF-8 (a name read from a Latin-1 file): a crash and a half-made folder
+    # when the metadata was written (fuzz 11 B T1)
+    ("nashgap model not UTF-8", ["nashgap", "--model", "openai-compatible:x\udcff\udcfe"],
+     "--model: the value holds bytes that are not UTF-8 text (0xff)"),
+    ("nashgap llm model not UTF-8", ["nashgap", "--llm-type", "dummy", "--llm-model", "x\udcff"],
+     "--llm-model: the value holds bytes that are not UTF-8"),
+    ("trend model not UTF-8", ["trend", "--model=openai-compatible:x\udcff", "--step", "1"],
+     "--model: the value holds bytes that are not UTF-8"),
+    ("tiered tiers JSON not UTF-8", ["suite", "tiered", "--together-model-tiers-json", '{"A": ["x\udcff"]}'],
+     "--together-model-tiers-json: the value holds bytes that are not UTF-8"),
     # numbers of 5,000 digits (Python refuses int() of more than 4,300): one line, not an internal error
     ("nashgap shard of 5000 digits", ["nashgap", "--model", "random", "--seed", "0", "--shard", "1/" + "1" * 5000],
      "a number of shards over 999,999,999"),

@@ -231,6 +231,11 @@ def main(argv: list[str] | None = None) -> None:
         del args[1]  # `stratbench nashgap run ...` and `stratbench nashgap ...` are the same
     args = expand_multi_value_flags(args)  # `suite tiered --seeds 42 43` (the original's nargs)
     command = typer.main.get_command(app)
+    try:
+        _check_utf8(args)
+    except InputError as e:
+        print(f"error: {_one_line(str(e))}", file=sys.stderr)
+        sys.exit(2)
     from stratbench.cli.resume_flags import guard_run_commands
 
     guard_run_commands(command)  # flags a resumed run would ignore: one line, not silence
@@ -272,6 +277,25 @@ def main(argv: list[str] | None = None) -> None:
     if rv == 130:  # typer (standalone_mode=False) returns a Ctrl-C as exit code 130
         _interrupted(command, args, folders)
     sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _check_utf8(args: list[str]) -> None:
+    """One line for a command-line value holding bytes that are not UTF-8 (Python keeps them as
+    lone surrogates): every name, spec and path a command takes is written into JSON result files,
+    which hold UTF-8 text only — a model name read from a Latin-1 file would otherwise fail only
+    when the folder's metadata is written, half made."""
+    for i, a in enumerate(args):
+        bad = next((c for c in a if "\udc80" <= c <= "\udcff"), None)
+        if bad is None:
+            continue
+        if a.startswith("--") and "=" in a:
+            flag = a.partition("=")[0]
+        elif i > 0 and args[i - 1].startswith("-"):
+            flag = args[i - 1]
+        else:
+            flag = f"argument {a.encode('utf-8', 'surrogateescape')[:60]!r}"
+        raise InputError(f"{flag}: the value holds bytes that are not UTF-8 text (0x{ord(bad) - 0xdc00:02x}); "
+                         "give it as UTF-8")
 
 
 def _interrupted(command: Any, args: list[str], folders: list[Path]) -> None:
