@@ -309,6 +309,17 @@ FLAG_CASES: list[tuple[str, list[str], str]] = [
     ("nashgap several players, the second without log-probabilities",
      ["nashgap", "--model", "random", "--model", "openai:o1", "--policy", "logprob", "--num-games", "2"],
      "openai:o1"),
+    # a flag given with nothing in it: one line, never taken as not given (fuzz 11 B X1)
+    ("suite run empty output dir", ["suite", "run", "s.toml", "--output-dir", ""],
+     "--output-dir: empty; give a folder"),
+    ("nashgap empty price table", ["nashgap", "--model", "random", "--price-table", ""], "--price-table: empty"),
+    ("chbench empty corrections", ["chbench", "run", "--models", "random", "--corrections", ""], "--corrections: empty"),
+    ("chbench empty opponents", ["chbench", "run", "--models", "random", "--opponents", ""],
+     "--opponents: give at least one player"),
+    ("tiered empty config", ["suite", "tiered", "--config", ""], "--config: empty"),
+    ("tiered empty modes", ["suite", "tiered", "--use-dummy", "--modes", ""], "--modes: give at least one value"),
+    ("tiered empty bucket ids", ["suite", "tiered", "--use-dummy", "--bucket-ids", ""],
+     "--bucket-ids: give at least one value"),
     # bytes that are not UTF-8 (a name read from a Latin-1 file): a crash and a half-made folder
     # when the metadata was written (fuzz 11 B T1)
     ("nashgap model not UTF-8", ["nashgap", "--model", "openai-compatible:x\udcff\udcfe"],

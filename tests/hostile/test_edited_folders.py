@@ -236,6 +236,31 @@ def test_a_minus_infinity_log_prob_written_as_null_is_read_back(tmp_path, cli):
     assert r.returncode == 2 and "logprobs [null, -0.1, -2.4], but random writes null" in r.stderr, r.stderr
 
 
+def test_a_scorecards_think_tags_edited_away_are_refused_and_compare_checks_its_list(tmp_path, cli, fake_server):
+    """think_tags edited to null in a scorecard's metadata: its runs made with the tags are not the
+    plan's (fuzz 11 B D4: a resume ran the rest without them, one model read two ways; None was
+    taken as 'for the run to resolve'); an entry's errors edited: compare names it as the report
+    does (fuzz 11 B R1)."""
+    r = cli("scorecard", "--model", "openai-compatible:fake", "--base-url", fake_server.base_url, "--budget", "smoke",
+            "--seed", "2", "--think-tags", "<r>,</r>", "--no-report", "--quiet", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    meta["config"]["models"][0]["think_tags"] = None
+    (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    before = _snapshot(folder)
+    r = cli("scorecard", "--resume", str(folder), "--no-report")
+    assert r.returncode == 2 and 'has think_tags = "<r>,</r>" where the collection\'s plan has null' in r.stderr, r.stderr
+    assert _snapshot(folder) == before
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet", "--figures", "none")
+    assert r.returncode == 0 and "think_tags" in r.stderr and "leaves out" in r.stderr, r.stderr
+    meta["config"]["models"][0]["think_tags"] = "<r>,</r>"
+    meta["runs"][0]["errors"] = 3
+    (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    r = cli("compare", str(folder), str(folder))
+    assert r.returncode == 2 and "is listed with errors 3, but the run's is 0" in r.stderr, r.stderr
+
+
 @pytest.fixture(scope="module")
 def finished_scorecard(tmp_path_factory, fake_server):
     import os
@@ -729,7 +754,12 @@ def test_a_suite_folder_whose_metadata_was_deleted_is_reported_with_a_warning(tm
 @pytest.mark.parametrize("edit,said", [
     (lambda m: m["totals"].update(records=999), "totals.records is 999, but its runs' run.json files add up to"),
     (lambda m: m["runs"][0].update(errors=5), "is listed with errors 5, but the run's is 0"),
-], ids=["totals", "a run's errors"])
+    # whatever its status says, and totals emptied (fuzz 11 B D3)
+    (lambda m: m.update(status="running") or m["totals"].update(records=999), "totals.records is 999"),
+    (lambda m: m.update(totals={}), "totals has no runs or records"),
+    # a whole suite relabelled a shard (fuzz 11 B R1)
+    (lambda m: m.update(shard="1/2"), "runs lists 'nashgap|random|2|', which its shard '1/2' does not play"),
+], ids=["totals", "a run's errors", "totals while running", "totals emptied", "relabelled a shard"])
 def test_a_suite_folders_edited_counts_are_named_by_the_report(tmp_path, cli, finished_suite_file, edit, said):
     """(fuzz 10 B D6: the report showed them as they stood)"""
     folder = _edited_suite_copy(tmp_path, finished_suite_file, edit)
@@ -879,7 +909,8 @@ def test_a_finished_tmgbench_run_whose_repeats_were_raised_is_refused(tmp_path, 
     assert _snapshot(folder) == before
 
 
-@pytest.mark.parametrize("edit", ["none", "table value", "table player", "metadata runs", "merged"])
+@pytest.mark.parametrize("edit", ["none", "table value", "table player", "metadata runs", "merged",
+                                  "table value while running"])
 def test_a_tiered_suites_tables_are_checked_by_the_report(tmp_path, cli, edit):
     """The report showed a tiered suite's big tables and list of runs as they stood (fuzz 10 B D2):
     a mean Nash gap of 2.585 shown as 0.001, a player renamed. They are now recomputed from the
@@ -900,16 +931,19 @@ def test_a_tiered_suites_tables_are_checked_by_the_report(tmp_path, cli, edit):
     (folder,) = (tmp_path / "t").iterdir()
     table = folder / "big_table_all_runs.csv"
     rows = list(csv.reader(table.open(newline="")))
-    if edit == "table value":
+    if edit.startswith("table value"):
         rows[1][rows[0].index("mean_nash_gap")] = "0.001"
     elif edit == "table player":
         rows[2][rows[0].index("player")] = "openai:gpt-4o"
     if edit.startswith("table"):
         with table.open("w", newline="") as fh:
             csv.writer(fh).writerows(rows)
-    if edit == "metadata runs":
+    if edit in ("metadata runs", "table value while running"):  # (a running suite's tables: fuzz 11 B D3)
         meta = json.loads((folder / "suite_metadata.json").read_text())
-        meta["runs"] = meta["runs"][1:]
+        if edit == "metadata runs":
+            meta["runs"] = meta["runs"][1:]
+        else:
+            meta["status"] = "running"
         (folder / "suite_metadata.json").write_text(json.dumps(meta))
     r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet", "--figures", "none")
     assert r.returncode == 0, r.stderr

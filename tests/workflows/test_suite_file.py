@@ -305,3 +305,29 @@ def test_a_suite_files_relative_files_are_read_from_its_folder_wherever_it_runs(
     assert records((run / "trials.jsonl").read_text()) == records("".join(lines))
     r = cli("report", str(suite), cwd=there)
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
+def test_a_suite_playing_a_games_file_without_num_games_is_reported_resumed_and_merged_as_written(tmp_path, cli):
+    """The run takes the file's number of games (3) where the plan had the default (100): the
+    untouched folder was called edited by report, resume and merge (fuzz 11 B D1)."""
+    r = cli("nashgap", "--llm-type", "random", "--num-games", "3", "--seed", "1", "--output-dir", str(tmp_path / "g"),
+            "--quiet")
+    assert r.returncode == 0, r.stderr
+    (games,) = (tmp_path / "g").glob("*/games.json")
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "g.json").write_bytes(games.read_bytes())
+    (cfg / "s.toml").write_text('seeds = [1, 2]\nmodels = ["random"]\n[nashgap]\nnum_trials = 2\ngames_file = "g.json"\n')
+    r = cli("suite", "run", str(cfg / "s.toml"), "--output-dir", str(tmp_path / "o"), "--no-report", "--quiet")
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet", "--figures", "none")
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+    r = cli("suite", "run", "--resume", str(folder), "--no-report", "--quiet")
+    assert r.returncode == 0, r.stderr
+    for i in (1, 2):
+        r = cli("suite", "run", str(cfg / "s.toml"), "--shard", f"{i}/2", "--output-dir", str(tmp_path / "sh"),
+                "--no-report", "--quiet")
+        assert r.returncode == 0, r.stderr
+    r = cli("merge", *map(str, sorted((tmp_path / "sh").iterdir())), "--output-dir", str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 0, r.stderr

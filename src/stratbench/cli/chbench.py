@@ -77,8 +77,14 @@ def chbench_run(
     quiet: Quiet = False,
 ) -> int:
     """CHBench: repeated play between all pairs, then Level-K / Poisson CH levels by maximum likelihood."""
+    from stratbench.errors import InputError
     from stratbench.suites.chbench.run import ChbenchConfig
 
+    # a flag given with nothing in it is one line, never taken as not given
+    if opponents is not None and not csv_list(opponents):
+        raise InputError("--opponents: give at least one player (or leave the flag out)")
+    if corrections is not None and not corrections.strip():
+        raise InputError("--corrections: empty; give a JSON file (or leave the flag out)")
     cfg = ChbenchConfig(
         models=["embedded"] if models is None else csv_list(models), opponents=csv_list(opponents),
         mechanisms=csv_list([mechanism]), rounds=rounds, games=games, seed=seed, policy=policy,

@@ -57,6 +57,8 @@ def plannable(fn: F) -> F:
         dry_run = kwargs.pop("dry_run", False)
         max_cost = kwargs.pop("max_cost", None)
         prices_path = kwargs.get("price_table") if own_prices else kwargs.pop("price_table", None)
+        if prices_path is not None and not str(prices_path).strip():  # (not "no table", silently)
+            raise InputError("--price-table: empty; give a JSON file (or leave the flag out)")
         if not dry_run and max_cost is None:
             return fn(**kwargs)
         from stratbench.models import costs

@@ -49,11 +49,16 @@ def expand_multi_value_flags(args: list[str]) -> list[str]:
     return out
 
 
-def _split(values: Optional[List[str]]) -> Optional[List[str]]:
-    """Repeated flags and comma lists, flattened; None when the flag was not given."""
-    if not values:
+def _split(values: Optional[List[str]], flag: str = "") -> Optional[List[str]]:
+    """Repeated flags and comma lists, flattened; None when the flag was not given. A flag given
+    with nothing in it (``--bucket-ids ""``) is one line, never taken as not given (which would
+    mean its default: every bucket)."""
+    if values is None or (not values and not flag):
         return None
-    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+    out = [v.strip() for item in values for v in item.split(",") if v.strip()]
+    if not out and flag:
+        raise InputError(f"{flag}: give at least one value")
+    return out or None
 
 
 def _seeds(values: Optional[List[str]]) -> Optional[List[int]]:
@@ -101,6 +106,8 @@ def tiered(
 
     if num_workers is not None and max_concurrency is not None:
         raise InputError("give --num-workers or --max-concurrency, not both")
+    if config is not None and not config.strip():
+        raise InputError("--config: empty; give a suite file (TOML or YAML), or leave the flag out")
     if resume:
         cfg = TieredConfig()
         if num_workers is not None or max_concurrency is not None:
@@ -114,10 +121,11 @@ def tiered(
         cfg = load_suite_file(config) if config else TieredConfig()
         overrides = {
             "num_games_per_bucket": num_games_per_bucket, "num_trials": num_trials,
-            "seeds": _seeds(seeds), "providers": _split(providers), "bucket_ids": _split(bucket_ids),
+            "seeds": _seeds(seeds), "providers": _split(providers, "--providers"),
+            "bucket_ids": _split(bucket_ids, "--bucket-ids"),
             "together_model_tiers": together_model_tiers_json,
             "openai_model_tiers": openai_model_tiers_json,
-            "modes": _split([modes]) if modes else None, "policy": policy,
+            "modes": _split([modes], "--modes") if modes is not None else None, "policy": policy,
             "temperature": temperature, "max_tokens": max_tokens, "chat": chat, "base_url": base_url,
             "max_concurrency": num_workers if num_workers is not None else max_concurrency,
             "order_rotations": order_rotations, "price_table": price_table, "output_dir": output_dir,
@@ -207,6 +215,8 @@ def run_file(
             err_console.print(f"  {entry['suite']:<9} {entry['model']:<28} seed {entry['seed']:<6} "
                               f"{entry['setting']:<24} -> {entry['folder']} ({entry['errors']} errors)")
 
+    if output_dir is not None and not output_dir.strip():  # (not the file's output_dir, silently)
+        raise InputError("--output-dir: empty; give a folder")
     res = run_suite_file(file, output_dir=output_dir, resume_dir=resume, on_run=show, shard=shard)
     if report:
         from stratbench.api import report as build_report

@@ -165,6 +165,11 @@ def check_runs(out: Path, meta: dict[str, Any], jobs: list[Job], flag: str = "--
                                  f"(edited by hand){left}")
 
 
+#: settings whose None is a choice the run keeps as given, never one it resolves (no think tags,
+#: no reasoning effort): a run saved with a value where the plan has None was planned otherwise
+NONE_IS_A_SETTING = ("think_tags", "reasoning_effort")
+
+
 def _config_json(config: Any) -> dict[str, Any]:
     return json.loads(json.dumps(dataclasses.asdict(config), default=str))
 
@@ -198,8 +203,11 @@ def _still_finished(out: Path, entry: dict[str, Any], job: Job,
     who = f"{flag}{out}" if flag else f"{out}/suite_metadata.json"
     left = "; the folder is left as it is" if flag else ""
     saved = meta["config"]
+    # settings the run works out itself (a games file's run saves the number of games it holds)
+    derived = getattr(job.config, "derived_keys", lambda: ())()
     for k, v in _config_json(job.config).items():  # (None: left to the run to resolve, e.g. llm_seed)
-        if (k in saved and v is not None and k not in RUNTIME_KEYS and k not in ("output_dir", "shard")
+        if (k in saved and (v is not None or k in NONE_IS_A_SETTING) and k not in RUNTIME_KEYS and k not in ("output_dir", "shard")
+                and k not in derived
                 and redact_json(v) != saved[k]
                 and not (k in PATH_KEYS and isinstance(v, str) and isinstance(saved[k], str) and same_path(v, saved[k]))
                 # a price table that is gone, replaced on the collection's resume (it prices the

@@ -477,11 +477,9 @@ def _finished_scorecard(folder: Path, flag: str) -> tuple[Scorecard, list[Scorec
     if [j.key for j, _, _ in plan] != meta.get("plan"):
         raise InputError(f"{flag}{folder}: the saved plan no longer gives the same runs with this version of "
                          "stratbench; its records cannot be rescored")
-    from stratbench.workflows.verify import check_run
-
-    for r in runs:  # every run's records read as a resume reads them, its summaries agreeing
-        if isinstance(r.get("folder"), str) and (folder / r["folder"] / "run.json").is_file():
-            check_run(folder / r["folder"])
+    # every run's records read as a resume reads them, its summaries agreeing, and its entry what
+    # the run is (suite, model, seed, setting, errors, headline: as the report checks it)
+    check_listed_runs(folder, meta, [j for j, _, _ in plan], _entry_extra(plan))
     try:
         computed, _ = score_folder(folder, ms, budget, seed, plan, runs)
     except (KeyError, TypeError, ValueError, IndexError) as e:

@@ -132,6 +132,12 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
             raise InputError(f"--resume {out}: the saved plan no longer gives the same runs with this version "
                              "of stratbench; run the suite again")
         sh = shard_from_json(meta.get("shard"))
+        keys = {j.key for j in sh.select(jobs)}
+        stray = next((r.get("key") for r in meta.get("runs") or [] if isinstance(r, dict)
+                      and r.get("key") not in keys), None)
+        if stray is not None:  # (a whole suite relabelled a shard)
+            raise InputError(f"--resume {out}: suite_metadata.json lists the run {stray!r}, which its shard "
+                             f"{meta.get('shard')!r} does not play (edited by hand); the folder is left as it is")
         # what is left to run checked as a new suite's models are, before the folder changes
         pending = pending_jobs(sh.select(jobs), meta)
         check_no_redacted_urls(pending, out, f"stratbench suite run {shlex.quote(str(meta.get('file') or 'FILE'))} "
@@ -185,9 +191,21 @@ def check_suite_file_folder(folder: Path, meta: dict[str, Any]) -> None:
         sh = shard_from_json(meta.get("shard"))
     except (InputError, KeyError, TypeError, ValueError):
         raise InputError(f"{p}: shard {meta.get('shard')!r} is not a shard (edited by hand)") from None
-    check_listed_runs(folder, meta, sh.select(jobs))
+    selected = sh.select(jobs)
+    keys = {j.key for j in selected}
+    stray = next((r.get("key") for r in meta.get("runs") or [] if isinstance(r, dict) and r.get("key") not in keys),
+                 None)
+    if stray is not None:  # (a whole suite relabelled a shard: its table would say so)
+        raise InputError(f"{p}: runs lists {stray!r}, which its shard {meta.get('shard')!r} does not play "
+                         "(edited by hand)")
+    check_listed_runs(folder, meta, selected)
     totals = meta.get("totals")
-    if meta.get("status") == "finished" and isinstance(totals, dict):  # (the sums of its runs' own totals)
+    if totals is not None and not isinstance(totals, dict):
+        raise InputError(f"{p}: totals {totals!r:.60} is not what a suite run writes (edited by hand)")
+    if isinstance(totals, dict):  # (the sums of its runs' own totals; whatever its status says)
+        missing = [k for k in ("runs", "records") if k not in totals]
+        if missing:
+            raise InputError(f"{p}: totals has no {' or '.join(missing)} (edited by hand)")
         again = suite_totals(folder, [r for r in meta.get("runs", []) if isinstance(r, dict)])
         for k, v in again.items():
             saved = totals.get(k)

@@ -60,6 +60,11 @@ class NashgapConfig(RuntimeOptions):
     # the games (each game with all its trials and rotations), so per-game means are never split.
     shard: Any = None
 
+    def derived_keys(self) -> tuple[str, ...]:
+        """Settings the run works out itself, saved as it did (a collection's plan does not know
+        them): with a games file, the number of games is the file's."""
+        return ("num_games",) if self.games_file is not None else ()
+
     def validate(self) -> None:
         check_config(self)  # seeds, temperature, counts (--num-games must be at least 1 (got 0)), ...
         if not (1 <= self.num_rows <= MAX_ACTIONS and 1 <= self.num_cols <= MAX_ACTIONS):

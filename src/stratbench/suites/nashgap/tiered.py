@@ -817,15 +817,17 @@ def check_tiered_folder(folder: Path, meta: dict[str, Any]) -> None:
     are not what its cells' records give: the big tables and suite_metadata.json's runs and totals
     recomputed from the finished cell runs (as a merge computes them) and compared — what the
     report checks before it shows them (an edited table was shown as it stood). An unfinished suite
-    (a cell not finished) has no tables to check. Each cell run's own records are the report's to
+    has no tables to check; one that holds them anyway (its status edited, or a resume of the
+    finished suite stopped) is checked as a finished one. Each cell run's own records are the report's to
     check, as any run's."""
     try:
         config = TieredConfig.from_json(meta["config"])
         entries = config.model_entries()
     except (KeyError, TypeError, ValueError) as e:
         raise InputError(f"{folder}/suite_metadata.json: its config cannot be read ({e})") from None
-    if meta.get("status") != "finished":
-        return
+    tables = ("big_table_all_runs.csv", "big_table_aggregated.csv", "big_table_aggregated.md")
+    if meta.get("status") != "finished" and not any((folder / name).exists() for name in tables):
+        return  # (an unfinished suite holding tables — written when it finishes — is checked as a finished one)
     rows: list[dict[str, Any]] = []
     per_game: dict[tuple[Any, ...], dict[str, list[float]]] = {}
     listed = []
