@@ -331,3 +331,22 @@ def test_a_suite_playing_a_games_file_without_num_games_is_reported_resumed_and_
         assert r.returncode == 0, r.stderr
     r = cli("merge", *map(str, sorted((tmp_path / "sh").iterdir())), "--output-dir", str(tmp_path / "m"), "--quiet")
     assert r.returncode == 0, r.stderr
+
+
+def test_a_finished_suite_whose_price_table_moved_away_is_reported_and_resumed(tmp_path, cli):
+    """A price table prices a run's cost, never a record: a finished suite whose file's table was
+    moved away (the folder copied to another machine) is reported with its tables and resumed
+    (fuzz 11 B D2: 'file not found', the tables left out, the resume refused)."""
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "p.json").write_text('{"random": {"input_per_million": 1, "output_per_million": 2}}')
+    (cfg / "s.toml").write_text('seeds = [1]\nmodels = ["random"]\n[nashgap]\nnum_trials = 2\nnum_games = 2\n'
+                                'price_table = "p.json"\n')
+    r = cli("suite", "run", str(cfg / "s.toml"), "--output-dir", str(tmp_path / "o"), "--no-report", "--quiet")
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    (cfg / "p.json").rename(tmp_path / "elsewhere.json")
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet", "--figures", "none")
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+    r = cli("suite", "run", "--resume", str(folder), "--no-report", "--quiet")
+    assert r.returncode == 0, r.stderr

@@ -127,7 +127,10 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
         # relative file settings from the file's folder: the file given again, or its path saved when
         # the suite started (absolute; a folder made before that saved it as given, seen from here)
         base = file_folder(str(path if path is not None else meta.get("file") or out / "x"))
-        jobs = plan_suite_data(with_file_paths(data, base), Path(meta.get("file") or out))
+        planned = with_file_paths(data, base)
+        if meta.get("status") == "finished":  # (nothing left to price: a table moved away since is not needed)
+            planned = _without_gone_price_tables(planned)
+        jobs = plan_suite_data(planned, Path(meta.get("file") or out))
         if [j.key for j in jobs] != meta.get("plan"):
             raise InputError(f"--resume {out}: the saved plan no longer gives the same runs with this version "
                              "of stratbench; run the suite again")
@@ -173,6 +176,20 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
     return SuiteRunResult(out, runs, n_errors)
 
 
+def _without_gone_price_tables(data: dict[str, Any]) -> dict[str, Any]:
+    """A suite's data without the sections' price tables that are gone (moved away with the suite
+    file, or the folder copied elsewhere): a price table prices a run's cost, never a record, so the
+    runs a finished suite holds are read and checked without it."""
+    import os
+
+    out = dict(data)
+    for section, params in data.items():
+        if isinstance(params, dict) and isinstance(params.get("price_table"), str) \
+                and not os.path.exists(params["price_table"]):
+            out[section] = {k: v for k, v in params.items() if k != "price_table"}
+    return out
+
+
 def check_suite_file_folder(folder: Path, meta: dict[str, Any]) -> None:
     from stratbench.runner.shard import shard_from_json
 
@@ -183,7 +200,8 @@ def check_suite_file_folder(folder: Path, meta: dict[str, Any]) -> None:
     file = meta.get("file")
     if not isinstance(meta.get("config"), dict) or not isinstance(file, (str, type(None))):
         raise InputError(f"{p}: not a suite file's metadata (its config or file is not what a suite run writes)")
-    jobs = plan_suite_data(with_file_paths(meta["config"], file_folder(file or folder / "x")), Path(file or folder))
+    data = _without_gone_price_tables(with_file_paths(meta["config"], file_folder(file or folder / "x")))
+    jobs = plan_suite_data(data, Path(file or folder))
     if [j.key for j in jobs] != meta.get("plan"):
         raise InputError(f"{p}: its plan is not the runs its config gives (edited by hand, or written by another "
                          "version of stratbench)")
