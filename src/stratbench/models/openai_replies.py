@@ -25,10 +25,11 @@ class BadLogprob(Malformed):
 
 
 def is_reasoning_family(model: str) -> bool:
-    """OpenAI's reasoning models (o1, o1-mini, o3, o4-mini, gpt-5 …), which take
-    ``max_completion_tokens`` and no sampling parameters of their own choosing."""
+    """OpenAI's reasoning models (o1, o1-mini, o3, o4-mini, gpt-5 …, and their fine-tunes
+    ``ft:o4-mini-…:org::id``), which take ``max_completion_tokens`` and no sampling parameters of
+    their own choosing."""
     name = model.lower().rsplit("/", 1)[-1]
-    return re.match(r"^(o\d+(-|$)|gpt-5)", name) is not None
+    return re.match(r"^(ft:)?(o\d+(-|:|$)|gpt-5)", name) is not None
 
 
 def reasoning_tokens(data: Any) -> int | None:

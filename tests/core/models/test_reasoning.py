@@ -291,3 +291,14 @@ def test_openais_reasoning_models_are_sampled_not_scored(tmp_path, cli, monkeypa
     assert r.returncode == 0, r.stderr
     (rec,) = [json.loads(x) for f in (tmp_path / "b").glob("*/trials.jsonl") for x in f.read_text().splitlines()]
     assert rec["status"] == "parsed" and rec["raw_response"] == "Action: 1"
+
+
+@pytest.mark.parametrize("name,family", [
+    ("o1-mini", True), ("o3", True), ("gpt-5-mini", True),
+    ("ft:o4-mini-2025-04-16:acme::abc", True),  # a fine-tuned o-series model (fuzz 11 A M5: HTTP 400 on every call)
+    ("gpt-4o", False), ("ft:gpt-4o-mini:acme::x", False), ("omni", False),
+])
+def test_openais_reasoning_family_includes_its_fine_tunes(name, family):
+    from stratbench.models.openai_replies import is_reasoning_family
+
+    assert is_reasoning_family(name) is family
