@@ -98,7 +98,8 @@ def tag_pair(flag: str, value: str) -> tuple[str, str]:
     if any(not c.isprintable() for c in open_tag + close_tag):  # (no reply holds such a tag as written)
         raise InputError(f"{flag}: a tag holds a control or unprintable character (got {value!r})")
     if max(len(open_tag), len(close_tag)) > 100:
-        raise InputError(f"{flag}: a tag of more than 100 characters (got {len(value):,} characters)")
+        raise InputError(f"{flag}: a tag of more than 100 characters (got one of "
+                         f"{max(len(open_tag), len(close_tag)):,} characters)")
     if open_tag == close_tag:
         raise InputError(f"{flag}: the opening and the closing tag must differ (got {value!r})")
     return open_tag, close_tag

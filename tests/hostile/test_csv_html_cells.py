@@ -27,7 +27,9 @@ LINK = '=HYPERLINK("http://evil.example","click")'
     ("-", "'-"),
     # numbers, and text that is a plain number, are left alone: numeric columns stay numeric
     (-0.5, -0.5), (3, 3), (None, None), (True, True),
-    ("-0.5", "-0.5"), ("+1e3", "+1e3"), ("-inf", "-inf"), ("0.25", "0.25"),
+    ("-0.5", "-0.5"), ("+1e3", "+1e3"), ("0.25", "0.25"), (".5", ".5"), ("-3.", "-3."),
+    # not numbers to a spreadsheet, though Python reads them: a formula there (fuzz 11 B M3)
+    ("-inf", "'-inf"), ("-1_0", "'-1_0"), ("+nan", "'+nan"),
     # ordinary text
     ("openai-compatible:fake", "openai-compatible:fake"), ("a=b", "a=b"), ("", ""),
 ])

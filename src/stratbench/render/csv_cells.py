@@ -11,6 +11,7 @@ its rows through :func:`csv_row` (or its values through :func:`csv_cell`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,15 +20,14 @@ __all__ = ["FORMULA_STARTS", "csv_cell", "csv_row"]
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
+#: a number as a spreadsheet reads one: sign, digits, a decimal point, an exponent — not Python's
+#: wider float() (``-inf``, ``nan``, ``-1_0``), which a spreadsheet would run as a formula
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
 def _plain_number(text: str) -> bool:
-    """Whether a text is a number as written by Python (no spaces around it)."""
-    if text != text.strip():
-        return False
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    """Whether a text is a plain decimal number (no spaces around it)."""
+    return _NUMBER.fullmatch(text) is not None
 
 
 def csv_cell(value: Any) -> Any:
