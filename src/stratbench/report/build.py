@@ -18,7 +18,7 @@ import datetime as _dt
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -312,29 +312,27 @@ def build_report(path: str | Path, output: str | Path | None = None, max_records
     return ReportResult(out / "index.html", [out / p.name for p in written], len(runs), len(suites))
 
 
+def _withhold_failing(folders: Sequence[RunDir | SuiteDir], check: Callable[[Path], None] | None, what: str) -> None:
+    """Each folder that ``check`` refuses is shown withheld (its problem named, ``what`` left out),
+    with one warning line: the report never shows an edited folder's numbers as they stand."""
+    if check is None:
+        return
+    for f in folders:
+        try:
+            check(f.path)
+        except InputError as e:
+            f.problems.append(f"{e}")
+            f.withheld = True
+            print(f"warning: {e}; the report leaves out {what}", file=sys.stderr)
+
+
 def _write_report(root: Path, out: Path, runs: list[RunDir], suites: list[SuiteDir], max_records: int,
                   figures: str, check_scorecard: Callable[[Path], None] | None = None,
                   check_run: Callable[[Path], None] | None = None,
                   check_suite: Callable[[Path], None] | None = None) -> list[Path]:
     """Render the page and its PNGs into ``out``; the PNGs written."""
-    for s in suites:
-        if check_suite is None:
-            break
-        try:
-            check_suite(s.path)
-        except InputError as e:
-            s.problems.append(f"{e}")
-            s.withheld = True
-            print(f"warning: {e}; the report leaves out the collection's tables and list of runs", file=sys.stderr)
-    for r in runs:
-        if check_run is None:
-            break
-        try:
-            check_run(r.path)
-        except InputError as e:
-            r.problems.append(f"{e}")
-            r.withheld = True
-            print(f"warning: {e}; the report leaves out its numbers", file=sys.stderr)
+    _withhold_failing(suites, check_suite, "the collection's tables and list of runs")
+    _withhold_failing(runs, check_run, "its numbers")
     run_figs = figures == "all" or (figures == "auto" and len(runs) <= AUTO_RUN_FIGURES)
     ctx = Ctx(out, max_records, run_figures=run_figs, summary_figures=figures != "none")
     views = [render_run(ctx, r) for r in runs]
