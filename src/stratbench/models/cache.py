@@ -56,6 +56,17 @@ _named: set[str] = set()
 _open_count: Counter[str] = Counter()
 
 
+def _not_utf8(text: str) -> bool:
+    """Whether a path text holds bytes that are not UTF-8 (kept by Python as lone surrogates)."""
+    return any("\udc80" <= c <= "\udcff" for c in text)
+
+
+def shown_path(path: Path) -> str:
+    """A path as text a UTF-8 file can hold: bytes that are not UTF-8 shown as U+FFFD."""
+    text = str(path)
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") if _not_utf8(text) else text
+
+
 def default_cache_path() -> Path:
     base = os.environ.get("STRATBENCH_CACHE_DIR")
     if base:
@@ -123,6 +134,12 @@ class ResponseCache:
         self._name = str(self.path.absolute())
         _open_count[self._name] += 1
         self._closed = False
+        if _not_utf8(str(self.path)):  # (a HOME or cache folder named in Latin-1: every result file is UTF-8)
+            self.problem = "its path holds bytes that are not UTF-8 text (set STRATBENCH_CACHE_DIR to a UTF-8 path)"
+            if self._name not in _named:
+                _named.add(self._name)
+                _warn(f"response cache {shown_path(self.path)}: {self.problem}; answers are kept, not cached")
+            return
         self._open()
 
     # -- opening -----------------------------------------------------------------------------
@@ -558,7 +575,7 @@ class CachedModel(LanguageModel):
         return results
 
     def describe(self) -> dict[str, Any]:
-        return {**self._identity, "cache": str(self.cache.path)}
+        return {**self._identity, "cache": shown_path(self.cache.path)}
 
     def request_prompts(self, req: ScoreRequest) -> list[list[str]]:
         return self.inner.request_prompts(req)

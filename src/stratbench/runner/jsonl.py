@@ -229,7 +229,15 @@ def write_jsonl_atomic(path: str | Path, records: Iterable[dict[str, Any]]) -> N
 
 
 def write_json_atomic(path: str | Path, obj: Any) -> None:
-    write_atomic(path, json.dumps(_clean(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    text = json.dumps(_clean(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    bad = next((c for c in text if "\udc80" <= c <= "\udcff"), None)
+    if bad is not None:  # (bytes that are not UTF-8, kept by Python as lone surrogates: no UTF-8 file holds them)
+        at = text.index(bad)
+        shown = text[max(0, at - 60):at + 20].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        raise InputError(f"{path}: a value to be written holds bytes that are not UTF-8 text (…{' '.join(shown.split())}…): "
+                         "a file or folder name that is not UTF-8 (the folder the command runs in?); use UTF-8 "
+                         "names, or give the path from a UTF-8 folder")
+    write_atomic(path, text)
 
 
 def remove_stale_tmp(folder: str | Path) -> list[Path]:

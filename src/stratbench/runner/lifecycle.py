@@ -228,7 +228,12 @@ def absolute_paths(config: Any) -> None:
     for k in PATH_KEYS:
         v = getattr(config, k, None)
         if isinstance(v, str) and v.strip() and not os.path.isabs(v) and os.path.exists(v):
-            setattr(config, k, os.path.abspath(v))
+            full = os.path.abspath(v)
+            if any("\udc80" <= c <= "\udcff" for c in full):  # (run.json, UTF-8, could not hold it)
+                raise InputError(f"--{k.replace('_', '-')} {v}: its full path holds bytes that are not UTF-8 text "
+                                 "(the folder the command runs in); run the command from a folder whose path is "
+                                 "UTF-8, or give the file's path from one")
+            setattr(config, k, full)
 
 
 def same_path(now: str, saved: str) -> bool:
