@@ -261,6 +261,27 @@ def test_a_scorecards_think_tags_edited_away_are_refused_and_compare_checks_its_
     assert r.returncode == 2 and "is listed with errors 3, but the run's is 0" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("key,value", [("think_tags", "<r>,</r>"), ("reasoning_effort", "high")])
+def test_a_setting_added_to_a_scorecards_metadata_is_named_by_report_and_resume(tmp_path, cli, finished_scorecard,
+                                                                                 key, value):
+    """A run saves no key for a setting it was not given: one added to the metadata by hand was
+    never compared, and a resume ran the rest with it (fuzz 12 B D1)."""
+    import shutil
+
+    folder = tmp_path / "card"
+    shutil.copytree(finished_scorecard, folder)
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    meta["config"]["models"][0][key] = value
+    (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    before = _snapshot(folder)
+    said = f"has {key} = null where the collection's plan has {json.dumps(value)}"
+    r = cli("scorecard", "--resume", str(folder), "--no-report")
+    assert r.returncode == 2 and said in r.stderr, r.stderr
+    assert _snapshot(folder) == before
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet", "--figures", "none")
+    assert r.returncode == 0 and said in r.stderr and "leaves out" in r.stderr, r.stderr
+
+
 @pytest.fixture(scope="module")
 def finished_scorecard(tmp_path_factory, fake_server):
     import os

@@ -206,6 +206,8 @@ def _still_finished(out: Path, entry: dict[str, Any], job: Job,
     # settings the run works out itself (a games file's run saves the number of games it holds)
     derived = getattr(job.config, "derived_keys", lambda: ())()
     for k, v in _config_json(job.config).items():  # (None: left to the run to resolve, e.g. llm_seed)
+        if k in NONE_IS_A_SETTING and k not in saved:
+            saved = {**saved, k: None}  # (a run saves no key for a setting it was not given)
         if (k in saved and (v is not None or k in NONE_IS_A_SETTING) and k not in RUNTIME_KEYS and k not in ("output_dir", "shard")
                 and k not in derived
                 and redact_json(v) != saved[k]
