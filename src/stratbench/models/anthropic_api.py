@@ -163,16 +163,23 @@ def _result(msg: Any, latency: float) -> GenerateResult:
                               **tokens)
     text: list[str] = []
     thinking: list[str] = []
-    for block in content:
+    for i, block in enumerate(content):
         kind = _field(block, "type")
-        if kind not in ("text", "thinking"):
-            continue  # redacted_thinking, tool_use: no text of the answer
+        if kind == "redacted_thinking":
+            continue  # (thinking the API hides: counted in the tokens, no text)
+        if kind not in ("text", "thinking"):  # a tool call, an image: a reply that is not read is no empty answer
+            return GenerateResult(None, error=f"invalid reply: content block {i} is of type {str(kind)[:40]!r}, "
+                                              "which is not read (text and thinking blocks are)", **tokens)
         value = _field(block, kind)
         if not isinstance(value, str):
             return GenerateResult(None, error=f"invalid reply: a {kind} block's {kind} is not a string "
                                               f"({type(value).__name__})", **tokens)
         (text if kind == "text" else thinking).append(value)
     stop = _field(msg, "stop_reason")
+    if stop == "refusal":  # Claude declined: the call's outcome, never the model's unreadable answer
+        said = " ".join("".join(text).split())[:200]
+        return GenerateResult(None, error=f"the model refused (stop_reason refusal){f': {said}' if said else ''}",
+                              **tokens)
     return GenerateResult(
         "".join(text), finish_reason=_FINISH.get(stop, stop) if isinstance(stop, str) else None,
         reasoning="\n\n".join(thinking) if thinking else None, **tokens)

@@ -141,7 +141,8 @@ class GeminiModel(SDKChatModel):
 def _tokens(usage: Any) -> dict[str, Any]:
     """The usage fields of a reply, as reported: `models.base` checks them (a count that is no
     count — negative, a string, absurd — makes the call's usage unknown). The API leaves a zero
-    count out of its JSON, so an absent count is 0; an absent ``usage_metadata`` is unknown."""
+    count out of its JSON, so an absent count is 0 (the reply's own, beside its text, is unknown:
+    `_result`); an absent ``usage_metadata`` is unknown."""
     if usage is None:
         return {"tokens_in": None, "tokens_out": None}
 
@@ -152,6 +153,11 @@ def _tokens(usage: Any) -> dict[str, Any]:
     reply, thoughts = reported_count(count("candidates_token_count")), reported_count(count("thoughts_token_count"))
     return {"tokens_in": count("prompt_token_count"),
             "tokens_out": None if reply is None or thoughts is None else reply + thoughts}
+
+
+#: the kinds of part that hold no text (the SDK's Part fields)
+_OTHER_PARTS = ("function_call", "function_response", "inline_data", "file_data", "executable_code",
+                "code_execution_result")
 
 
 def _result(resp: Any, latency: float) -> GenerateResult:
@@ -167,10 +173,16 @@ def _result(resp: Any, latency: float) -> GenerateResult:
     finish = _name(getattr(cand, "finish_reason", None))
     text: list[str] = []
     thought: list[str] = []
-    for part in getattr(getattr(cand, "content", None), "parts", None) or []:
+    for i, part in enumerate(getattr(getattr(cand, "content", None), "parts", None) or []):
         if getattr(part, "text", None) is None:
+            other = next((n for n in _OTHER_PARTS if getattr(part, n, None) is not None), None)
+            if other is not None:  # a function call, inline data: a reply that is not read is no empty answer
+                return GenerateResult(None, error=f"invalid reply: part {i} holds {other}, which is not read "
+                                                  "(text and thought parts are)", **tokens)
             continue
         (thought if getattr(part, "thought", False) else text).append(part.text)
+    if (text or thought) and usage is not None and getattr(usage, "candidates_token_count", None) is None:
+        tokens["tokens_out"] = None  # (text, but no count of it: unknown, never 0)
     if not text and not thought and finish not in (None, "STOP", "MAX_TOKENS"):
         return GenerateResult(None, error=f"the reply was stopped ({finish}) with no text", **tokens)
     return GenerateResult(

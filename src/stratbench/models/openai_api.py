@@ -219,7 +219,7 @@ def _content_parts(parts: list[Any]) -> tuple[str, str]:
                                 f"({type(value).__name__}): not read")
             text.append(value)
         elif isinstance(part, dict) and kind in ("thinking", "reasoning"):
-            inner = next((part[k] for k in ("thinking", "reasoning", "text", "summary")
+            inner = next((part[k] for k in ("thinking", "reasoning", "text", "summary", "content")
                           if part.get(k) not in (None, "", [])), None)
             if inner is not None:
                 thought.append(_as_text(inner))
@@ -803,6 +803,9 @@ class OpenAICompatibleModel(LanguageModel):
                     text, thought = _content_parts(text)
                     if thought:
                         reasoning = thought if reasoning is None else f"{reasoning}\n\n{thought}"
+                refusal = message.get("refusal")
+                if refusal not in (None, "") and not (isinstance(text, str) and text.strip()):
+                    raise Malformed(f"response has no text content (refusal: {_as_text(refusal)[:200]})")
                 if text is None and reasoning is not None:
                     text = ""  # all reasoning, no answer (cut by the token limit): a parse failure
                 if text is None:

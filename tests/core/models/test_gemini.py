@@ -125,7 +125,8 @@ def test_a_key_gemini_refuses_stops_the_run_with_one_line(tmp_path, cli, monkeyp
                                    None])
 def test_usage_that_is_no_count_keeps_the_answer_and_is_unknown(usage):
     """Negative counts (or none at all) are the call's unknown usage (models.base): never a negative
-    total or cost; the answer stands. A count the API leaves out (it omits zeros) is 0."""
+    total or cost; the answer stands. A count the API leaves out (it omits zeros) is 0 — but the
+    reply's own count, left out beside its text, is unknown (fuzz 12 A D3: 0 output tokens, free)."""
     def edit(a):
         return {k: v for k, v in a.items() if k != "usageMetadata"} if usage is None else {**a, "usageMetadata": usage}
 
@@ -136,7 +137,10 @@ def test_usage_that_is_no_count_keeps_the_answer_and_is_unknown(usage):
     assert totals.usage_unknown == 1 and totals.tokens_in >= 0
     with FakeGeminiServer(edit=lambda a: {**a, "usageMetadata": {"promptTokenCount": 4}}) as s:
         (r,), _ = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=0)
-    assert r.ok and not r.usage_unknown and (r.tokens_in, r.tokens_out) == (4, 0)
+    assert r.ok and r.usage_unknown and r.tokens_in == 4
+    with FakeGeminiServer(edit=lambda a: {**a, "usageMetadata": {"promptTokenCount": 4, "candidatesTokenCount": 3}}) as s:
+        (r,), _ = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=0)
+    assert r.ok and not r.usage_unknown and (r.tokens_in, r.tokens_out) == (4, 3)
 
 
 def test_a_reply_trickled_past_the_timeout_ends_at_the_deadline():

@@ -768,12 +768,15 @@ def test_a_token_given_as_the_urls_user_name_is_masked_in_an_echoed_reply():
                   {"type": "output_text", "text": "Action: 1"}]}, "Action: 1", "2 beats 1"),
     ({"content": [{"type": "text", "text": "I pick "}, {"type": "output_text", "text": "Action: 1"}]},
      "I pick Action: 1", None),
+    # a reasoning part whose text is its content (gpt-oss servers: fuzz 12 A D2)
+    ({"content": [{"type": "reasoning", "content": [{"type": "reasoning_text", "text": "2 beats 1"}]},
+                  {"type": "output_text", "text": "Action: 1"}]}, "Action: 1", "2 beats 1"),
     # a reasoning field that is no string is kept as text, not dropped (fuzz 10 A M9)
     ({"content": "Action: 2", "reasoning_content": ["think", "more"]}, "Action: 2", "think\nmore"),
     ({"content": "Action: 2", "reasoning_content": {"x": 1}}, "Action: 2", '{"x": 1}'),
     ({"content": "Action: 2", "reasoning_content": 5}, "Action: 2", "5"),
-], ids=["thinking parts", "responses shape", "text and output_text", "reasoning list", "reasoning object",
-        "reasoning number"])
+], ids=["thinking parts", "responses shape", "text and output_text", "reasoning content", "reasoning list",
+        "reasoning object", "reasoning number"])
 def test_chat_messages_of_other_shapes_keep_their_answer_and_thinking(server, monkeypatch, message, text, reasoning):
     from stratbench.models.retry import RetryOutcome
 
@@ -812,6 +815,23 @@ def test_content_parts_that_cannot_be_read_are_an_error_never_an_empty_answer(se
     monkeypatch.setattr(model, "_post", post)
     (res,) = run(model, "generate", [GenerateRequest("Q", max_tokens=20, chat=True)])
     assert not res.ok and res.text is None and why in (res.error or ""), res
+
+
+@pytest.mark.parametrize("content", ["", [], None])
+def test_a_refusal_beside_empty_content_is_an_error(server, monkeypatch, content):
+    """(fuzz 12 A D1: with content "" or [] it was the model's empty answer; with null an error)"""
+    from stratbench.models.retry import RetryOutcome
+
+    model = make_model(server, endpoint="chat")
+    reply = {"choices": [{"message": {"role": "assistant", "content": content, "refusal": "I cannot help with that"},
+                          "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 3}}
+
+    async def post(path, body):
+        return RetryOutcome(data=reply, status=200, attempts=1)
+
+    monkeypatch.setattr(model, "_post", post)
+    (res,) = run(model, "generate", [GenerateRequest("Q", max_tokens=20, chat=True)])
+    assert not res.ok and "refusal: I cannot help with that" in (res.error or ""), res
 
 
 def test_completions_top_logprobs_in_the_chat_shape_is_named(server, monkeypatch):

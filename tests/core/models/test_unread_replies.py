@@ -1,0 +1,59 @@
+"""Replies whose content the reader does not take (a tool call, an image, a refusal) are the call's
+error naming it, on every backend — never an empty answer counted as the model's parse failure
+(fuzz 12 A D1, the content-parts case of fuzz 11 on Anthropic, Gemini and a chat refusal)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from stratbench.models.anthropic_api import _result as anthropic_result
+from stratbench.models.gemini_api import _result as gemini_result
+
+USAGE = {"input_tokens": 5, "output_tokens": 3}
+
+
+@pytest.mark.parametrize("content,stop,why", [
+    ([{"type": "tool_use", "id": "t", "name": "f", "input": {}}], "tool_use", "content block 0 is of type 'tool_use'"),
+    ([{"type": "text", "text": "I pick "}, {"type": "image", "source": {}}], "end_turn",
+     "content block 1 is of type 'image'"),
+    ([{"type": "text", "text": "I cannot help with that."}], "refusal", "the model refused (stop_reason refusal)"),
+    ([], "refusal", "the model refused (stop_reason refusal)"),
+])
+def test_anthropic_blocks_that_are_not_read_are_an_error(content, stop, why):
+    r = anthropic_result({"type": "message", "content": content, "stop_reason": stop, "usage": USAGE}, 0.1)
+    assert r.text is None and why in (r.error or ""), r
+
+
+def test_anthropic_redacted_thinking_beside_text_is_still_the_answer():
+    r = anthropic_result({"type": "message", "stop_reason": "end_turn", "usage": USAGE,
+                          "content": [{"type": "redacted_thinking", "data": "x"}, {"type": "text", "text": "Action: 1"}]},
+                         0.1)
+    assert r.ok and r.text == "Action: 1", r
+
+
+def _gemini(parts, usage=SimpleNamespace(prompt_token_count=5, candidates_token_count=3, thoughts_token_count=None)):
+    cand = SimpleNamespace(content=SimpleNamespace(parts=parts), finish_reason=SimpleNamespace(name="STOP"))
+    return SimpleNamespace(usage_metadata=usage, candidates=[cand], prompt_feedback=None)
+
+
+def _part(**kw):
+    base = dict(text=None, thought=None, function_call=None, function_response=None, inline_data=None, file_data=None,
+                executable_code=None, code_execution_result=None)
+    return SimpleNamespace(**{**base, **kw})
+
+
+@pytest.mark.parametrize("part,why", [
+    (_part(function_call={"name": "f"}), "part 0 holds function_call, which is not read"),
+    (_part(inline_data={"mime_type": "image/png"}), "part 0 holds inline_data, which is not read"),
+])
+def test_gemini_parts_that_are_not_read_are_an_error(part, why):
+    r = gemini_result(_gemini([part]), 0.1)
+    assert r.text is None and why in (r.error or ""), r
+
+
+def test_gemini_text_without_a_count_of_it_is_unknown_usage_not_zero():
+    usage = SimpleNamespace(prompt_token_count=5, candidates_token_count=None, thoughts_token_count=None)
+    r = gemini_result(_gemini([_part(text="Action: 1")], usage), 0.1)
+    assert r.ok and r.text == "Action: 1" and r.usage_unknown, r
