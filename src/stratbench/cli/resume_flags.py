@@ -3,7 +3,7 @@ saved in its folder, so a flag that would change what it plays (``--num-games 50
 ``--model …``) is refused in one line instead of being silently ignored. What a resume does take
 from its command line is how the run is carried out (``runner.lifecycle.RUNTIME_KEYS``: the
 server, timeouts, concurrency, the response cache) and what is not saved with it (``--quiet``,
-``--dry-run``, ``--max-cost``, a replacement ``--price-table``).
+``--max-cost``, a replacement ``--price-table``); ``--dry-run`` is let through to its own refusal.
 
 The scorecard and the trend refuse their own flags with their own words; the suite file and the
 tiered suite take their file or config again. This guard covers the single-suite run commands.
@@ -43,7 +43,8 @@ def refuse_ignored_flags(ctx: Any) -> None:
     if not given:
         return
     names = ", ".join(_flag(p) for p in given)
-    takes = ", ".join(_flag(p) for p in ctx.command.params if p.name in TAKEN and p.name != "resume")
+    # (--dry-run passes here to be refused in its own words: it plans a new run)
+    takes = ", ".join(_flag(p) for p in ctx.command.params if p.name in TAKEN and p.name not in ("resume", "dry_run"))
     raise InputError(f"{names}: --resume finishes the run in its folder with the settings saved there, so "
                      f"{'this flag' if len(given) == 1 else 'these flags'} would be ignored; drop "
                      f"{'it' if len(given) == 1 else 'them'} "
