@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,14 @@ from hypothesis import settings
 # one run finds is kept as an @example, not left to turn up again by chance in CI.
 settings.register_profile("stratbench", derandomize=True)
 settings.load_profile("stratbench")
+
+# The tests send Ctrl-C (SIGINT) to the commands they start. A shell that starts a job in the
+# background without job control (`make test &` in a script, a CI step run that way) starts it with
+# SIGINT ignored, and an ignored signal is inherited through every exec: each command would then
+# run on through the test's Ctrl-C. The test process takes SIGINT back (a handler, which an exec
+# resets to the default), so the commands it starts receive it as a user's terminal would send it.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -37,8 +37,8 @@ def _typed(ctx: Any, name: str) -> bool:
 def refuse_ignored_flags(ctx: Any) -> None:
     """One line naming the flags given beside --resume that the resumed run would ignore (``ctx``:
     the command's parsed context)."""
-    if not ctx.params.get("resume"):
-        return
+    if not ctx.params.get("resume") or ctx.params.get("dry_run"):
+        return  # (--dry-run beside --resume: refused in its own words, it plans a new run)
     given = [p for p in ctx.command.params if p.name not in TAKEN and p.name is not None and _typed(ctx, p.name)]
     if not given:
         return
