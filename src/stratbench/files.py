@@ -68,6 +68,13 @@ __all__ = [
 # ----------------------------------------------------------------------------- names and OS errors
 
 
+def first_not_utf8(text: str) -> str | None:
+    """The first character of ``text`` that stands for a byte that is not UTF-8 (Python keeps such
+    bytes of file names, the environment and the command line as lone surrogates U+DC80-U+DCFF),
+    or None: no UTF-8 result file can hold it."""
+    return next((c for c in text if "\udc80" <= c <= "\udcff"), None)
+
+
 def display(path: str | Path, label: str = "") -> str:
     """How a message names an input: ``--data obs.csv`` (flag and path) or ``obs.csv``."""
     return f"{label} {path}" if label else str(path)

@@ -284,8 +284,10 @@ def _check_utf8(args: list[str]) -> None:
     lone surrogates): every name, spec and path a command takes is written into JSON result files,
     which hold UTF-8 text only — a model name read from a Latin-1 file would otherwise fail only
     when the folder's metadata is written, half made."""
+    from stratbench import files
+
     for i, a in enumerate(args):
-        bad = next((c for c in a if "\udc80" <= c <= "\udcff"), None)
+        bad = files.first_not_utf8(a)
         if bad is None:
             continue
         if a.startswith("--") and "=" in a:

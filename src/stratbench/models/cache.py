@@ -30,6 +30,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
+from stratbench.files import first_not_utf8
 from stratbench.models.base import (
     GenerateRequest,
     GenerateResult,
@@ -58,7 +59,7 @@ _open_count: Counter[str] = Counter()
 
 def _not_utf8(text: str) -> bool:
     """Whether a path text holds bytes that are not UTF-8 (kept by Python as lone surrogates)."""
-    return any("\udc80" <= c <= "\udcff" for c in text)
+    return first_not_utf8(text) is not None
 
 
 def shown_path(path: Path) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from stratbench.errors import InputError, OutputWriteError
-from stratbench.files import os_problem
+from stratbench.files import first_not_utf8, os_problem
 
 TMP_SUFFIX = ".tmp"
 
@@ -230,7 +230,7 @@ def write_jsonl_atomic(path: str | Path, records: Iterable[dict[str, Any]]) -> N
 
 def write_json_atomic(path: str | Path, obj: Any) -> None:
     text = json.dumps(_clean(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    bad = next((c for c in text if "\udc80" <= c <= "\udcff"), None)
+    bad = first_not_utf8(text)
     if bad is not None:  # (bytes that are not UTF-8, kept by Python as lone surrogates: no UTF-8 file holds them)
         at = text.index(bad)
         shown = text[max(0, at - 60):at + 20].encode("utf-8", "surrogateescape").decode("utf-8", "replace")

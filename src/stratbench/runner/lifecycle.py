@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from stratbench.errors import BaseUrlNotApplicable, InputError, OutputWriteError
+from stratbench.files import first_not_utf8
 from stratbench.runner.folders import (
     check_suite_version,
     create_run_folder,
@@ -229,7 +230,7 @@ def absolute_paths(config: Any) -> None:
         v = getattr(config, k, None)
         if isinstance(v, str) and v.strip() and not os.path.isabs(v) and os.path.exists(v):
             full = os.path.abspath(v)
-            if any("\udc80" <= c <= "\udcff" for c in full):  # (run.json, UTF-8, could not hold it)
+            if first_not_utf8(full) is not None:  # (run.json, UTF-8, could not hold it)
                 raise InputError(f"--{k.replace('_', '-')} {v}: its full path holds bytes that are not UTF-8 text "
                                  "(the folder the command runs in); run the command from a folder whose path is "
                                  "UTF-8, or give the file's path from one")
