@@ -56,8 +56,6 @@ def _signal_dispositions():
     that ends interrupted ignores both from then on, as the real process does until it exits; in a
     pytest worker that outlived it, every later subprocess inherited SIGTERM ignored (SIG_IGN survives
     exec), and the kill tests that landed on the same worker failed: their SIGTERM never arrived."""
-    import signal
-
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     yield
     for s, handler in saved.items():

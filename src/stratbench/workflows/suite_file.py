@@ -59,6 +59,7 @@ from stratbench.runner.folders import (
 from stratbench.runner.jsonl import write_csv_atomic, write_json_atomic
 from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.lock import folder_lock
+from stratbench.suites.base import Job
 from stratbench.workflows.jobs import check_listed_runs, finished_runs, run_jobs
 from stratbench.workflows.suite_plan import (
     check_job_models,
@@ -135,9 +136,7 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
             raise InputError(f"--resume {out}: the saved plan no longer gives the same runs with this version "
                              "of stratbench; run the suite again")
         sh = shard_from_json(meta.get("shard"))
-        keys = {j.key for j in sh.select(jobs)}
-        stray = next((r.get("key") for r in meta.get("runs") or [] if isinstance(r, dict)
-                      and r.get("key") not in keys), None)
+        stray = _run_outside(meta, sh.select(jobs))
         if stray is not None:  # (a whole suite relabelled a shard)
             raise InputError(f"--resume {out}: suite_metadata.json lists the run {stray!r}, which its shard "
                              f"{meta.get('shard')!r} does not play (edited by hand); the folder is left as it is")
@@ -176,6 +175,14 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
     return SuiteRunResult(out, runs, n_errors)
 
 
+def _run_outside(meta: dict[str, Any], jobs: list[Job]) -> Any:
+    """The key of the first run suite_metadata.json lists that is none of ``jobs`` (its shard's), or
+    None: a whole suite relabelled a shard lists runs its shard does not play."""
+    keys = {j.key for j in jobs}
+    return next((r.get("key") for r in meta.get("runs") or [] if isinstance(r, dict) and r.get("key") not in keys),
+                None)
+
+
 def _without_gone_price_tables(data: dict[str, Any]) -> dict[str, Any]:
     """A suite's data without the sections' price tables that are gone (moved away with the suite
     file, or the folder copied elsewhere): a price table prices a run's cost, never a record, so the
@@ -210,9 +217,7 @@ def check_suite_file_folder(folder: Path, meta: dict[str, Any]) -> None:
     except (InputError, KeyError, TypeError, ValueError):
         raise InputError(f"{p}: shard {meta.get('shard')!r} is not a shard (edited by hand)") from None
     selected = sh.select(jobs)
-    keys = {j.key for j in selected}
-    stray = next((r.get("key") for r in meta.get("runs") or [] if isinstance(r, dict) and r.get("key") not in keys),
-                 None)
+    stray = _run_outside(meta, selected)
     if stray is not None:  # (a whole suite relabelled a shard: its table would say so)
         raise InputError(f"{p}: runs lists {stray!r}, which its shard {meta.get('shard')!r} does not play "
                          "(edited by hand)")
