@@ -282,6 +282,31 @@ def test_a_setting_added_to_a_scorecards_metadata_is_named_by_report_and_resume(
     assert r.returncode == 0 and said in r.stderr and "leaves out" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("key,value", [("think_tags", "<r>,</r>")])  # (an effort needs a chat model: refused so)
+def test_a_setting_added_to_the_plan_of_a_scorecard_whose_runs_are_unfinished_is_refused(tmp_path, cli,
+                                                                                       finished_scorecard, key, value):
+    """An interrupted run resumes from its own run.json: a setting added to the collection's plan
+    must be checked against it too, or the rest of the scorecard is played another way than its
+    started runs (fuzz 13 B R1: with no run finished, nothing was checked)."""
+    import shutil
+
+    folder = tmp_path / "card"
+    shutil.copytree(finished_scorecard, folder)
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    meta["status"] = "running"
+    meta["config"]["models"][0][key] = value
+    for entry in meta["runs"]:
+        entry["status"] = "running"
+        run = folder / entry["folder"] / "run.json"
+        run.write_text(json.dumps({**json.loads(run.read_text()), "status": "running"}))
+    (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    before = _snapshot(folder)
+    r = cli("scorecard", "--resume", str(folder), "--no-report")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"has {key} = null where the collection's plan has {json.dumps(value)}" in r.stderr, r.stderr
+    assert _snapshot(folder) == before
+
+
 @pytest.fixture(scope="module")
 def finished_scorecard(tmp_path_factory, fake_server):
     import os

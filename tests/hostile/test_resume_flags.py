@@ -5,6 +5,8 @@ never silently ignored. The flags a resume does take (the server, timeouts, conc
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import typer
 
@@ -82,4 +84,46 @@ def test_the_flags_a_resume_takes_are_runtime_settings():
     from stratbench.runner.lifecycle import RUNTIME_KEYS
 
     assert set(RUNTIME_KEYS) <= TAKEN
-    assert TAKEN - set(RUNTIME_KEYS) == {"resume", "quiet", "dry_run", "max_cost", "price_table"}
+    assert TAKEN - set(RUNTIME_KEYS) == {"resume", "quiet", "dry_run", "max_cost", "price_table", "chat_template"}
+
+
+@pytest.mark.parametrize("args", [
+    ("scorecard", "--resume", "S", "--output-dir", "elsewhere"),
+    ("trend", "--resume", "T", "--output-dir", "elsewhere"),
+    ("trend", "--add", "T", "--model", "random", "--step", "9", "--output-dir", "elsewhere"),
+])
+def test_output_dir_beside_a_folder_the_command_continues_is_refused(tmp_path, cli, args):
+    """(fuzz 13 A E2: taken and ignored, exit 0)"""
+    r = cli(*args, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "--output-dir" in r.stderr and "drop it" in r.stderr, r.stderr
+    assert not (tmp_path / "elsewhere").exists()
+
+
+@pytest.mark.parametrize("args", [("scorecard", "--resume", "S"), ("trend", "--resume", "T")])
+def test_a_resumes_base_url_is_checked_even_with_nothing_left_to_run(tmp_path, cli, args):
+    """A finished folder opens no model: the URL is checked as a run checks it (fuzz 13 A E2)."""
+    r = cli(*args, "--base-url", "http://127.0.0.1:0/v1", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "port 0 is outside 1-65535" in r.stderr, r.stderr
+
+
+def test_a_price_table_beside_a_resume_is_read_and_refused_where_it_would_be_ignored(tmp_path, cli):
+    """Without --max-cost too (fuzz 13 A E1: a missing, broken or other table was taken and ignored)."""
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"random": {"input_per_million": 1, "output_per_million": 1}}))
+    (tmp_path / "other.json").write_text(prices.read_text())
+    (tmp_path / "bad.json").write_text("{")
+    for name, extra in (("with", ["--price-table", str(prices)]), ("without", [])):
+        r = cli("nashgap", "--model", "random", "--num-games", "1", "--num-trials", "1", "--quiet", *extra,
+                "--output-dir", str(tmp_path / name))
+        assert r.returncode == 0, r.stderr
+    (with_table,) = (tmp_path / "with").iterdir()
+    (without,) = (tmp_path / "without").iterdir()
+    for table, said in (("nope.json", "file not found"), ("bad.json", "invalid JSON"),
+                        ("other.json", f"prices its cost with {prices}")):
+        r = cli("nashgap", "--resume", str(with_table), "--price-table", table, "--quiet", cwd=tmp_path)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and said in r.stderr, (table, r.stderr)
+    r = cli("nashgap", "--resume", str(without), "--price-table", "other.json", "--quiet", cwd=tmp_path)
+    assert r.returncode == 2 and "saved no price table" in r.stderr, r.stderr
+    r = cli("nashgap", "--resume", str(with_table), "--price-table", str(prices), "--quiet", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr

@@ -59,6 +59,8 @@ def plannable(fn: F) -> F:
         prices_path = kwargs.get("price_table") if own_prices else kwargs.pop("price_table", None)
         if prices_path is not None and not str(prices_path).strip():  # (not "no table", silently)
             raise InputError("--price-table: empty; give a JSON file (or leave the flag out)")
+        if prices_path and kwargs.get("resume") and not dry_run:
+            _check_resume_prices(str(prices_path), kwargs, max_cost)
         if not dry_run and max_cost is None:
             return fn(**kwargs)
         from stratbench.models import costs
@@ -95,6 +97,23 @@ def plannable(fn: F) -> F:
     wrapper.__annotations__ = {**fn.__annotations__, "dry_run": bool, "max_cost": Optional[float],
                                **({} if own_prices else {"price_table": Optional[str]})}
     return wrapper  # type: ignore[return-value]
+
+
+def _check_resume_prices(prices_path: str, kwargs: dict[str, Any], max_cost: float | None) -> None:
+    """``--price-table`` beside ``--resume``: read and checked like a new run's; refused where the
+    resume would not use it — beside a saved table that is still there (the run prices its cost
+    with that one), or, without ``--max-cost``, on a run that saved none (nothing is priced)."""
+    from stratbench.models.prices import load_price_table
+
+    load_price_table(prices_path)  # (missing, not JSON, a folder: one line naming the flag)
+    saved = _implied_price_table(kwargs)
+    if saved and os.path.exists(saved) and not _same_file(prices_path, saved):
+        raise InputError(f"--price-table {prices_path}: the run in {kwargs['resume']} prices its cost with "
+                         f"{saved} (saved when it started); drop --price-table")
+    if not saved and max_cost is None:
+        raise InputError(f"--price-table {prices_path}: the run in {kwargs['resume']} saved no price table and "
+                         "a resume without --max-cost prices nothing with it; drop --price-table (or give "
+                         "--max-cost)")
 
 
 def _typed(flag: str, value: float) -> str:

@@ -3,7 +3,8 @@ saved in its folder, so a flag that would change what it plays (``--num-games 50
 ``--model …``) is refused in one line instead of being silently ignored. What a resume does take
 from its command line is how the run is carried out (``runner.lifecycle.RUNTIME_KEYS``: the
 server, timeouts, concurrency, the response cache) and what is not saved with it (``--quiet``,
-``--max-cost``, a replacement ``--price-table``); ``--dry-run`` is let through to its own refusal.
+``--max-cost``, a replacement ``--price-table`` or ``--chat-template`` for a saved file that is gone,
+which `runner.lifecycle` checks); ``--dry-run`` is let through to its own refusal.
 
 The scorecard and the trend refuse their own flags with their own words; the suite file and the
 tiered suite take their file or config again. This guard covers the single-suite run commands.
@@ -19,7 +20,7 @@ from stratbench.errors import InputError
 GUARDED = (("nashgap",), ("tmgbench", "run"), ("tmgbench", "stories", "generate"), ("chbench", "run"),
            ("tom", "run"), ("tom", "baseline"))
 #: what a resumed run takes from the command that resumes it (see the module docstring)
-TAKEN = frozenset({"resume", "quiet", "dry_run", "max_cost", "price_table", "max_concurrency", "parallel",
+TAKEN = frozenset({"resume", "quiet", "dry_run", "max_cost", "price_table", "chat_template", "max_concurrency", "parallel",
                    "num_workers", "base_url", "no_cache", "timeout", "retries", "wait_for_server"})
 
 
@@ -69,3 +70,17 @@ def guard_run_commands(root: Any) -> None:
 
         cmd.invoke = invoke
         cmd._resume_guarded = True
+
+
+def refuse_output_dir_and_check_url(ctx: Any, folder_flag: str, folder: str, base_url: str | None) -> None:
+    """For a command that continues a folder (`scorecard --resume`, `trend --resume`/`--add`):
+    ``--output-dir`` typed beside it (``ctx``: the command's context) would be ignored (the folder is where the command writes), and
+    a ``--base-url`` is checked as a run checks it even when nothing is left to run (a finished
+    folder opens no model, so a port 0 would pass unseen)."""
+    if _typed(ctx, "output_dir"):
+        raise InputError(f"--output-dir: {folder_flag} {folder} writes into that folder, so --output-dir would be "
+                         "ignored; drop it")
+    if base_url is not None:
+        from stratbench.models.http_transport import check_base_url
+
+        check_base_url(base_url, f"{folder_flag} {folder}")

@@ -12,6 +12,7 @@ from stratbench.cli.plan import plannable
 
 
 def scorecard(
+    ctx: typer.Context,
     model: Optional[List[str]] = typer.Option(None, help="A model spec (repeatable); default: embedded."),
     budget: Optional[str] = typer.Option(None, help="smoke (a few units per suite: does everything run?), quick (default: minutes on a laptop), standard, "
                                        "or paper (the papers' sizes)."),
@@ -56,6 +57,10 @@ def scorecard(
         raise InputError("--resume finishes the scorecard saved in the folder; drop --model, --budget, --seed, "
                          "--chat, --reasoning-effort, --think-tags and --max-tokens (--base-url says where its "
                          "models are served now)")
+    if resume:
+        from stratbench.cli.resume_flags import refuse_output_dir_and_check_url
+
+        refuse_output_dir_and_check_url(ctx, "--resume", resume, base_url)
     res = run_scorecard(model or ([] if resume else ["embedded"]), budget="quick" if budget is None else budget,
                         seed=0 if seed is None else seed,
                         output_dir=output_dir,

@@ -203,6 +203,9 @@ def run_file(
                                         "combine with stratbench merge."),
     report: bool = typer.Option(True, help="Write the HTML report of the suite folder at the end."),
     quiet: bool = typer.Option(False, help="Print only the suite folder."),
+    price_table: Optional[str] = typer.Option(
+        None, help="JSON prices per million tokens by model spec, over the shipped table (for --dry-run and "
+                   "--max-cost); with --resume, stands in for a section's saved price table that is gone."),
 ) -> int:
     """Run every suite × model × seed of a suite file (nashgap, tmgbench, chbench, tom sections)."""
     from stratbench.workflows.suite_file import run_suite_file
@@ -217,7 +220,8 @@ def run_file(
 
     if output_dir is not None and not output_dir.strip():  # (not the file's output_dir, silently)
         raise InputError("--output-dir: empty; give a folder")
-    res = run_suite_file(file, output_dir=output_dir, resume_dir=resume, on_run=show, shard=shard)
+    res = run_suite_file(file, output_dir=output_dir, resume_dir=resume, on_run=show, shard=shard,
+                         price_table=price_table if resume else None)
     if report:
         from stratbench.api import report as build_report
 

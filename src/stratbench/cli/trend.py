@@ -47,6 +47,7 @@ def trend_table(trend: Mapping[str, Any]) -> Table:
 
 
 def trend(
+    ctx: typer.Context,
     model: Optional[List[str]] = typer.Option(None, help="A checkpoint's model spec (repeatable), e.g. "
                                               "gguf:ckpt-1000.gguf."),
     step: Optional[List[int]] = typer.Option(None, help="The training step of each --model, in order (repeatable)."),
@@ -83,6 +84,10 @@ def trend(
             err_console.print(f"[dim]{entry['suite']:>8}  {entry['player']:<24} {entry.get('setting') or '':<22} "
                               f"{entry['seconds']:7.1f} s  {entry['folder']}[/dim]", highlight=False)
 
+    if resume or add:
+        from stratbench.cli.resume_flags import refuse_output_dir_and_check_url
+
+        refuse_output_dir_and_check_url(ctx, "--resume" if resume else "--add", str(resume or add), base_url)
     res = run_trend(model or [], steps=step or [], step_from=step_from, tokens=tokens or [], budget=budget,
                     seed=seed, output_dir=output_dir, resume_dir=resume, add_to=add, chat=chat, base_url=base_url,
                     no_cache=no_cache, report=not no_report, on_run=said, timeout=timeout, retries=retries,

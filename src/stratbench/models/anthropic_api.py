@@ -57,6 +57,7 @@ class AnthropicModel(SDKChatModel):
     """Claude over the Messages API (generation only: the API returns no log-probabilities)."""
 
     prefix, api, key_env, default_url = "anthropic", "the Messages API", KEY_ENV, DEFAULT_URL
+    reply_reader = 2  # 2: blocks not read and stop_reason refusal are errors (fuzz 12)
     max_temperature = 1.0
 
     def __init__(self, model: str, base_url: str | None = None, max_concurrency: int = 8, timeout_s: float = 60.0,

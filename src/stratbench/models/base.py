@@ -239,6 +239,10 @@ class LanguageModel(abc.ABC):
     supports_chat_scoring: bool = False  # can `score` take `messages` (the template is known here)
     supports_closed_scoring: bool = False  # can `score` take `closed` requests (full next-token rows)
     chat_problem: str | None = None  # why a chat template the model came with was refused, if it was
+    #: the version of how this backend reads a generation reply into a result: raised when a fix
+    #: reads the same reply differently (a refusal, a part not read), so the response cache — which
+    #: stores the reading, not the reply — asks again instead of serving the old reading
+    reply_reader: int = 1
 
     def __init__(self) -> None:
         self.usage = UsageTotals()
@@ -269,6 +273,7 @@ class LanguageModel(abc.ABC):
         self.supports_chat_scoring = inner.supports_chat_scoring
         self.supports_closed_scoring = inner.supports_closed_scoring
         self.chat_problem = inner.chat_problem
+        self.reply_reader = inner.reply_reader
 
     def describe(self) -> dict[str, Any]:
         """Identification for run.json and cache keys. Never includes secrets."""

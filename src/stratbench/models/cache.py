@@ -70,8 +70,8 @@ def shown_path(path: Path) -> str:
 
 def default_cache_path() -> Path:
     base = os.environ.get("STRATBENCH_CACHE_DIR")
-    if base:
-        return Path(base) / "responses.sqlite"
+    if base and base.strip():  # (blank: unset, never a folder named " "; "~/c" is the home's, as a shell's)
+        return Path(base).expanduser() / "responses.sqlite"
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("stratbench")) / "responses.sqlite"
@@ -392,7 +392,10 @@ _ADDED_FIELDS: dict[str, Any] = {"messages": (), "closed": False}
 _NOT_KEYS = ("dry_reply",)  # what the caller says of a request, not what is sent
 
 
-def request_key(kind: str, model: dict[str, Any], request: Any) -> str:
+def request_key(kind: str, model: dict[str, Any], request: Any, reader: int = 1) -> str:
+    """The cache key of `request` to `model` (its describe()). ``reader``: the backend's
+    `reply_reader` for a generation (left out at 1, so the entries of backends whose reading never
+    changed are still found)."""
     fields = {k: v for k, v in dataclasses.asdict(request).items()
               if k not in _NOT_KEYS and not (k in _ADDED_FIELDS and v == _ADDED_FIELDS[k])}
     payload = {
@@ -400,6 +403,7 @@ def request_key(kind: str, model: dict[str, Any], request: Any) -> str:
         "kind": kind,
         "model": model,
         "request": fields,
+        **({"reader": reader} if kind == "generate" and reader != 1 else {}),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -498,7 +502,7 @@ class CachedModel(LanguageModel):
 
     async def _through(self, kind: str, requests: Sequence[Any], call: Any, fields: tuple[str, ...],
                        make: Any) -> list[Any]:
-        keys = [request_key(kind, self._identity, r) for r in requests]
+        keys = [request_key(kind, self._identity, r, self.reply_reader) for r in requests]
         if self._before is not None:
             # the n-th asking of a request in a session is its own entry: under prefix reuse the
             # same prompt can score differently the second time (another KV state before it), and

@@ -17,7 +17,7 @@ from stratbench.files import problem_text, read_text
 from stratbench.models.base import (
     Message,
 )
-from stratbench.models.templates import bounded_formatter, probe
+from stratbench.models.templates import bounded_formatter, fold_system, probe, refuses_system
 
 
 class Tokenizer(Protocol):
@@ -90,6 +90,7 @@ class ChatTemplate:
         self.source = source
         self.digest = digest
         self.tokenizer = tokenizer
+        self.folds_system = False  # the template refuses a system message: folded into the first user turn
 
     @property
     def has_template(self) -> bool:
@@ -103,6 +104,8 @@ class ChatTemplate:
         completions endpoint). ValueError when the template fails or cannot be reproduced."""
         if self._formatter is None:
             raise ValueError(f"{self.source} has no chat template")
+        if self.folds_system:
+            messages = fold_system(messages)
         try:
             res = self._formatter(messages=[{"role": r, "content": c} for r, c in messages])
         except ValueError:
@@ -161,6 +164,7 @@ class ChatTemplate:
             why = probe(lambda messages: template.render(messages)[0])
             if why is not None:
                 raise InputError(f"--chat-template {p}: not a usable chat template: {why}")
+            template.folds_system = refuses_system(lambda messages: template.render(messages)[0])
         return template
 
     @classmethod

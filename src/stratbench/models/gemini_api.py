@@ -79,6 +79,7 @@ class GeminiModel(SDKChatModel):
     """Gemini over generateContent (generation only: no scored answers)."""
 
     prefix, api, key_env, default_url = "gemini", "the Gemini API", KEY_ENV, DEFAULT_URL
+    reply_reader = 2  # 2: parts not read are errors, text without its count is unknown usage (fuzz 12, 13)
     max_retry_wait_s = 20.0  # the retry options' max_delay below
     _http: Any = None  # the httpx client given to the SDK (models.sdk_transport)
 
@@ -155,9 +156,24 @@ def _tokens(usage: Any) -> dict[str, Any]:
             "tokens_out": None if reply is None or thoughts is None else reply + thoughts}
 
 
-#: the kinds of part that hold no text (the SDK's Part fields)
+#: the Part fields read as the answer (a thought signature: an opaque token beside a thought)
+_READ_FIELDS = ("text", "thought", "thought_signature")
+#: the Part fields an SDK without `model_fields` is asked about (the kinds that hold no answer text)
 _OTHER_PARTS = ("function_call", "function_response", "inline_data", "file_data", "executable_code",
-                "code_execution_result")
+                "code_execution_result", "tool_call", "tool_response", "audio_transcription")
+
+
+def _unread_field(part: Any) -> str | None:
+    """The first field of `part` that holds something and is not read (a function or tool call, inline
+    data, a transcription: every kind but text and its metadata), or None. The SDK's own field list
+    is asked, so a kind a later release adds is caught too, not skipped as an empty answer."""
+    names = getattr(type(part), "model_fields", None) or _OTHER_PARTS
+    for n in names:
+        if n in _READ_FIELDS or n.endswith("_metadata") or n in ("media_resolution", "media_processing"):
+            continue
+        if getattr(part, n, None) is not None:
+            return str(n)
+    return None
 
 
 def _result(resp: Any, latency: float) -> GenerateResult:
@@ -173,14 +189,20 @@ def _result(resp: Any, latency: float) -> GenerateResult:
     finish = _name(getattr(cand, "finish_reason", None))
     text: list[str] = []
     thought: list[str] = []
+    empty: int | None = None  # the first part holding nothing read (a kind the SDK dropped, unknown to it)
     for i, part in enumerate(getattr(getattr(cand, "content", None), "parts", None) or []):
         if getattr(part, "text", None) is None:
-            other = next((n for n in _OTHER_PARTS if getattr(part, n, None) is not None), None)
+            other = _unread_field(part)
             if other is not None:  # a function call, inline data: a reply that is not read is no empty answer
                 return GenerateResult(None, error=f"invalid reply: part {i} holds {other}, which is not read "
                                                   "(text and thought parts are)", **tokens)
+            if getattr(part, "thought_signature", None) is None and empty is None:
+                empty = i
             continue
         (thought if getattr(part, "thought", False) else text).append(part.text)
+    if empty is not None and not text and not thought:
+        return GenerateResult(None, error=f"invalid reply: part {empty} holds nothing this version reads (a kind "
+                                          "of part it does not know), and no part holds text", **tokens)
     if (text or thought) and usage is not None and getattr(usage, "candidates_token_count", None) is None:
         tokens["tokens_out"] = None  # (text, but no count of it: unknown, never 0)
     if not text and not thought and finish not in (None, "STOP", "MAX_TOKENS"):

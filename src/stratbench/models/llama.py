@@ -614,10 +614,13 @@ class LlamaCppModel(LocalModel):
         self._cached_tokens: list[int] = []  # what the KV cache holds (prefix_reuse only)
         self._ends: np.ndarray | None = None  # ends_answer_mask(), made on first use
         self._chat = _chat_formatter(self._llm)
+        self.folds_system = False
         if self._chat is not None:  # the GGUF's own template is code from the file: checked like a user's
             why = templates.probe(lambda messages: self.render_chat(messages)[0])
             if why is not None:
                 self._chat, self.chat_problem = None, f"its chat template is not usable: {why}"
+            else:  # (Gemma 2's refuses a system message: it is folded into the first user turn)
+                self.folds_system = templates.refuses_system(lambda messages: self.render_chat(messages)[0])
         self.supports_chat = self.supports_chat_scoring = self._chat is not None
         self._scorer = None if prefix_reuse else _MultiSequenceScorer(self._llm, llama_cpp, SCORING_SEQUENCES,
                                                                        threads=min(threads, 8))
@@ -645,6 +648,8 @@ class LlamaCppModel(LocalModel):
         special tokens itself). ValueError when the model has no template or rendering fails."""
         if self._chat is None:
             raise ValueError(f"{self.spec}: {self.chat_problem or 'this model has no chat template'}")
+        if self.folds_system:
+            messages = templates.fold_system(messages)
         try:
             res = self._chat(messages=_as_dicts(messages))
         except ValueError:

@@ -237,6 +237,7 @@ class OpenAICompatibleModel(LanguageModel):
 
     supports_logprobs = True
     supports_chat = True  # a chat endpoint takes conversations (the server applies its template)
+    reply_reader = 2  # 2: a refusal, content parts and a reasoning part's content read (fuzz 12)
 
     def __init__(self, provider: str, model: str, base_url: str | None = None,
                  api_key_env: str | None = None, max_concurrency: int = 8, timeout_s: float = 60,
@@ -804,7 +805,8 @@ class OpenAICompatibleModel(LanguageModel):
                     if thought:
                         reasoning = thought if reasoning is None else f"{reasoning}\n\n{thought}"
                 refusal = message.get("refusal")
-                if refusal not in (None, "") and not (isinstance(text, str) and text.strip()):
+                said = bool(refusal) and not (isinstance(refusal, str) and not refusal.strip())  # (false, 0, [], " ": none)
+                if said and not (isinstance(text, str) and text.strip()):
                     raise Malformed(f"response has no text content (refusal: {_as_text(refusal)[:200]})")
                 if text is None and reasoning is not None:
                     text = ""  # all reasoning, no answer (cut by the token limit): a parse failure

@@ -392,6 +392,35 @@ def probe(render: Callable[[Sequence[Message]], str]) -> str | None:
     return None
 
 
+def refuses_system(render: Callable[[Sequence[Message]], str]) -> bool:
+    """Whether `render` raises on a conversation with a system message (Gemma 2's templates:
+    ``raise_exception('System role not supported')``) while taking one without (`probe` passed)."""
+    try:
+        render((("system", PROBE_SYSTEM), ("user", PROBE_USER)))
+    except TemplateLimitError:
+        return False  # (a limit, not a refusal: `probe` names it)
+    except Exception:  # noqa: BLE001 - the template's own refusal
+        return True
+    return False
+
+
+def fold_system(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """The conversation for a template that refuses a system message: the system text put at the
+    start of the first user message, a blank line between — what Gemma 3's own template does with
+    one — so the suites' instructions reach such a model instead of failing every call."""
+    if not any(r == "system" for r, _ in messages):
+        return tuple(messages)
+    system = "\n\n".join(c for r, c in messages if r == "system")
+    rest = [(r, c) for r, c in messages if r != "system"]
+    if not system:
+        return tuple(rest)
+    for i, (r, c) in enumerate(rest):
+        if r == "user":
+            rest[i] = (r, f"{system}\n\n{c}")
+            return tuple(rest)
+    return (("user", system), *rest)
+
+
 def _reason(e: BaseException) -> str:
     from stratbench.files import problem_text
 
@@ -402,4 +431,5 @@ def _reason(e: BaseException) -> str:
 
 
 __all__ = ["PROBE_SYSTEM", "PROBE_USER", "TEMPLATE_MAX_CHARS", "TEMPLATE_MAX_ITEMS", "TEMPLATE_TIME_LIMIT_S", "BoundedTemplate",
-           "TemplateLimitError", "bounded_environment_class", "bounded_formatter", "probe"]
+           "TemplateLimitError", "bounded_environment_class", "bounded_formatter", "fold_system", "probe",
+           "refuses_system"]

@@ -482,6 +482,39 @@ def check_writable(folder: Path) -> None:
             probe.unlink()
 
 
+def _template_on_resume(plan: RunPlan, meta: RunMeta, folder: Path, given: Any) -> None:
+    """The resume's ``--chat-template``: taken only in place of the run's saved template when that
+    file is gone (the folder copied to another machine), saved from then on; the template's digest
+    in run.json is checked against it later (`check_same_player`), so only the same template
+    finishes the run. Beside a saved template that is still there, or a run without one, the flag
+    would be ignored: refused in one line."""
+    config = getattr(plan, "config", None)
+    saved = getattr(config, "chat_template", None)
+    if not isinstance(given, str) or not given.strip():
+        if isinstance(saved, str) and saved.strip() and not os.path.exists(saved):
+            raise InputError(f"--resume {folder}: the chat template saved with the run ({saved}) is gone; give the "
+                             "same template with --chat-template FILE (run.json's digest of it is checked)")
+        return
+    if not isinstance(saved, str) or not saved.strip():
+        raise InputError(f"--chat-template {given}: the run in {folder} was started without one, and a resume "
+                         "finishes it with the settings saved there; drop --chat-template")
+    if os.path.exists(saved):
+        try:
+            same = os.path.samefile(given, saved)
+        except OSError:
+            same = False
+        if same:
+            return
+        raise InputError(f"--chat-template {given}: the run in {folder} reads its saved template {saved}, which is "
+                         "still there; drop --chat-template")
+    if not os.path.isfile(given):
+        raise InputError(f"--chat-template {given}: no such file")
+    full = os.path.abspath(given)
+    config.chat_template = full  # type: ignore[union-attr]
+    if isinstance(meta.get("config"), dict):
+        meta["config"]["chat_template"] = full  # (the next resume reads it from here)
+
+
 def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | Path | None = None) -> RunResult:
     """Run (or, with ``resume_dir``, finish) one run described by ``plan``; returns its result.
 
@@ -498,12 +531,14 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
                 raise InputError(f"--resume {folder}: not a result folder")
             stack.enter_context(folder_lock(folder))
             meta = read_run_json(folder, "--resume ")  # type: ignore[assignment]
+            given_template = getattr(getattr(plan, "config", None), "chat_template", None)
             try:
                 plan.resume_from(meta, folder)
             except InputError as e:
                 if str(e).startswith("run.json's saved config"):  # (rebuild_config knows no folder)
                     raise InputError(f"--resume {folder}/{e}") from None
                 raise
+            _template_on_resume(plan, meta, folder, given_template)
             check_suite_version(meta, plan.version, f"--resume {folder}")
             try:
                 plan.open()
@@ -684,7 +719,7 @@ def check_same_player(plan: RunPlan, meta: RunMeta, folder: Path, flag: str = "-
                          f"were made by {saved.get('name')!r} (its \"agent\"): run.json was edited; the folder is "
                          "left as it is")
     then, used = _template_digests(meta), _template_digests(probe)
-    if then and used and then != used:
+    if then and used and {_content(t) for t in then} != {_content(t) for t in used}:  # (a copy by another name: the same)
         named = meta.get("config", {}).get("chat_template") if isinstance(meta.get("config"), dict) else None
         raise InputError(f"{flag}{folder}: the chat template{f' {named}' if named else ''} is not the one the run "
                          f"started with ({', '.join(sorted(then))} in run.json, {', '.join(sorted(used))} now: the "
@@ -693,6 +728,11 @@ def check_same_player(plan: RunPlan, meta: RunMeta, folder: Path, flag: str = "-
 
 
 _TEMPLATE_DIGEST = re.compile(r".+:sha256:[0-9a-f]{16}")
+
+
+def _content(digest: str) -> str:
+    """A template identity's content digest, without the file name (``t.jinja:sha256:…`` → ``sha256:…``)."""
+    return "sha256:" + digest.rsplit(":sha256:", 1)[-1]
 
 
 def _template_digests(value: Any) -> set[str]:

@@ -105,8 +105,18 @@ def finished_runs(out: Path, meta: dict[str, Any], jobs: list[Job],
         if lost is not None:
             raise InputError(f"--resume {out}: suite_metadata.json: the finished collection does not list its run "
                              f"{lost!r} (edited by hand); the folder is left as it is")
-    return {j.key for j in jobs if (prev := done.get(j.key)) and prev.get("status") == "finished"
-            and _still_finished(out, prev, j, extra)}
+    finished = {j.key for j in jobs if (prev := done.get(j.key)) and prev.get("status") == "finished"
+                and _still_finished(out, prev, j, extra)}
+    for j in jobs:  # an interrupted run resumes from its own run.json: it must be the planned run too
+        prev = done.get(j.key)
+        if prev and j.key not in finished and isinstance(prev.get("folder"), str) and prev["folder"] \
+                and (out / prev["folder"] / "run.json").is_file():
+            from stratbench.runner.folders import read_run_json
+
+            saved = read_run_json(out / prev["folder"], "--resume ")
+            if isinstance(saved.get("config"), dict):
+                _check_planned_config(f"--resume {out}", "; the folder is left as it is", prev, saved["config"], j)
+    return finished
 
 
 def check_listed_runs(out: Path, meta: dict[str, Any], jobs: list[Job],
@@ -181,28 +191,13 @@ def _as_saved(value: Any) -> str:
     return json.dumps(json.loads(dumps({"v": value}))["v"], sort_keys=True)
 
 
-def _still_finished(out: Path, entry: dict[str, Any], job: Job,
-                    extra: Callable[[Job], dict[str, Any]] | None = None, flag: str = "--resume ") -> bool:
-    """Whether a run the collection lists as finished still is the planned run, finished: its
-    run.json says so, its config is the plan's (one line when either file was edited: a
-    scorecard whose budget says "paper" over smoke-sized runs is refused), its records are all
-    there (a records file cut after the run finished: the run is finished again in place, its
-    missing units run again, with a note; a reader, ``flag`` "", is told it is not finished), and
-    its entry says what the run is: its suite, model, seed and setting the plan's, its headline
-    what its records give (an edited entry is refused: a resume would copy it into runs.csv)."""
+def _check_planned_config(who: str, left: str, entry: dict[str, Any], saved: dict[str, Any], job: Job) -> None:
+    """One line unless a listed run's saved config (run.json) is the collection's plan for it: a run
+    saved with settings the plan does not have (or the plan edited since) would finish, or be
+    kept, as another run than the one planned."""
     from stratbench.redact import redact_json
-    from stratbench.runner.folders import read_run_json
     from stratbench.runner.lifecycle import PATH_KEYS, RUNTIME_KEYS, same_path
 
-    folder = out / str(entry.get("folder") or "")
-    if not entry.get("folder") or not (folder / "run.json").is_file():
-        return False
-    meta = read_run_json(folder, flag)
-    if meta.get("status") != "finished":
-        return False
-    who = f"{flag}{out}" if flag else f"{out}/suite_metadata.json"
-    left = "; the folder is left as it is" if flag else ""
-    saved = meta["config"]
     # settings the run works out itself (a games file's run saves the number of games it holds)
     derived = getattr(job.config, "derived_keys", lambda: ())()
     for k, v in _config_json(job.config).items():  # (None: left to the run to resolve, e.g. llm_seed)
@@ -218,7 +213,30 @@ def _still_finished(out: Path, entry: dict[str, Any], job: Job,
             raise InputError(f"{who}: the run {entry['folder']} has {k} = {json.dumps(saved[k])} where the "
                              f"collection's plan has {json.dumps(redact_json(v))}: suite_metadata.json or the run's "
                              f"run.json was edited{left}")
+
+
+def _still_finished(out: Path, entry: dict[str, Any], job: Job,
+                    extra: Callable[[Job], dict[str, Any]] | None = None, flag: str = "--resume ") -> bool:
+    """Whether a run the collection lists as finished still is the planned run, finished: its
+    run.json says so, its config is the plan's (one line when either file was edited: a
+    scorecard whose budget says "paper" over smoke-sized runs is refused), its records are all
+    there (a records file cut after the run finished: the run is finished again in place, its
+    missing units run again, with a note; a reader, ``flag`` "", is told it is not finished), and
+    its entry says what the run is: its suite, model, seed and setting the plan's, its headline
+    what its records give (an edited entry is refused: a resume would copy it into runs.csv)."""
+    from stratbench.runner.folders import read_run_json
+
+    folder = out / str(entry.get("folder") or "")
+    if not entry.get("folder") or not (folder / "run.json").is_file():
+        return False
+    meta = read_run_json(folder, flag)
+    if meta.get("status") != "finished":
+        return False
+    who = f"{flag}{out}" if flag else f"{out}/suite_metadata.json"
+    left = "; the folder is left as it is" if flag else ""
+    _check_planned_config(who, left, entry, meta["config"], job)
     want = (meta.get("totals") or {}).get("records")
+
     have = 0
     for f in sorted(folder.glob("*.jsonl")):
         with f.open("rb") as fh:

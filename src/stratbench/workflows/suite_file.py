@@ -91,11 +91,14 @@ def _without_urls(value: Any) -> Any:
 
 def run_suite_file(path: str | Path | None = None, output_dir: str | None = None, resume_dir: str | None = None,
                    on_run: Callable[[dict[str, Any]], None] | None = None,
-                   shard: str | None = None) -> SuiteRunResult:
+                   shard: str | None = None, price_table: str | None = None) -> SuiteRunResult:
     """Run every job of a suite file (or finish the suite in `resume_dir`).
 
     ``shard="i/n"`` runs every n-th *run* (round-robin over the file's runs in order), so each
     machine runs whole runs; `stratbench merge` puts the shards' folders back together.
+    ``price_table``: on a resume, stands in for a section's saved price table that is gone (the
+    folder copied to another machine, the table moved) — as a single run's resume takes it; a
+    table prices a run's cost, never a record. Not saved: each such resume gives it again.
     """
     from stratbench.runner.shard import parse_shard, shard_from_json
 
@@ -131,6 +134,8 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
         planned = with_file_paths(data, base)
         if meta.get("status") == "finished":  # (nothing left to price: a table moved away since is not needed)
             planned = _without_gone_price_tables(planned)
+        else:
+            planned = _with_price_table_for_gone(planned, price_table, out)
         jobs = plan_suite_data(planned, Path(meta.get("file") or out))
         if [j.key for j in jobs] != meta.get("plan"):
             raise InputError(f"--resume {out}: the saved plan no longer gives the same runs with this version "
@@ -195,6 +200,23 @@ def _without_gone_price_tables(data: dict[str, Any]) -> dict[str, Any]:
                 and not os.path.exists(params["price_table"]):
             out[section] = {k: v for k, v in params.items() if k != "price_table"}
     return out
+
+
+def _with_price_table_for_gone(data: dict[str, Any], price_table: str | None, out: Path) -> dict[str, Any]:
+    """An unfinished suite's data with `price_table` in place of every section's saved table that is
+    gone; without it, one line saying which table is gone and how to go on."""
+    from stratbench.models.prices import load_price_table
+
+    gone = [s for s, params in data.items() if isinstance(params, dict) and isinstance(params.get("price_table"), str)
+            and not os.path.exists(params["price_table"])]
+    if not gone:
+        return data
+    if not price_table:
+        raise InputError(f"--resume {out}: the price table saved with the suite's [{gone[0]}] section "
+                         f"({data[gone[0]]['price_table']}) is gone; give it (or another) with --price-table FILE")
+    load_price_table(price_table)  # (a bad replacement named as the flag, before anything runs)
+    return {s: ({**params, "price_table": os.path.abspath(price_table)} if s in gone else params)
+            for s, params in data.items()}
 
 
 def check_suite_file_folder(folder: Path, meta: dict[str, Any]) -> None:

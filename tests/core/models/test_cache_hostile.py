@@ -632,3 +632,18 @@ def test_cli_run_over_a_corrupt_cache_recreates_it(tmp_path, monkeypatch, capsys
     assert second["model_calls"] == 0 and second["model_cache_hits"] == 3
     assert [r["policy"] for r in _records(tmp_path / "a")] == [r["policy"] for r in _records(tmp_path / "b")]
     assert len(list(cache_dir.glob("responses.sqlite.corrupt-*"))) == 1
+
+
+@pytest.mark.parametrize("value,where", [(" ", None), ("", None), ("~/c", "HOME/c")])
+def test_a_blank_or_tilde_cache_dir_is_unset_or_the_homes(monkeypatch, tmp_path, value, where):
+    """STRATBENCH_CACHE_DIR " " made a folder named " " in the working folder, and "~/c" one named
+    "~" (fuzz 13 A M): blank is unset, a tilde is the home folder, as a shell reads it."""
+    from stratbench.models.cache import default_cache_path
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("STRATBENCH_CACHE_DIR", value)
+    path = default_cache_path()
+    if where is None:
+        assert path.parent.name != value and path.is_absolute()
+    else:
+        assert path == tmp_path / "c" / "responses.sqlite"

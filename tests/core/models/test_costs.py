@@ -531,3 +531,39 @@ def test_a_run_whose_saved_price_table_is_gone_resumes_with_another(tmp_path, cl
     with FakeOpenAIServer(canned_text="Action: 1") as s:  # and the next resume asks for nothing gone
         r = cli("nashgap", "--resume", str(folder), "--base-url", s.base_url, "--quiet")
         assert r.returncode == 0, r.stderr
+
+
+def test_an_unfinished_suite_whose_price_table_is_gone_resumes_with_another(tmp_path, cli):
+    """A suite file's [nashgap] price table moved away while the suite was unfinished: the resume
+    says which table is gone and takes --price-table in its place, as a run's and a scorecard's
+    resumes do (fuzz 12 B R1: the flag was taken and ignored, the suite could never be finished)."""
+    from fake_openai_server import FakeOpenAIServer
+
+    prices = tmp_path / "p.json"
+    prices.write_text(json.dumps({"openai-compatible:m": {"input_per_million": 1000, "output_per_million": 1000}}))
+    new = tmp_path / "new.json"
+    new.write_text(prices.read_text())
+    with FakeOpenAIServer() as s:
+        (tmp_path / "s.toml").write_text(
+            f'models = [{{ spec = "openai-compatible:m", base_url = "{s.base_url}" }}]\nseeds = [1, 2]\n'
+            '[nashgap]\nnum_games = 3\nnum_trials = 1\npolicy = "sample"\nprice_table = "p.json"\nno_cache = true\n'
+            'max_concurrency = 1\n')
+        r = cli("suite", "run", "s.toml", "--output-dir", "o", "--no-report", "--quiet", "--max-cost", "0.01",
+                cwd=tmp_path)
+        assert r.returncode == 3, r.stderr
+        (folder,) = (tmp_path / "o").iterdir()
+        prices.unlink()
+        r = cli("suite", "run", "--resume", str(folder), "--no-report", "--quiet", cwd=tmp_path)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert f"[nashgap] section ({prices}) is gone; give it (or another) with --price-table" in r.stderr, r.stderr
+        r = cli("suite", "run", "--resume", str(folder), "--price-table", "nothing.json", "--no-report", "--quiet",
+                cwd=tmp_path)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--price-table nothing.json" in r.stderr, r.stderr
+        assert json.loads((folder / "suite_metadata.json").read_text())["status"] == "running"
+        r = cli("suite", "run", "--resume", str(folder), "--price-table", str(new), "--max-cost", "500",
+                "--no-report", "--quiet", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    assert json.loads((folder / "suite_metadata.json").read_text())["status"] == "finished"
+    runs = [json.loads(p.read_text()) for p in folder.glob("nashgap/*/*/run.json")]
+    assert len(runs) == 2 and all(x["status"] == "finished" for x in runs)
+    assert any(x["config"]["price_table"] == str(new) for x in runs)

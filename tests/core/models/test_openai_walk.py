@@ -275,3 +275,57 @@ def test_a_resume_whose_chat_template_file_changed_is_refused(tmp_path, cli):
         template.write_text(first)
         r = cli("nashgap", "--resume", str(folder), "--no-cache", "--quiet")
         assert r.returncode == 0, r.stderr
+
+
+def test_a_resume_whose_chat_template_is_gone_takes_the_same_template_by_another_path(tmp_path, cli):
+    """The run's template moved away (the folder copied to another machine): the resume says so and
+    takes --chat-template in its place when its content is run.json's digest, saved from then on;
+    another template, or the flag beside a template still there, is one line and the folder as it
+    was (fuzz 12 A E1: the line named a flag not given, and giving it was refused)."""
+    template = tmp_path / "t.jinja"
+    first = "{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}<assistant>"
+    template.write_text(first)
+    with FakeOpenAIServer() as s:
+        r = cli("nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url, "--num-games", "2",
+                "--num-trials", "1", "--seed", "1", "--chat", "--chat-template", str(template), "--no-cache",
+                "--quiet", "--output-dir", str(tmp_path / "o"))
+        assert r.returncode == 0, r.stderr
+        (folder,) = (tmp_path / "o").iterdir()
+        meta = json.loads((folder / "run.json").read_text())
+        meta["status"] = "running"
+        (folder / "run.json").write_text(json.dumps(meta))
+        trials = folder / "trials.jsonl"
+        trials.write_text(trials.read_text().splitlines(keepends=True)[0])
+        there = tmp_path / "there.jinja"
+        there.write_text(first)
+        r = cli("nashgap", "--resume", str(folder), "--chat-template", str(there), "--quiet")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert f"reads its saved template {template}, which is still there; drop --chat-template" in r.stderr
+        template.unlink()
+        before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        r = cli("nashgap", "--resume", str(folder), "--quiet")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert f"the chat template saved with the run ({template}) is gone; give the same template" in r.stderr
+        other = tmp_path / "other.jinja"
+        other.write_text(first.replace("<assistant>", "[ASSISTANT]"))
+        r = cli("nashgap", "--resume", str(folder), "--chat-template", str(other), "--quiet")
+        assert r.returncode == 2 and "is not the one the run started with" in r.stderr, r.stderr
+        assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+        r = cli("nashgap", "--resume", str(folder), "--chat-template", str(there), "--no-cache", "--quiet")
+        assert r.returncode == 0, r.stderr
+    meta = json.loads((folder / "run.json").read_text())
+    assert meta["status"] == "finished" and meta["config"]["chat_template"] == str(there)
+    assert len(trials.read_text().splitlines()) == 2
+
+
+def test_a_resume_of_a_run_without_a_template_refuses_one(tmp_path, cli):
+    """--chat-template beside --resume of a run started without one would be ignored: one line."""
+    template = tmp_path / "t.jinja"
+    template.write_text("{% for m in messages %}{{ m.content }}\n{% endfor %}")
+    r = cli("nashgap", "--model", "random", "--num-games", "1", "--num-trials", "1", "--quiet", "--output-dir",
+            str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    r = cli("nashgap", "--resume", str(folder), "--chat-template", str(template))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "was started without one" in r.stderr and "drop --chat-template" in r.stderr, r.stderr

@@ -164,7 +164,7 @@ def test_an_answer_cached_with_a_lone_surrogate_is_served_clean(tmp_path):
         model = make_model(server)
         cache = ResponseCache(tmp_path / "responses.sqlite")
         req = GenerateRequest("hi", max_tokens=4)
-        cache.put_many({request_key("generate", model.describe(), req): {"text": "old \udc80", "tokens_in": 5,
+        cache.put_many({request_key("generate", model.describe(), req, model.reply_reader): {"text": "old \udc80", "tokens_in": 5,
                                                                           "tokens_out": 2}})
         (res,) = run(CachedModel(model, cache), "generate", [req])
         assert res.cached and res.text == "old \ufffd" and res.tokens_in == 0 and res.tokens_out == 2
@@ -851,3 +851,21 @@ def test_completions_top_logprobs_in_the_chat_shape_is_named(server, monkeypatch
     monkeypatch.setattr(model, "_post", post)
     (res,) = run(model, "score", [ScoreRequest("Pick: ", ("0", "1"))])
     assert res.logprobs is None and "{token, logprob} entries" in (res.error or ""), res
+
+
+@pytest.mark.parametrize("refusal", [False, [], 0, " "])
+def test_a_refusal_field_that_says_none_beside_empty_content_is_the_empty_answer(server, monkeypatch, refusal):
+    """refusal false, [], 0 or blank says no refusal: the empty content is the model's empty answer
+    (a parse failure), not an error (fuzz 13 A M)."""
+    from stratbench.models.retry import RetryOutcome
+
+    model = make_model(server, endpoint="chat")
+    reply = {"choices": [{"message": {"role": "assistant", "content": "", "refusal": refusal},
+                          "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 3}}
+
+    async def post(path, body):
+        return RetryOutcome(data=reply, status=200, attempts=1)
+
+    monkeypatch.setattr(model, "_post", post)
+    (res,) = run(model, "generate", [GenerateRequest("Q", max_tokens=20, chat=True)])
+    assert res.ok and res.text == "", res

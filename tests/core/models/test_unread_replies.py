@@ -57,3 +57,46 @@ def test_gemini_text_without_a_count_of_it_is_unknown_usage_not_zero():
     usage = SimpleNamespace(prompt_token_count=5, candidates_token_count=None, thoughts_token_count=None)
     r = gemini_result(_gemini([_part(text="Action: 1")], usage), 0.1)
     assert r.ok and r.text == "Action: 1" and r.usage_unknown, r
+
+
+def _sdk_part(**kw):
+    from google.genai import types
+
+    return types.Part.model_validate(kw)
+
+
+@pytest.mark.parametrize("part,why", [
+    ({"toolCall": {"id": "t1"}}, "part 0 holds tool_call, which is not read"),
+    ({"toolResponse": {"id": "t1"}}, "part 0 holds tool_response, which is not read"),
+    ({"audioTranscription": {"text": "Action: 2"}}, "part 0 holds audio_transcription, which is not read"),
+    ({}, "part 0 holds nothing this version reads"),
+])
+def test_every_gemini_part_kind_but_text_is_an_error_on_the_sdks_own_parts(part, why):
+    """The SDK's Part asked for its fields: kinds a fixed list missed (tool calls, a transcription)
+    and a part the SDK dropped as unknown are errors, not an empty answer (fuzz 13 A D1)."""
+    r = gemini_result(_gemini([_sdk_part(**part)]), 0.1)
+    assert r.text is None and why in (r.error or ""), r
+
+
+def test_a_gemini_part_holding_nothing_beside_text_leaves_the_answer():
+    r = gemini_result(_gemini([_sdk_part(), _sdk_part(text="Action: 1"), _sdk_part(thoughtSignature=b"x")]), 0.1)
+    assert r.ok and r.text == "Action: 1", r
+
+
+def test_a_backend_whose_reading_changed_is_asked_again_not_served_its_old_reading(tmp_path):
+    """The cache stores a reply's reading: a backend whose reader was fixed (reply_reader 2) keys its
+    generations apart from the old readings, so an upgrade does not serve a refusal cached as an
+    empty answer (fuzz 13 A D2); scores and backends at reader 1 keep their keys."""
+    from stratbench.models.base import GenerateRequest, ScoreRequest
+    from stratbench.models.cache import request_key
+
+    req = GenerateRequest("p")
+    assert request_key("generate", {"m": 1}, req, 2) != request_key("generate", {"m": 1}, req)
+    assert request_key("generate", {"m": 1}, req, 1) == request_key("generate", {"m": 1}, req)
+    score = ScoreRequest("p", ("1", "2"))
+    assert request_key("score", {"m": 1}, score, 2) == request_key("score", {"m": 1}, score)
+    from stratbench.models.anthropic_api import AnthropicModel
+    from stratbench.models.gemini_api import GeminiModel
+    from stratbench.models.openai_api import OpenAICompatibleModel
+
+    assert AnthropicModel.reply_reader == GeminiModel.reply_reader == OpenAICompatibleModel.reply_reader == 2
