@@ -30,6 +30,8 @@ LINK = '=HYPERLINK("http://evil.example","click")'
     ("-0.5", "-0.5"), ("+1e3", "+1e3"), ("0.25", "0.25"), (".5", ".5"), ("-3.", "-3."),
     # not numbers to a spreadsheet, though Python reads them: a formula there (fuzz 11 B M3)
     ("-inf", "'-inf"), ("-1_0", "'-1_0"), ("+nan", "'+nan"),
+    # digits of another script are no number to a spreadsheet (fuzz 12 B M4: `\d` matched them)
+    ("-٣", "'-٣"), ("+１", "'+１"),
     # ordinary text
     ("openai-compatible:fake", "openai-compatible:fake"), ("a=b", "a=b"), ("", ""),
 ])

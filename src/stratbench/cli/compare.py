@@ -93,6 +93,8 @@ def check_output_file(output: str, inputs: tuple[str, ...]) -> Path:
     from stratbench.errors import InputError
 
     out = Path(output)
+    if out.suffix.lower() in (".csv", ".tsv", ".html", ".htm", ".txt", ".md"):  # (JSON under another name)
+        raise InputError(f"--output {output}: the comparison is written as JSON; give a .json file name")
     target = out.resolve()
     for folder in inputs:
         f = Path(folder).resolve()

@@ -34,7 +34,8 @@ from stratbench.suites import get_suite
 
 
 def nashgap(
-    num_games: int = typer.Option(100, help="Number of games to generate."),
+    num_games: Optional[int] = typer.Option(None, help="Number of games to generate (default 100; a --games-file "
+                                                "run plays the file's games)."),
     num_trials: int = typer.Option(100, help="Trials per game for sampled policies (log-prob policies need one)."),
     num_rows: int = typer.Option(3, help="Row player's actions."),
     num_cols: int = typer.Option(3, help="Column player's actions."),
@@ -88,8 +89,10 @@ def nashgap(
     from stratbench.models import is_http_spec, takes_chat_template
     from stratbench.suites.nashgap.config import NashgapConfig
 
+    if games_file is not None and num_games is not None:  # (dropped silently, the file's count played)
+        raise InputError(f"--num-games {num_games}: a --games-file run plays every game of the file; drop --num-games")
     base = NashgapConfig(
-        num_games=num_games, num_trials=num_trials, num_rows=num_rows, num_cols=num_cols,
+        num_games=100 if num_games is None else num_games, num_trials=num_trials, num_rows=num_rows, num_cols=num_cols,
         seed=seed, llm_type=llm_type, llm_model=llm_model, llm_seed=llm_seed, policy=policy,
         order_rotations=order_rotations, base_url=base_url, timeout=timeout, retries=retries,
         wait_for_server=wait_for_server, chat_template=chat_template, max_concurrency=max_concurrency,
@@ -103,6 +106,9 @@ def nashgap(
     models = list(model or [])
     if resume and len(models) > 1:
         raise InputError("--resume takes one run folder; give no --model")
+    twice = next((m for i, m in enumerate(models) if m in models[:i]), None)
+    if twice is not None:  # (the same player twice: two identical runs, one row shown twice)
+        raise InputError(f"--model {twice}: given twice; give each player once")
     # several players: --base-url, --chat-template and --reasoning-effort are the HTTP players' (a
     # local one runs here, brings its own template and reasons as it was trained to); with no
     # HTTP player every config keeps them and the first is refused in one line

@@ -220,6 +220,12 @@ def run_file(
 
     if output_dir is not None and not output_dir.strip():  # (not the file's output_dir, silently)
         raise InputError("--output-dir: empty; give a folder")
+    if resume is not None:  # (the suite is finished in its folder, as the shard it was started as)
+        given = [f for f, v in (("--output-dir", output_dir), ("--shard", shard)) if v is not None]
+        if given:
+            raise InputError(f"{', '.join(given)}: --resume finishes the suite in {resume} as it was started, so "
+                             f"{'this flag' if len(given) == 1 else 'these flags'} would be ignored; drop "
+                             f"{'it' if len(given) == 1 else 'them'}")
     res = run_suite_file(file, output_dir=output_dir, resume_dir=resume, on_run=show, shard=shard,
                          price_table=price_table if resume else None)
     if report:

@@ -22,7 +22,7 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 #: a number as a spreadsheet reads one: sign, digits, a decimal point, an exponent — not Python's
 #: wider float() (``-inf``, ``nan``, ``-1_0``), which a spreadsheet would run as a formula
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")  # (ASCII digits: \d is any script's)
 
 
 def _plain_number(text: str) -> bool:
