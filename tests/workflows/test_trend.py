@@ -5,9 +5,8 @@ The checkpoints are the fake OpenAI-compatible server with a planted skill in ev
 0.9, 0.2, 0 by step) mixes a skilled answer worked out from the prompt alone — the maximin strategy
 of a Nash-gap game, the pure equilibria of a TMGBench game, CHBench's level-2 action, the best
 response to a ToM partner's predicted action — with chance. So every suite's curve is known:
-emergence at step 1000, a regression at 100000. CHBench's fit at the smoke budget (3 games, 2
-rounds) has the CI [0, 100] at every step, so its planted curve shows only at the quick budget
-(checked by hand, docs/trend.md); here its unpaired differences are checked.
+emergence at step 1000, a regression at 100000 — at the smoke budget, in every suite (CHBench's
+"above chance" against the level fitted to simulated uniform play, its differences unpaired).
 """
 
 from __future__ import annotations
@@ -101,14 +100,31 @@ def test_every_suites_planted_curve_gives_emergence_and_the_regression(first, na
     assert all(d["paired"] and d["ci95"] is not None for d in suite["differences"])
 
 
-def test_chbench_differences_are_unpaired_from_the_two_fits(first):
+def test_chbench_planted_curve_against_its_uniform_play_reference_with_unpaired_differences(first):
     ch = _suite(first.trend, "chbench")  # one fit per scorecard: the fits' CIs combined as independent
-    assert all(p["ci95"] == [0.0, 100.0] for p in ch["points"])  # the smoke budget identifies no level
-    assert ch["emergence"]["decision"] == "never" and ch["regressions"] == []
+    chances = {p["chance"] for p in ch["points"]}
+    assert len(chances) == 1 and 0 < chances.pop() < 50  # the same games and rounds: one reference
+    assert [p["above_chance"] for p in ch["points"]] == ["no", "yes", "yes", "no"]
+    assert ch["emergence"] == {"decision": "emerged", "step": 1000, "stays_above": "no"}
+    assert ch["regressions"] == [100000]
     for d, (a, b) in zip(ch["differences"], zip(ch["points"], ch["points"][1:])):
         assert not d["paired"] and d["diff"] == pytest.approx(b["score"] - a["score"])
         assert d["ci95"] == pytest.approx(unpaired_ci(d["diff"], a["ci95"], b["ci95"]))
-        assert d["p_value"] is not None and d["regression"] == "no"
+        assert d["p_value"] is not None
+    rows = [r for r in csv.DictReader((first.folder / "trend.csv").open()) if r["suite"] == "chbench"]
+    assert [float(r["chance"]) for r in rows] == [p["chance"] for p in ch["points"]]
+    assert all(r["chance"] == "" for r in csv.DictReader((first.folder / "trend.csv").open())
+               if r["suite"] != "chbench")
+
+
+def test_a_fitted_levels_chance_reference_decides_above_chance_not_its_ci():
+    """(a CHBench point: uniform play's fitted level can have a CI above 0; the reference decides)"""
+    from stratbench.workflows.trend_analysis import above_chance
+
+    assert above_chance(6.7, [0.2, 9.8], "ok") == "yes"
+    assert above_chance(6.7, [0.2, 9.8], "ok", chance=8.1) == "no"
+    assert above_chance(9.0, [0.0, 100.0], "ok", chance=8.1) == "yes"
+    assert above_chance(None, None, "failed", chance=8.1) == "undetermined"
 
 
 def test_unpaired_differences_combine_the_two_cis_and_failed_cells_stay_undetermined():

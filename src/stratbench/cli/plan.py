@@ -43,11 +43,16 @@ _PRICE_TABLE = inspect.Parameter(
                                     "(for --dry-run and --max-cost)."))
 
 
-def plannable(fn: F) -> F:
+def plannable(fn: F | None = None, *, prices_for_ceiling: bool = False) -> Any:
     """`fn`, a command that calls models, with ``--dry-run`` and ``--max-cost`` (and
-    ``--price-table`` where it has none)."""
+    ``--price-table`` where it has none). ``prices_for_ceiling``: the command's own
+    ``--price-table`` prices only the plan and the ceiling of a new run (a suite file's runs price
+    with their sections' tables), as the added one does."""
+    if fn is None:
+        return functools.partial(plannable, prices_for_ceiling=prices_for_ceiling)
     sig = inspect.signature(fn)
     own_prices = "price_table" in sig.parameters
+    ceiling_only = prices_for_ceiling or not own_prices
     extra = [_DRY_RUN, _MAX_COST] + ([] if own_prices else [_PRICE_TABLE])
     params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
               else p for p in sig.parameters.values()]
@@ -61,6 +66,10 @@ def plannable(fn: F) -> F:
             raise InputError("--price-table: empty; give a JSON file (or leave the flag out)")
         if prices_path and kwargs.get("resume") and not dry_run:
             _check_resume_prices(str(prices_path), kwargs, max_cost)
+        elif prices_path and ceiling_only and not dry_run and max_cost is None:
+            # (read by nothing: a run here prices its cost with no table, or its file's own)
+            raise InputError(f"--price-table {prices_path}: this command prices with it only for --dry-run and "
+                             "--max-cost; give one of them, or drop --price-table")
         if not dry_run and max_cost is None:
             return fn(**kwargs)
         from stratbench.models import costs

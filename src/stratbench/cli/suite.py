@@ -109,6 +109,20 @@ def tiered(
     if config is not None and not config.strip():
         raise InputError("--config: empty; give a suite file (TOML or YAML), or leave the flag out")
     if resume:
+        plan_flags = {"--num-games-per-bucket": num_games_per_bucket, "--num-trials": num_trials, "--seeds": seeds,
+                      "--providers": providers, "--bucket-ids": bucket_ids,
+                      "--together-model-tiers-json": together_model_tiers_json,
+                      "--openai-model-tiers-json": openai_model_tiers_json, "--model": model,
+                      "--use-dummy": use_dummy or None, "--modes": modes, "--policy": policy,
+                      "--temperature": temperature, "--max-tokens": max_tokens, "--chat/--no-chat": chat,
+                      "--order-rotations": order_rotations, "--price-table": price_table,
+                      "--output-dir": output_dir, "--shard": shard}
+        given_flags = [f for f, v in plan_flags.items() if v is not None]
+        if given_flags:  # (the saved plan is finished as it was started: these would be ignored)
+            raise InputError(f"{', '.join(given_flags)}: --resume finishes the suite in {resume} with the plan "
+                             f"saved there, so {'this flag' if len(given_flags) == 1 else 'these flags'} would be "
+                             f"ignored; drop {'it' if len(given_flags) == 1 else 'them'} (a resume takes --config "
+                             "and --base-url again, --max-concurrency, --no-cache, --quiet)")
         cfg = TieredConfig()
         if num_workers is not None or max_concurrency is not None:
             cfg.max_concurrency = num_workers if num_workers is not None else max_concurrency  # type: ignore[assignment]
@@ -134,6 +148,10 @@ def tiered(
         for k, v in overrides.items():
             if v is not None:
                 setattr(cfg, k, v)
+        if price_table:  # (saved absolute: a resume from another folder reads the same table)
+            import os
+
+            cfg.price_table = os.path.abspath(price_table)
         if use_dummy:
             cfg.use_dummy = True
         if no_cache:
@@ -194,7 +212,7 @@ def _print_table(agg: list[dict], dummy: bool) -> None:  # type: ignore[type-arg
 
 
 @suite_app.command("run")
-@plannable
+@plannable(prices_for_ceiling=True)
 def run_file(
     file: Optional[str] = typer.Argument(None, help="Suite file (.toml, .yaml): models, seeds, and one section per suite."),
     output_dir: Optional[str] = typer.Option(None, help="Where the suite folder is created (default: the file's output_dir or results)."),

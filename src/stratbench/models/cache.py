@@ -71,7 +71,13 @@ def shown_path(path: Path) -> str:
 def default_cache_path() -> Path:
     base = os.environ.get("STRATBENCH_CACHE_DIR")
     if base and base.strip():  # (blank: unset, never a folder named " "; "~/c" is the home's, as a shell's)
-        return Path(base).expanduser() / "responses.sqlite"
+        try:
+            return Path(base).expanduser() / "responses.sqlite"
+        except RuntimeError:  # ("~nouser/x": no such user's home)
+            from stratbench.errors import InputError
+
+            raise InputError(f"STRATBENCH_CACHE_DIR {base!r}: its ~ names no home folder here; give the cache "
+                             "folder's full path") from None
     from platformdirs import user_cache_dir
 
     return Path(user_cache_dir("stratbench")) / "responses.sqlite"

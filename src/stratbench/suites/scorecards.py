@@ -111,6 +111,13 @@ class ScorecardPart:
         suite's score is not a mean over units (a CH fit)."""
         return None
 
+    def chance_threshold(self, run_folder: Path, spec: str, seed: int) -> float | None:
+        """The normalised score above which a model's cell plays better than chance (a one-sided
+        test at the 5% level), for a suite whose "95% CI above 0" is no valid test — a fitted
+        parameter bounded at the chance level (CHBench) is above 0 by chance alone. ``run_folder``:
+        the model's run, ``spec`` its player, ``seed`` the draws'. None: the CI rule holds."""
+        return None
+
     def entry(self, budget: str) -> SuiteEntry:
         return SuiteEntry(suite=self.suite, title=self.title, metric=self.metric, metric_label=self.metric_label,
                           lower_is_better=self.lower_is_better, unit=self.unit, chance=self.chance,

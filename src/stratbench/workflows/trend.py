@@ -44,6 +44,7 @@ from stratbench.runner.jsonl import write_bytes_atomic, write_csv_atomic, write_
 from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.lock import folder_lock
 from stratbench.scoring import BUDGETS, read_scorecard
+from stratbench.suites import SUITES
 from stratbench.suites.scorecards import ScorecardModel
 from stratbench.workflows.scorecard import (
     META as SCORECARD_META,
@@ -558,22 +559,28 @@ def analyse(out: Path, meta: dict[str, Any]) -> dict[str, Any]:
     out_suites = []
     for s in suites:
         points = []
-        for c, card in zip(cps, cards):
+        part = SUITES.get(s["suite"]).scorecard_part()
+        for c, card, folder in zip(cps, cards, folders):
             cell = next((x for x in card["cells"] if x["player"] == c["label"] and x["suite"] == s["suite"]), None)
+            chance = None
+            if cell and cell["status"] != "failed" and cell.get("runs"):  # (a fitted level: its own reference)
+                chance = part.chance_threshold(folder / cell["runs"][0], c["spec"], seed)
             points.append(StepScore(c["step"], c.get("tokens"), c["label"], cell["status"] if cell else "failed",
                                     cell["normalized"] if cell else None, cell["normalized_ci95"] if cell else None,
-                                    int(cell["n_units"]) if cell else 0))
+                                    int(cell["n_units"]) if cell else 0, chance))
         rows = [next(r for r in p["rows"] if r["suite"] == s["suite"]) for p in pairs]
         out_suites.append(suite_trend(s, points, rows))
     return {"version": TREND_VERSION, "kind": KIND, "budget": meta["config"].get("budget"), "seed": seed,
             "alpha": ALPHA, "multiple_comparisons": "holm", "p_value_method": P_VALUE_METHOD,
-            "emergence_rule": "the first step whose normalised score's 95% CI lies above 0 (chance)",
+            "emergence_rule": "the first step above chance: its normalised score's 95% CI lies above 0 or, for "
+                              "a fitted level bounded at chance (CHBench), its score lies above the 95th "
+                              "percentile of the level fitted to uniform random play (a point's 'chance')",
             "checkpoints": [{k: c[k] for k in ("spec", "label", "step", "tokens", "scorecard")} for c in cps],
             "suites": out_suites}
 
 
 CSV_COLUMNS = ("step", "tokens", "label", "suite", "status", "normalized", "normalized_ci95_low",
-               "normalized_ci95_high", "n_units", "above_chance", "diff_from_previous", "diff_ci95_low",
+               "normalized_ci95_high", "n_units", "chance", "above_chance", "diff_from_previous", "diff_ci95_low",
                "diff_ci95_high", "diff_n_units", "p_value", "p_holm", "regression", "emergence_step", "scorecard")
 
 
@@ -593,7 +600,8 @@ def trend_rows(trend: dict[str, Any]) -> list[dict[str, Any]]:
             dci = (d or {}).get("ci95") or [None, None]
             rows.append({"step": p["step"], "tokens": p["tokens"], "label": p["label"], "suite": s["suite"],
                          "status": p["status"], "normalized": p["score"], "normalized_ci95_low": ci[0],
-                         "normalized_ci95_high": ci[1], "n_units": p["n_units"], "above_chance": p["above_chance"],
+                         "normalized_ci95_high": ci[1], "n_units": p["n_units"], "chance": p.get("chance"),
+                         "above_chance": p["above_chance"],
                          "diff_from_previous": d["diff"] if d else None, "diff_ci95_low": dci[0],
                          "diff_ci95_high": dci[1], "diff_n_units": d["n_units"] if d else None,
                          "p_value": d["p_value"] if d else None, "p_holm": d["p_holm"] if d else None,

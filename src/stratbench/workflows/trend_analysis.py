@@ -75,10 +75,13 @@ class StepScore:
     score: float | None  # the normalised score (0 = chance, 100 = optimal); None: nothing scored
     ci95: list[float] | None
     n_units: int
+    #: the suite's chance reference where "CI above 0" is no valid test (CHBench: the 95th
+    #: percentile of the level fitted to uniform play, normalised); None: the CI rule
+    chance: float | None = None
 
     @property
     def above(self) -> Decision:
-        return above_chance(self.score, self.ci95, self.status)
+        return above_chance(self.score, self.ci95, self.status, self.chance)
 
 
 @dataclass(frozen=True)
@@ -107,10 +110,16 @@ class Emergence:
     stays_above: Decision | None
 
 
-def above_chance(score: float | None, ci95: Sequence[float] | None, status: str) -> Decision:
+def above_chance(score: float | None, ci95: Sequence[float] | None, status: str,
+                 chance: float | None = None) -> Decision:
     """"yes" when the score's 95% CI lies above 0 (chance), "no" when it does not, "undetermined"
-    without a score or a CI (a failed cell)."""
-    if status == "failed" or score is None or not ci95 or len(ci95) != 2:
+    without a score or a CI (a failed cell). With a ``chance`` reference (a fitted parameter bounded
+    at chance, whose CI is no test: StepScore.chance), "yes" when the score is above it."""
+    if status == "failed" or score is None:
+        return UNDETERMINED
+    if chance is not None:
+        return "yes" if score > chance else "no"
+    if not ci95 or len(ci95) != 2:
         return UNDETERMINED
     return "yes" if ci95[0] > 0 else "no"
 

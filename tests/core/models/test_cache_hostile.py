@@ -647,3 +647,13 @@ def test_a_blank_or_tilde_cache_dir_is_unset_or_the_homes(monkeypatch, tmp_path,
         assert path.parent.name != value and path.is_absolute()
     else:
         assert path == tmp_path / "c" / "responses.sqlite"
+
+
+def test_a_cache_dir_whose_tilde_names_no_user_is_one_line(monkeypatch):
+    """"~nouser/x" could not be expanded: an internal error of every cached run (fuzz 14 B T1)."""
+    from stratbench.errors import InputError
+    from stratbench.models.cache import default_cache_path
+
+    monkeypatch.setenv("STRATBENCH_CACHE_DIR", "~no_such_user_zz9/x")
+    with pytest.raises(InputError, match="STRATBENCH_CACHE_DIR '~no_such_user_zz9/x': its ~ names no home folder"):
+        default_cache_path()

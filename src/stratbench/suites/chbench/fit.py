@@ -523,6 +523,49 @@ def mean_level_ci(obs: PlayerObservations, model: Model, k_hat: int, n_boot: int
     return None if ci is None else [_r(ci[0]), _r(ci[1])]
 
 
+def uniform_null_level(obs: PlayerObservations, model: Model, k_hat: int, n_sim: int, seed: int,
+                       q: float = 0.95) -> float | None:
+    """The ``q`` quantile of the mean level fitted to *uniform random* play with the same number of
+    actions in each role of each game as ``obs`` (``n_sim`` simulated players, drawn from ``seed``):
+    the chance reference of a fitted level. Level 0 is the model's floor, so the level fitted to
+    uniform play is ≥ 0 and above 0 about half the time, and a bootstrap CI of it can lie above 0
+    (a boundary bias): "CI above 0" is no test of play better than chance, "fitted level above
+    this quantile" is (a one-sided test at level 1 − q). Each simulated fit counts at the high end of
+    its maximiser set, so the reference is never below a level uniform play could be given. None
+    without observations."""
+    if not obs.n_actions_observed or n_sim < 1:
+        return None
+    played = obs.played()
+    valid = played.batch.valid
+    totals = played.counts.sum(axis=2).astype(int)
+    # (a trend's checkpoints play the same games as often: one simulation serves them all)
+    key = (played.batch.payoffs.tobytes(), played.batch.payoffs.shape, totals.tobytes(), model, k_hat, n_sim,
+           seed, q)
+    if key in _NULL_LEVELS:
+        return _NULL_LEVELS[key]
+    rng = np.random.default_rng(seed)
+
+    def fits() -> list[float]:
+        out = []
+        for _ in range(n_sim):
+            counts = np.zeros_like(played.counts)
+            for r in range(counts.shape[0]):
+                for g in range(counts.shape[1]):
+                    n_actions = int(valid[r, g].sum())
+                    if totals[r, g]:
+                        counts[r, g, :n_actions] = rng.multinomial(totals[r, g], np.full(n_actions, 1.0 / n_actions))
+            sim = PlayerObservations(played.player, played.game_ids, played.games, counts)
+            out.append(mean_level_set(sim, model, k_hat)[1])
+        return out
+
+    levels = _pinned(fits)
+    _NULL_LEVELS[key] = level = _r(float(np.quantile(levels, q, method="higher")))
+    return level
+
+
+_NULL_LEVELS: dict[tuple[Any, ...], float] = {}
+
+
 def mean_kl_between_levels(obs: PlayerObservations, result: LevelKFit | PoissonFit) -> list[float | None]:
     """Mean KL(s^k ‖ s^{k+1}) per consecutive pair of levels, over the roles and games the player
     played (infinite values left out; None where none is finite)."""
@@ -565,4 +608,4 @@ __all__ = ["CHAgent", "LevelKFit", "PlayerObservations", "PoissonFit", "epsilon_
            "fit_poisson_ch", "fit_report", "improvement_ratio", "level_k_nll", "level_kl", "level_strategies",
            "likelihood_improvement_ratios", "mean_kl_between_levels", "mean_level_ci", "mean_level_set",
            "observations_from_csv", "poisson_nll", "simulate_counts", "simulate_rounds", "tie_tolerance",
-           "write_observations_csv"]
+           "uniform_null_level", "write_observations_csv"]

@@ -10,6 +10,11 @@ Normalised: 0 = level 0 (uniform random play, the hierarchy's floor), 100 = leve
 level the fit has); a mean level is a one-number summary of a fitted distribution, so the CI is
 the fit's own bootstrap over games, carried through the same linear map. The scripted opponents'
 fitted levels are shown as references (from the first model's run), as a check of the fit.
+
+A fitted level is bounded below by chance (level 0): uniform play is fitted a level ≥ 0, above 0
+about half the time, and its bootstrap CI can exclude 0. So "above chance" (the trend's question)
+is asked of `ChbenchPart.chance_threshold` — the 95th percentile of the level fitted to simulated
+uniform play with the model's own numbers of actions — not of the CI.
 """
 
 from __future__ import annotations
@@ -33,22 +38,16 @@ from stratbench.suites.scorecards import (
 
 OPPONENTS = ("level-k:1", "poisson:1.5")
 SIZES = {
-    "smoke": {"rounds": 2, "restarts": 1, "bootstrap": 10},
+    "smoke": {"rounds": 1, "restarts": 1, "bootstrap": 10},  # all 9 games (GAMES), 1 round
     "quick": {"rounds": 5, "restarts": 5, "bootstrap": 50},
     "standard": {"rounds": 10, "restarts": 10, "bootstrap": 100},
     "paper": {"rounds": 30, "restarts": 10, "bootstrap": 100},  # the paper: 30 rounds, 10 restarts
 }
 K_HAT = 4  # levels 0..3, as the paper
-SMOKE_GAMES = 3  # the smoke budget plays the first recoverable games only
-
-
-def _games(budget: str) -> str:
-    """The games of a budget: the recoverable ones (the first few for a smoke test)."""
-    if budget != "smoke":
-        return "recoverable"
-    from stratbench.suites.chbench.catalogue import recoverable
-
-    return ",".join(str(g.id) for g in recoverable()[:SMOKE_GAMES])
+N_NULL = 200  # simulated uniform players behind the chance reference of a fitted level (chance_threshold)
+#: every budget plays the 9 recoverable games: fewer (smoke once played 3) leave the fit's bootstrap
+#: CI the whole [0, 3], and a trend could then decide nothing; smoke plays 1 round instead
+GAMES = "recoverable"
 MECHANISM = "baseline"
 
 
@@ -67,7 +66,7 @@ class ChbenchPart(ScorecardPart):
 
     def budget(self, name: str) -> dict[str, Any]:
         s = SIZES[name]
-        return {"games": _games(name), "mechanism": MECHANISM, "opponents": list(OPPONENTS), "self_play": True,
+        return {"games": GAMES, "mechanism": MECHANISM, "opponents": list(OPPONENTS), "self_play": True,
                 "rounds": s["rounds"], "k_hat": K_HAT, "restarts": s["restarts"], "bootstrap": s["bootstrap"]}
 
     def jobs(self, models: Sequence[ScorecardModel], budget: str, seed: int) -> list[tuple[Job, str, Role]]:
@@ -77,7 +76,7 @@ class ChbenchPart(ScorecardPart):
         s = SIZES[budget]
         out: list[tuple[Job, str, Role]] = []
         for m in models:
-            params = {"opponents": list(OPPONENTS), "mechanisms": [MECHANISM], "games": _games(budget),
+            params = {"opponents": list(OPPONENTS), "mechanisms": [MECHANISM], "games": GAMES,
                       "self_play": True, "rounds": s["rounds"], "k_hat": K_HAT, "restarts": s["restarts"],
                       "bootstrap": s["bootstrap"], "policy": m.policy, "chat": m.chat, "base_url": m.base_url}
             if m.local:
@@ -101,6 +100,29 @@ class ChbenchPart(ScorecardPart):
         top = float(K_HAT - 1)
         return out + refs + [exact_cell("level 0 (random)", "chance", self.suite, 0.0, 0.0),
                              exact_cell(f"level {K_HAT - 1}", "optimal", self.suite, top, 100.0)]
+
+
+    def chance_threshold(self, run_folder: Path, spec: str, seed: int) -> float | None:
+        """The 95th percentile of the Poisson-CH mean level fitted to uniform random play with the
+        model's own numbers of actions per game and role (`fit.uniform_null_level`), normalised:
+        uniform play's fitted level is ≥ 0 and its bootstrap CI can exclude 0, so only a level
+        above this reference is play better than chance."""
+        from stratbench.runner.folders import read_run_json
+        from stratbench.seeding import derive_seed
+        from stratbench.suites.chbench.catalogue import select_games
+        from stratbench.suites.chbench.fit import uniform_null_level
+        from stratbench.suites.chbench.tables import player_observations
+
+        cfg = read_run_json(run_folder)["config"]
+        recs = [r for r in read_jsonl(run_folder / "rounds.jsonl") if r.get("mechanism") == MECHANISM]
+        played = {r.get("game_id") for r in recs}
+        games = [g for g in select_games(str(cfg.get("games")), cfg.get("corrections")) if g.id in played]
+        if not games:
+            return None
+        obs = player_observations(recs, games, [spec])[spec]
+        level = uniform_null_level(obs, "poisson", int(cfg.get("k_hat", K_HAT)), N_NULL, derive_seed(seed, 4001))
+        top = float(K_HAT - 1)
+        return None if level is None else 100.0 * level / top
 
 
 def _fitted(folder: Path, spec: str) -> dict[str, Any]:

@@ -58,7 +58,7 @@ def _players(config: Any) -> list[str]:
     return list(config.models) + list(config.opponents)
 
 
-def _observations(records: list[dict[str, Any]], games: list[Any], players: list[str],
+def player_observations(records: list[dict[str, Any]], games: list[Any], players: list[str],
                   opponent: str | None = None) -> dict[str, PlayerObservations]:
     """Action counts per player (optionally only against `opponent`) over the run's games."""
     gids = tuple(g.id for g in games)
@@ -135,9 +135,9 @@ def analyse_records(folder: Path, config: Any, records: list[Record]) -> dict[st
             continue
         played = sorted({r["game_id"] for r in recs})
         games = [g for g in games_all if g.id in played]
-        pooled = _observations(recs, games, players)
+        pooled = player_observations(recs, games, players)
         # every player's counts against each opponent, counted once per opponent
-        by_opponent = {o: _observations(recs, games, players, opponent=o)
+        by_opponent = {o: player_observations(recs, games, players, opponent=o)
                        for o in sorted({r[f"{s}_player"] for r in recs for s in ("row", "col")})}
         fits_out[mech] = {}
         summary["mechanisms"][mech] = {}
