@@ -191,18 +191,18 @@ def _result(resp: Any, latency: float) -> GenerateResult:
     thought: list[str] = []
     empty: int | None = None  # the first part holding nothing read (a kind the SDK dropped, unknown to it)
     for i, part in enumerate(getattr(getattr(cand, "content", None), "parts", None) or []):
+        other = _unread_field(part)
+        if other is not None:  # a function call, inline data (beside text too): a reply not wholly read is no answer
+            return GenerateResult(None, error=f"invalid reply: part {i} holds {other}, which is not read "
+                                              "(text and thought parts are)", **tokens)
         if getattr(part, "text", None) is None:
-            other = _unread_field(part)
-            if other is not None:  # a function call, inline data: a reply that is not read is no empty answer
-                return GenerateResult(None, error=f"invalid reply: part {i} holds {other}, which is not read "
-                                                  "(text and thought parts are)", **tokens)
             if getattr(part, "thought_signature", None) is None and empty is None:
                 empty = i
             continue
         (thought if getattr(part, "thought", False) else text).append(part.text)
     if empty is not None and not text and not thought:
-        return GenerateResult(None, error=f"invalid reply: part {empty} holds nothing this version reads (a kind "
-                                          "of part it does not know), and no part holds text", **tokens)
+        return GenerateResult(None, error=f"invalid reply: part {empty} holds no text (an empty part, or a kind "
+                                          "of part this version does not know), and no part holds text", **tokens)
     if (text or thought) and usage is not None and getattr(usage, "candidates_token_count", None) is None:
         tokens["tokens_out"] = None  # (text, but no count of it: unknown, never 0)
     if not text and not thought and finish not in (None, "STOP", "MAX_TOKENS"):

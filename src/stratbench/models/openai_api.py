@@ -808,6 +808,11 @@ class OpenAICompatibleModel(LanguageModel):
                 said = bool(refusal) and not (isinstance(refusal, str) and not refusal.strip())  # (false, 0, [], " ": none)
                 if said and not (isinstance(text, str) and text.strip()):
                     raise Malformed(f"response has no text content (refusal: {_as_text(refusal)[:200]})")
+                if said:  # (beside text too: a reply the reader does not wholly take is not the model's answer)
+                    raise Malformed(f"invalid reply: a refusal beside the text ({_as_text(refusal)[:200]})")
+                calls = message.get("tool_calls") or message.get("function_call")
+                if calls:  # (a tool call beside the text: the answer is not all in the text)
+                    raise Malformed("invalid reply: the message holds a tool call, which is not read (its text is)")
                 if text is None and reasoning is not None:
                     text = ""  # all reasoning, no answer (cut by the token limit): a parse failure
                 if text is None:

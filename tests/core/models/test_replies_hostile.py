@@ -869,3 +869,24 @@ def test_a_refusal_field_that_says_none_beside_empty_content_is_the_empty_answer
     monkeypatch.setattr(model, "_post", post)
     (res,) = run(model, "generate", [GenerateRequest("Q", max_tokens=20, chat=True)])
     assert res.ok and res.text == "", res
+
+
+@pytest.mark.parametrize("extra,why", [
+    ({"tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}, "tool call"),
+    ({"refusal": "I refuse"}, "a refusal beside the text (I refuse)"),
+])
+def test_text_beside_a_tool_call_or_a_refusal_is_not_the_answer(server, monkeypatch, extra, why):
+    """A reply the reader does not wholly take is not the model's answer (fuzz 14 A D1: the text was
+    parsed and the call or refusal dropped)."""
+    from stratbench.models.retry import RetryOutcome
+
+    model = make_model(server, endpoint="chat")
+    reply = {"choices": [{"message": {"role": "assistant", "content": "Action: 1", **extra},
+                          "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 3}}
+
+    async def post(path, body):
+        return RetryOutcome(data=reply, status=200, attempts=1)
+
+    monkeypatch.setattr(model, "_post", post)
+    (res,) = run(model, "generate", [GenerateRequest("Q", max_tokens=20, chat=True)])
+    assert not res.ok and res.text is None and why in (res.error or ""), res

@@ -69,7 +69,7 @@ def _sdk_part(**kw):
     ({"toolCall": {"id": "t1"}}, "part 0 holds tool_call, which is not read"),
     ({"toolResponse": {"id": "t1"}}, "part 0 holds tool_response, which is not read"),
     ({"audioTranscription": {"text": "Action: 2"}}, "part 0 holds audio_transcription, which is not read"),
-    ({}, "part 0 holds nothing this version reads"),
+    ({}, "part 0 holds no text"),
 ])
 def test_every_gemini_part_kind_but_text_is_an_error_on_the_sdks_own_parts(part, why):
     """The SDK's Part asked for its fields: kinds a fixed list missed (tool calls, a transcription)
@@ -100,3 +100,9 @@ def test_a_backend_whose_reading_changed_is_asked_again_not_served_its_old_readi
     from stratbench.models.openai_api import OpenAICompatibleModel
 
     assert AnthropicModel.reply_reader == GeminiModel.reply_reader == OpenAICompatibleModel.reply_reader == 2
+
+
+def test_a_gemini_part_holding_text_and_a_call_is_an_error():
+    """(fuzz 14 A D1: the text was read and the call in the same part dropped)"""
+    r = gemini_result(_gemini([_sdk_part(text="Action: 1", functionCall={"name": "f", "args": {}})]), 0.1)
+    assert r.text is None and "part 0 holds function_call" in (r.error or ""), r
