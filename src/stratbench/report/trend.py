@@ -55,8 +55,10 @@ def trend_table(trend: Mapping[str, Any]) -> Html:
     """Per suite: emergence, whether it stays, regressions (Holm-adjusted) and undetermined pairs."""
     rows = [[s["title"], emergence_text(s), _regression_text(s)] for s in trend["suites"]]
     return table(["suite", "emerges above chance at", "regressions (paired, Holm-adjusted p < 0.05)"], rows,
-                 caption="Emergence: the first step whose score's 95% CI lies above 0. A regression: a "
-                         "significantly negative paired difference from the previous checkpoint.")
+                 caption="Emergence: the first step whose score's 95% CI lies above 0 (CHBench: whose fitted "
+                         "level lies above the 95th percentile of the level fitted to uniform random play). A "
+                         "regression: a significantly negative difference from the previous checkpoint (paired; "
+                         "CHBench: of two independent fits).")
 
 
 def _steps_table(trend: Mapping[str, Any]) -> Html:
