@@ -647,3 +647,23 @@ def test_compare_of_complex_form_runs_says_so_without_blaming_the_records(tmp_pa
     r = cli("compare", str(folder), str(folder))
     assert r.returncode == 2 and "complex-form runs are not compared yet" in r.stderr, r.stderr
     assert "edited by hand" not in r.stderr
+
+
+@pytest.mark.parametrize("schema,field,value", [
+    ("chbench", "row_action", "1"), ("chbench", "row_action", True), ("chbench", "row_action", 1.0),
+    ("chbench", "round", "1"), ("chbench", "row_payoff", "1.0"),
+    ("tom", "t", "0"), ("tom", "t", False), ("tom", "initial_state", 0.0),
+])
+def test_a_number_edited_to_another_json_type_is_named_not_a_crash(schema, field, value):
+    """The record check was pydantic's lax mode: "1", true and 1.0 passed as ints, and the
+    suites' readers then failed comparing or indexing with them — an internal error on resume,
+    report and trend (fuzz 15 T1). Strict: one line naming the field; an int is still a float."""
+    from stratbench.errors import InputError
+    from stratbench.runner.validation import check_schema
+    from stratbench.suites.chbench.records import RoundRecord as ChRound
+    from stratbench.suites.tom.records import RoundRecord as TomRound
+
+    tp = {"chbench": ChRound, "tom": TomRound}[schema]
+    with pytest.raises(InputError, match=rf"rounds.jsonl: line 1: {field}: "):
+        check_schema([{field: value}], tp, "rounds.jsonl")
+    check_schema([{field: 1 if field != "row_payoff" else 1}], tp, "rounds.jsonl")  # (an int, also as a float)

@@ -79,7 +79,8 @@ class GeminiModel(SDKChatModel):
     """Gemini over generateContent (generation only: no scored answers)."""
 
     prefix, api, key_env, default_url = "gemini", "the Gemini API", KEY_ENV, DEFAULT_URL
-    reply_reader = 2  # 2: parts not read are errors, text without its count is unknown usage (fuzz 12, 13)
+    reply_reader = 3  # 2: parts not read are errors, text without its count is unknown usage (fuzz 12, 13);
+    # 3: an unread field beside a part's text (fuzz 14)
     max_retry_wait_s = 20.0  # the retry options' max_delay below
     _http: Any = None  # the httpx client given to the SDK (models.sdk_transport)
 

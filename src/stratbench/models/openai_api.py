@@ -237,7 +237,8 @@ class OpenAICompatibleModel(LanguageModel):
 
     supports_logprobs = True
     supports_chat = True  # a chat endpoint takes conversations (the server applies its template)
-    reply_reader = 2  # 2: a refusal, content parts and a reasoning part's content read (fuzz 12)
+    reply_reader = 3  # 2: a refusal, content parts and a reasoning part's content read (fuzz 12); 3: a tool
+    # call or refusal beside the text (fuzz 14)
 
     def __init__(self, provider: str, model: str, base_url: str | None = None,
                  api_key_env: str | None = None, max_concurrency: int = 8, timeout_s: float = 60,

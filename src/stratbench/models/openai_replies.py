@@ -255,6 +255,13 @@ def completion_top_logprobs(data: Any) -> dict[str, float]:
 def chat_top_logprobs(data: Any) -> dict[str, float]:
     """token text -> log-prob at the first generated position (duplicates combined)."""
     choice = first_choice(data)
+    message = choice.get("message")
+    if isinstance(message, dict):  # (the log-probs of a refusal or a tool call are not an answer's)
+        refusal = message.get("refusal")
+        if refusal and not (isinstance(refusal, str) and not refusal.strip()):
+            raise Malformed("invalid reply: the message is a refusal, so its log-probs are not an answer's")
+        if message.get("tool_calls") or message.get("function_call"):
+            raise Malformed("invalid reply: the message holds a tool call, so its log-probs are not an answer's")
     lp = choice.get("logprobs")
     content = lp.get("content") if isinstance(lp, dict) else None
     if not isinstance(content, list) or not content or not isinstance(content[0], dict):

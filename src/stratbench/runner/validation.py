@@ -61,7 +61,10 @@ def _adapter(tp: Any) -> Any:
 
 def _check_value(tp: Any, value: Any, loc: list[str]) -> None:
     """`value` against the declared type `tp`: TypedDicts field by field (the fields present),
-    lists and unions of them item by item, anything else by pydantic (lax)."""
+    lists and unions of them item by item, anything else by pydantic in strict mode: a record's
+    numbers are JSON numbers, so "1", true or 1.0 where an int is declared (or "1.0" for a float) is a
+    hand edit, and a reader comparing or indexing with it would fail far from the file (an int is
+    still a float)."""
     import types
     import typing
 
@@ -97,7 +100,7 @@ def _check_value(tp: Any, value: Any, loc: list[str]) -> None:
             _check_value(args[0], item, [*loc, str(i)])
         return
     try:
-        _adapter(tp).validate_python(value)
+        _adapter(tp).validate_python(value, strict=True)
     except ValidationError as e:
         err = e.errors()[0]
         raise _Bad([*loc, *(str(x) for x in err.get("loc", ()))], str(err.get("msg", "invalid"))) from None

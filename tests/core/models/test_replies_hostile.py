@@ -890,3 +890,21 @@ def test_text_beside_a_tool_call_or_a_refusal_is_not_the_answer(server, monkeypa
     monkeypatch.setattr(model, "_post", post)
     (res,) = run(model, "generate", [GenerateRequest("Q", max_tokens=20, chat=True)])
     assert not res.ok and res.text is None and why in (res.error or ""), res
+
+
+@pytest.mark.parametrize("extra,why", [({"refusal": "I refuse"}, "is a refusal"),
+                                       ({"tool_calls": [{"id": "c", "type": "function"}]}, "holds a tool call")])
+def test_the_log_probs_of_a_refusal_or_a_tool_call_are_no_answers(server, monkeypatch, extra, why):
+    """(fuzz 15 D2: chat scoring built a policy from them, where generation made them errors)"""
+    top = [{"token": "0", "logprob": -0.1}, {"token": "1", "logprob": -2.5}, {"token": "2", "logprob": -4.0}]
+    model = _chat_model_answering(server, monkeypatch, "0", top)
+    reply_post = model._post
+
+    async def post(path, body):
+        out = await reply_post(path, body)
+        out.data["choices"][0]["message"].update(extra)
+        return out
+
+    monkeypatch.setattr(model, "_post", post)
+    (res,) = run(model, "score", [ScoreRequest("Pick: ", ("0", "1", "2"))])
+    assert res.logprobs is None and why in (res.error or ""), res

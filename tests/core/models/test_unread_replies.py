@@ -99,7 +99,7 @@ def test_a_backend_whose_reading_changed_is_asked_again_not_served_its_old_readi
     from stratbench.models.gemini_api import GeminiModel
     from stratbench.models.openai_api import OpenAICompatibleModel
 
-    assert AnthropicModel.reply_reader == GeminiModel.reply_reader == OpenAICompatibleModel.reply_reader == 2
+    assert AnthropicModel.reply_reader == 2 and GeminiModel.reply_reader == OpenAICompatibleModel.reply_reader == 3
 
 
 def test_a_gemini_part_holding_text_and_a_call_is_an_error():
