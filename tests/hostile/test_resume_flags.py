@@ -94,6 +94,7 @@ def test_the_flags_a_resume_takes_are_runtime_settings():
 ])
 def test_output_dir_beside_a_folder_the_command_continues_is_refused(tmp_path, cli, args):
     """(fuzz 13 A E2: taken and ignored, exit 0)"""
+    (tmp_path / args[2]).mkdir()
     r = cli(*args, cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "--output-dir" in r.stderr and "drop it" in r.stderr, r.stderr
@@ -103,6 +104,7 @@ def test_output_dir_beside_a_folder_the_command_continues_is_refused(tmp_path, c
 @pytest.mark.parametrize("args", [("scorecard", "--resume", "S"), ("trend", "--resume", "T")])
 def test_a_resumes_base_url_is_checked_even_with_nothing_left_to_run(tmp_path, cli, args):
     """A finished folder opens no model: the URL is checked as a run checks it (fuzz 13 A E2)."""
+    (tmp_path / args[2]).mkdir()
     r = cli(*args, "--base-url", "http://127.0.0.1:0/v1", cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "port 0 is outside 1-65535" in r.stderr, r.stderr
 

@@ -77,6 +77,10 @@ def refuse_output_dir_and_check_url(ctx: Any, folder_flag: str, folder: str, bas
     ``--output-dir`` typed beside it (``ctx``: the command's context) would be ignored (the folder is where the command writes), and
     a ``--base-url`` is checked as a run checks it even when nothing is left to run (a finished
     folder opens no model, so a port 0 would pass unseen)."""
+    from pathlib import Path
+
+    if not Path(folder).is_dir():
+        return  # (the command names a folder that is not one in its own words first)
     if _typed(ctx, "output_dir"):
         raise InputError(f"--output-dir: {folder_flag} {folder} writes into that folder, so --output-dir would be "
                          "ignored; drop it")
