@@ -3,8 +3,8 @@
 The five checkpoints ckpt-100 … ckpt-1000000 are the fake OpenAI-compatible server with a skill
 planted in every suite (tests/helpers/planted_skill.py: weight 0, 0.9, 0.9, 0.2, 0 on a skilled
 answer, the rest chance — a rise, a plateau and a fall). The server runs in a process of its own;
-the trend is the command line, at the quick budget (at the smoke budget CHBench's fit identifies no
-level: its CI is [0, 100] at every step), with no response cache:
+the trend is the command line, at the quick budget by default (`--budget smoke` shows the same
+emergence and regressions, with wider bands), with no response cache:
 
     stratbench trend --model openai-compatible:ckpt-100 … --model openai-compatible:ckpt-1000000 \\
         --step-from 'ckpt-(\\d+)' --budget quick --seed 0 --base-url URL --no-cache

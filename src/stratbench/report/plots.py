@@ -44,8 +44,10 @@ def log_steps(steps: Sequence[int]) -> bool:
 
 def trend_plot(trend: Mapping[str, Any]) -> bytes:
     """One panel per suite: the normalised score against the training step with its 95% CI band,
-    chance (0) and optimal (100) as dashed lines, the emergence step as a vertical line and each
-    regression as a red triangle at the later step. Failed cells are gaps (no value is drawn)."""
+    chance (0) and optimal (100) as dashed lines (and, for a suite whose points carry a chance
+    reference — CHBench — that reference dash-dotted: its "above chance" line), the emergence step as a
+    vertical line and each regression as a red triangle at the later step. Failed cells are gaps (no
+    value is drawn)."""
     import matplotlib as mpl
 
     suites = list(trend["suites"])
@@ -65,6 +67,11 @@ def trend_plot(trend: Mapping[str, Any]) -> bytes:
             ax.plot(x, y, marker="o", color="#1b9e77", lw=1.5, ms=4, label="score")
             ax.axhline(0, color="#999999", lw=1, ls="--")
             ax.axhline(100, color="#333333", lw=1, ls="--")
+            refs = np.asarray([p["chance"] if p.get("chance") is not None else np.nan for p in pts], dtype=float)
+            if np.isfinite(refs).any():  # (a fitted level: above chance means above this line, not above 0)
+                ax.plot(x, refs, color="#777777", lw=1, ls="-.")
+                ax.text(1.0, float(refs[np.isfinite(refs)][-1]), " above chance", transform=ax.get_yaxis_transform(),
+                        fontsize=7, color="#555555", va="bottom", ha="left")
             if log_steps([p["step"] for p in pts]):  # (limits set: a panel of failed cells has no data)
                 ax.set_xscale("log")
                 ax.set_xlim(x.min() / 1.6, x.max() * 1.6)

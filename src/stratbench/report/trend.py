@@ -126,7 +126,9 @@ def build_trend_report(folder: str | Path) -> Path:
         el("h2", "Curves", id="curves"),
         el("figure", img_data_uri(png, "normalised score per suite against the training step"),
            el("figcaption", "Normalised score per suite against the training step; band: 95% CI; dashed: chance "
-                            "(0) and optimal (100); dotted: emergence; red triangles: regressions.")),
+                            "(0) and optimal (100); dash-dotted (CHBench): the level uniform play reaches 5% of "
+                            "the time, above which a point is above chance; dotted: emergence; red triangles: "
+                            "regressions.")),
         el("h2", "Emergence and regressions", id="decisions"),
         trend_table(trend),
         el("h2", "Scores per step", id="steps"),
