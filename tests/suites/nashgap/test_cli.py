@@ -68,7 +68,8 @@ def test_bad_games_file_one_line_exit_2_no_folder(tmp_path, cli, kind):
     f = tmp_path / f"{kind}.json"
     f.write_text(BAD_GAMES[kind])
     out = tmp_path / "out"
-    r = cli(*BASE, "--games-file", str(f), "--output-dir", str(out))
+    no_count = [a for i, a in enumerate(BASE) if a != "--num-games" and BASE[i - 1] != "--num-games"]  # (the file's)
+    r = cli(*no_count, "--games-file", str(f), "--output-dir", str(out))
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and str(f) in lines[0]
