@@ -350,3 +350,17 @@ def test_a_finished_suite_whose_price_table_moved_away_is_reported_and_resumed(t
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
     r = cli("suite", "run", "--resume", str(folder), "--no-report", "--quiet")
     assert r.returncode == 0, r.stderr
+
+
+def test_an_unfinished_suites_gone_chat_template_is_named_with_what_to_do(tmp_path):
+    """(fuzz 14 B E3: the line named --chat-template, which `suite run` has not)"""
+    import pytest
+
+    from stratbench.errors import InputError
+    from stratbench.workflows.suite_file import _refuse_gone_templates
+
+    there = tmp_path / "t.jinja"
+    there.write_text("x")
+    _refuse_gone_templates({"nashgap": {"chat_template": str(there)}, "seeds": [1]}, tmp_path)
+    with pytest.raises(InputError, match=r"\[tom\] section \(.*gone.jinja\) is gone; put the same file back"):
+        _refuse_gone_templates({"tom": {"chat_template": str(tmp_path / "gone.jinja")}}, tmp_path)

@@ -136,6 +136,7 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
             planned = _without_gone_price_tables(planned)
         else:
             planned = _with_price_table_for_gone(planned, price_table, out)
+            _refuse_gone_templates(planned, out)
         jobs = plan_suite_data(planned, Path(meta.get("file") or out))
         if [j.key for j in jobs] != meta.get("plan"):
             raise InputError(f"--resume {out}: the saved plan no longer gives the same runs with this version "
@@ -217,6 +218,16 @@ def _with_price_table_for_gone(data: dict[str, Any], price_table: str | None, ou
     load_price_table(price_table)  # (a bad replacement named as the flag, before anything runs)
     return {s: ({**params, "price_table": os.path.abspath(price_table)} if s in gone else params)
             for s, params in data.items()}
+
+
+def _refuse_gone_templates(data: dict[str, Any], out: Path) -> None:
+    """One line naming a section's saved chat template that is gone: its runs' digests hold only
+    that template, and `suite run` takes no replacement (a run's resume does: `--chat-template`)."""
+    for section, params in data.items():
+        t = params.get("chat_template") if isinstance(params, dict) else None
+        if isinstance(t, str) and t.strip() and not os.path.exists(t):
+            raise InputError(f"--resume {out}: the chat template of the suite's [{section}] section ({t}) is gone; "
+                             "put the same file back at that path to finish the suite (its runs name its digest)")
 
 
 def check_suite_file_folder(folder: Path, meta: dict[str, Any]) -> None:
