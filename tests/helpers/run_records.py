@@ -23,3 +23,14 @@ def records(folder: Path, volatile: Iterable[str] = VOLATILE) -> dict[str, list[
     """Every records file (*.jsonl) of a folder, by name, each record stripped."""
     return {p.name: [strip(json.loads(line), volatile) for line in p.read_text().splitlines() if line.strip()]
             for p in sorted(folder.glob("*.jsonl"))}
+
+
+def unfinish(folder: Path, records_file: str = "trials.jsonl", keep: int = 1) -> Path:
+    """A finished run made interrupted, as a kill leaves one: run.json says running and the records
+    file keeps its first ``keep`` lines. Returns the records file."""
+    meta = json.loads((folder / "run.json").read_text())
+    meta["status"] = "running"
+    (folder / "run.json").write_text(json.dumps(meta))
+    recs = folder / records_file
+    recs.write_text("".join(recs.read_text().splitlines(keepends=True)[:keep]))
+    return recs

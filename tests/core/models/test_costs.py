@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from fake_anthropic_server import FakeAnthropicServer
 from fake_openai_server import FakeOpenAIServer
+from run_records import unfinish
 
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, LanguageModel, ScoreRequest
@@ -508,11 +509,7 @@ def test_a_run_whose_saved_price_table_is_gone_resumes_with_another(tmp_path, cl
                 "--output-dir", str(tmp_path / "o"))
         assert r.returncode == 0, r.stderr
         (folder,) = (tmp_path / "o").iterdir()
-        meta = json.loads((folder / "run.json").read_text())
-        meta["status"] = "running"
-        (folder / "run.json").write_text(json.dumps(meta))
-        trials = folder / "trials.jsonl"
-        trials.write_text(trials.read_text().splitlines(keepends=True)[0])
+        trials = unfinish(folder)
         moved = tmp_path / "elsewhere.json"
         prices.rename(moved)
         r = cli("nashgap", "--resume", str(folder), "--base-url", s.base_url, "--quiet")

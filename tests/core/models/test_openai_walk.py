@@ -14,6 +14,7 @@ import time
 import pytest
 from fake_openai_server import FakeOpenAIServer, expected_text_logprob, top_logprobs
 from model_calls import run
+from run_records import unfinish
 
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, ScoreRequest
@@ -254,18 +255,27 @@ def test_wait_for_server_gives_up_after_its_time():
     assert model.usage.extra["http_requests"] == model.usage.extra["retries"] + 1 >= 2
 
 
+RESUME_TEMPLATE = "{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}<assistant>"
+
+
+def _templated_run(tmp_path, cli, server):
+    """A finished two-game nashgap chat run of ``server`` with --chat-template t.jinja: (template,
+    its text, folder)."""
+    template = tmp_path / "t.jinja"
+    template.write_text(RESUME_TEMPLATE)
+    r = cli("nashgap", "--model", "openai-compatible:m", "--base-url", server.base_url, "--num-games", "2",
+            "--num-trials", "1", "--seed", "1", "--chat", "--chat-template", str(template), "--no-cache",
+            "--quiet", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    return template, RESUME_TEMPLATE, folder
+
+
 def test_a_resume_whose_chat_template_file_changed_is_refused(tmp_path, cli):
     """run.json names the template's digest; a resume with the file edited since would finish the
     run with records of two templates: one line, exit 2, the folder as it was. Put back, it resumes."""
-    template = tmp_path / "t.jinja"
-    first = "{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}<assistant>"
-    template.write_text(first)
     with FakeOpenAIServer() as s:
-        r = cli("nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url, "--num-games", "2",
-                "--num-trials", "1", "--seed", "1", "--chat", "--chat-template", str(template), "--no-cache",
-                "--quiet", "--output-dir", str(tmp_path / "o"))
-        assert r.returncode == 0, r.stderr
-        (folder,) = (tmp_path / "o").iterdir()
+        template, first, folder = _templated_run(tmp_path, cli, s)
         before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
         template.write_text(first.replace("<assistant>", "[ASSISTANT]"))
         r = cli("nashgap", "--resume", str(folder), "--no-cache", "--quiet")
@@ -282,20 +292,9 @@ def test_a_resume_whose_chat_template_is_gone_takes_the_same_template_by_another
     takes --chat-template in its place when its content is run.json's digest, saved from then on;
     another template, or the flag beside a template still there, is one line and the folder as it
     was (fuzz 12 A E1: the line named a flag not given, and giving it was refused)."""
-    template = tmp_path / "t.jinja"
-    first = "{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}<assistant>"
-    template.write_text(first)
     with FakeOpenAIServer() as s:
-        r = cli("nashgap", "--model", "openai-compatible:m", "--base-url", s.base_url, "--num-games", "2",
-                "--num-trials", "1", "--seed", "1", "--chat", "--chat-template", str(template), "--no-cache",
-                "--quiet", "--output-dir", str(tmp_path / "o"))
-        assert r.returncode == 0, r.stderr
-        (folder,) = (tmp_path / "o").iterdir()
-        meta = json.loads((folder / "run.json").read_text())
-        meta["status"] = "running"
-        (folder / "run.json").write_text(json.dumps(meta))
-        trials = folder / "trials.jsonl"
-        trials.write_text(trials.read_text().splitlines(keepends=True)[0])
+        template, first, folder = _templated_run(tmp_path, cli, s)
+        trials = unfinish(folder)
         there = tmp_path / "there.jinja"
         there.write_text(first)
         r = cli("nashgap", "--resume", str(folder), "--chat-template", str(there), "--quiet")
