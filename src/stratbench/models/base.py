@@ -243,6 +243,8 @@ class LanguageModel(abc.ABC):
     #: reads the same reply differently (a refusal, a part not read), so the response cache — which
     #: stores the reading, not the reply — asks again instead of serving the old reading
     reply_reader: int = 1
+    #: the same for a score reply (raised where a fix reads the same scoring reply differently)
+    score_reader: int = 1
 
     def __init__(self) -> None:
         self.usage = UsageTotals()
@@ -274,6 +276,7 @@ class LanguageModel(abc.ABC):
         self.supports_closed_scoring = inner.supports_closed_scoring
         self.chat_problem = inner.chat_problem
         self.reply_reader = inner.reply_reader
+        self.score_reader = inner.score_reader
 
     def describe(self) -> dict[str, Any]:
         """Identification for run.json and cache keys. Never includes secrets."""

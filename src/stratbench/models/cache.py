@@ -400,8 +400,8 @@ _NOT_KEYS = ("dry_reply",)  # what the caller says of a request, not what is sen
 
 def request_key(kind: str, model: dict[str, Any], request: Any, reader: int = 1) -> str:
     """The cache key of `request` to `model` (its describe()). ``reader``: the backend's
-    `reply_reader` for a generation (left out at 1, so the entries of backends whose reading never
-    changed are still found)."""
+    `reply_reader` for a generation, its `score_reader` for a score (left out at 1, so the entries
+    of backends whose reading never changed are still found)."""
     fields = {k: v for k, v in dataclasses.asdict(request).items()
               if k not in _NOT_KEYS and not (k in _ADDED_FIELDS and v == _ADDED_FIELDS[k])}
     payload = {
@@ -409,7 +409,7 @@ def request_key(kind: str, model: dict[str, Any], request: Any, reader: int = 1)
         "kind": kind,
         "model": model,
         "request": fields,
-        **({"reader": reader} if kind == "generate" and reader != 1 else {}),
+        **({"reader": reader} if reader != 1 else {}),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -508,7 +508,8 @@ class CachedModel(LanguageModel):
 
     async def _through(self, kind: str, requests: Sequence[Any], call: Any, fields: tuple[str, ...],
                        make: Any) -> list[Any]:
-        keys = [request_key(kind, self._identity, r, self.reply_reader) for r in requests]
+        reader = self.reply_reader if kind == "generate" else self.score_reader
+        keys = [request_key(kind, self._identity, r, reader) for r in requests]
         if self._before is not None:
             # the n-th asking of a request in a session is its own entry: under prefix reuse the
             # same prompt can score differently the second time (another KV state before it), and

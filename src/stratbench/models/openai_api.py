@@ -206,7 +206,7 @@ def _content_parts(parts: list[Any]) -> tuple[str, str]:
     ``reasoning`` (their text, or a Responses-style ``summary``). A part that cannot be read this way
     (an image, a refusal, a text that is an object) makes the reply an error naming it, never an
     empty answer: the model would be blamed for a reply that was not read."""
-    text, thought = [], []
+    text, thought, refusals = [], [], []
     for i, part in enumerate(parts):
         if isinstance(part, str):
             text.append(part)
@@ -224,11 +224,16 @@ def _content_parts(parts: list[Any]) -> tuple[str, str]:
             if inner is not None:
                 thought.append(_as_text(inner))
         elif isinstance(part, dict) and kind == "refusal":
-            raise Malformed(f"response has no text content (refusal: {_as_text(part.get('refusal'))})")
+            refusals.append(_as_text(part.get("refusal")))
         else:
             what = f"of type {kind!r}" if isinstance(kind, str) else f"no object with a type ({type(part).__name__})"
             raise Malformed(f"invalid reply: content part {i} is {what:.80}, which is not read "
                             "(text, output_text, thinking and reasoning parts are)")
+    if refusals:  # (beside text too: a reply the reader does not wholly take is not the model's answer)
+        said = " ".join(refusals)[:200]
+        if "".join(text).strip():
+            raise Malformed(f"invalid reply: a refusal part beside the text ({said})")
+        raise Malformed(f"response has no text content (refusal: {said})")
     return "".join(text), "\n\n".join(thought)
 
 
@@ -278,6 +283,9 @@ class OpenAICompatibleModel(LanguageModel):
         if endpoint not in ENDPOINTS:
             raise InputError(f"{self.spec}: endpoint must be 'completions' or 'chat', got {endpoint!r}")
         self.endpoint = endpoint
+        # chat scores (top-k log-probs) read 2: a refusal, tool call or reasoning message is no
+        # answer (fuzz 15, 16); the completions route's echo reading never changed
+        self.score_reader = 2 if endpoint == "chat" else 1
         if not isinstance(max_concurrency, int) or max_concurrency < 1:
             raise InputError(f"{self.spec}: max_concurrency must be a positive integer")
         if not timeout_s or not timeout_s > 0 or timeout_s == float("inf"):

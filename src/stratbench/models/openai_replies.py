@@ -252,16 +252,41 @@ def completion_top_logprobs(data: Any) -> dict[str, float]:
     return out
 
 
+def _check_scored_message(message: dict[str, Any]) -> None:
+    """Malformed unless the first generated position whose log-probs a chat score reads is the
+    answer's first token: a refusal (the message's field or a content part), a tool call, or
+    reasoning (a reasoning parser's ``reasoning_content``/``reasoning``, a thinking content part:
+    the token was the thinking's, the answer had not begun) make the reply no answer, as generation
+    reads the same message (fuzz 15 D2, fuzz 16 A D1-D2)."""
+    refusal = message.get("refusal")
+    if refusal and not (isinstance(refusal, str) and not refusal.strip()):
+        raise Malformed("invalid reply: the message is a refusal, so its log-probs are not an answer's")
+    if message.get("tool_calls") or message.get("function_call"):
+        raise Malformed("invalid reply: the message holds a tool call, so its log-probs are not an answer's")
+    if any(message.get(k) not in (None, "", [], {}) for k in ("reasoning_content", "reasoning")):
+        raise Malformed("invalid reply: the message is reasoning, so its first token's log-probs are not the "
+                        "answer's (score a reasoning model with --policy sample)")
+    content = message.get("content")
+    for i, part in enumerate(content if isinstance(content, list) else []):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if isinstance(part, str) or (kind in ("text", "output_text") and isinstance(part.get("text"), str)):
+            continue
+        if kind == "refusal":
+            raise Malformed(f"invalid reply: content part {i} is a refusal, so the log-probs are not an answer's")
+        if kind in ("thinking", "reasoning"):
+            raise Malformed(f"invalid reply: content part {i} is reasoning, so the first token's log-probs are not "
+                            "the answer's (score a reasoning model with --policy sample)")
+        what = f"of type {kind!r}" if isinstance(kind, str) else "no text"
+        raise Malformed(f"invalid reply: content part {i} is {what:.80}, which is not read, so the log-probs are "
+                        "not an answer's")
+
+
 def chat_top_logprobs(data: Any) -> dict[str, float]:
     """token text -> log-prob at the first generated position (duplicates combined)."""
     choice = first_choice(data)
     message = choice.get("message")
-    if isinstance(message, dict):  # (the log-probs of a refusal or a tool call are not an answer's)
-        refusal = message.get("refusal")
-        if refusal and not (isinstance(refusal, str) and not refusal.strip()):
-            raise Malformed("invalid reply: the message is a refusal, so its log-probs are not an answer's")
-        if message.get("tool_calls") or message.get("function_call"):
-            raise Malformed("invalid reply: the message holds a tool call, so its log-probs are not an answer's")
+    if isinstance(message, dict):
+        _check_scored_message(message)
     lp = choice.get("logprobs")
     content = lp.get("content") if isinstance(lp, dict) else None
     if not isinstance(content, list) or not content or not isinstance(content[0], dict):

@@ -892,10 +892,21 @@ def test_text_beside_a_tool_call_or_a_refusal_is_not_the_answer(server, monkeypa
     assert not res.ok and res.text is None and why in (res.error or ""), res
 
 
-@pytest.mark.parametrize("extra,why", [({"refusal": "I refuse"}, "is a refusal"),
-                                       ({"tool_calls": [{"id": "c", "type": "function"}]}, "holds a tool call")])
+@pytest.mark.parametrize("extra,why", [
+    ({"refusal": "I refuse"}, "is a refusal"),
+    ({"tool_calls": [{"id": "c", "type": "function"}]}, "holds a tool call"),
+    ({"content": [{"type": "refusal", "refusal": "I refuse"}]}, "content part 0 is a refusal"),
+    ({"content": [{"type": "text", "text": "0"}, {"type": "refusal", "refusal": "no"}]}, "content part 1 is a refusal"),
+    ({"content": None, "reasoning_content": "Okay"}, "the message is reasoning"),
+    ({"content": "", "reasoning": "Okay"}, "the message is reasoning"),
+    ({"content": [{"type": "thinking", "thinking": "Okay"}]}, "content part 0 is reasoning"),
+    ({"content": [{"type": "image_url", "image_url": {"url": "x"}}]}, "content part 0 is of type 'image_url'"),
+], ids=["refusal", "tool call", "refusal part", "text and refusal parts", "reasoning_content", "reasoning",
+        "thinking part", "image part"])
 def test_the_log_probs_of_a_refusal_or_a_tool_call_are_no_answers(server, monkeypatch, extra, why):
-    """(fuzz 15 D2: chat scoring built a policy from them, where generation made them errors)"""
+    """(fuzz 15 D2: chat scoring built a policy from them, where generation made them errors; fuzz 16
+    A D1-D2: a refusal given as a content part, and a reasoning server's first token — the thinking's
+    — were still scored as the answer)"""
     top = [{"token": "0", "logprob": -0.1}, {"token": "1", "logprob": -2.5}, {"token": "2", "logprob": -4.0}]
     model = _chat_model_answering(server, monkeypatch, "0", top)
     reply_post = model._post
@@ -908,3 +919,38 @@ def test_the_log_probs_of_a_refusal_or_a_tool_call_are_no_answers(server, monkey
     monkeypatch.setattr(model, "_post", post)
     (res,) = run(model, "score", [ScoreRequest("Pick: ", ("0", "1", "2"))])
     assert res.logprobs is None and why in (res.error or ""), res
+
+
+@pytest.mark.parametrize("content", ["0", [{"type": "text", "text": "0"}], ["0"], None, ""])
+def test_the_log_probs_of_an_answer_in_any_text_shape_are_scored(server, monkeypatch, content):
+    """The checks above leave an answer alone: text as a string, text parts, or none given at all
+    beside the log-probs (a server that sends only the log-probs of its one token)."""
+    top = [{"token": "0", "logprob": -0.1}, {"token": "1", "logprob": -2.5}, {"token": "2", "logprob": -4.0}]
+    model = _chat_model_answering(server, monkeypatch, "0", top)
+    reply_post = model._post
+
+    async def post(path, body):
+        out = await reply_post(path, body)
+        out.data["choices"][0]["message"].update(content=content, refusal=None)
+        return out
+
+    monkeypatch.setattr(model, "_post", post)
+    (res,) = run(model, "score", [ScoreRequest("Pick: ", ("0", "1", "2"))])
+    assert res.logprobs == pytest.approx([-0.1, -2.5, -4.0]), res
+
+
+def test_text_beside_a_refusal_part_is_named_as_such(server, monkeypatch):
+    """(fuzz 16 A M1: the error said the reply had no text content)"""
+    from stratbench.models.retry import RetryOutcome
+
+    model = make_model(server, endpoint="chat")
+    reply = {"choices": [{"message": {"role": "assistant", "content": [
+        {"type": "text", "text": "Action: 1"}, {"type": "refusal", "refusal": "but no"}]}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 3}}
+
+    async def post(path, body):
+        return RetryOutcome(data=reply, status=200, attempts=1)
+
+    monkeypatch.setattr(model, "_post", post)
+    (res,) = run(model, "generate", [GenerateRequest("Q", max_tokens=20, chat=True)])
+    assert not res.ok and "a refusal part beside the text (but no)" in (res.error or ""), res

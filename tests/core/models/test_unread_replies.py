@@ -86,7 +86,8 @@ def test_a_gemini_part_holding_nothing_beside_text_leaves_the_answer():
 def test_a_backend_whose_reading_changed_is_asked_again_not_served_its_old_reading(tmp_path):
     """The cache stores a reply's reading: a backend whose reader was fixed (reply_reader 2) keys its
     generations apart from the old readings, so an upgrade does not serve a refusal cached as an
-    empty answer (fuzz 13 A D2); scores and backends at reader 1 keep their keys."""
+    empty answer (fuzz 13 A D2); scores likewise by their score_reader (a chat score of a refusal,
+    fuzz 16); backends at reader 1 keep their keys."""
     from stratbench.models.base import GenerateRequest, ScoreRequest
     from stratbench.models.cache import request_key
 
@@ -94,12 +95,16 @@ def test_a_backend_whose_reading_changed_is_asked_again_not_served_its_old_readi
     assert request_key("generate", {"m": 1}, req, 2) != request_key("generate", {"m": 1}, req)
     assert request_key("generate", {"m": 1}, req, 1) == request_key("generate", {"m": 1}, req)
     score = ScoreRequest("p", ("1", "2"))
-    assert request_key("score", {"m": 1}, score, 2) == request_key("score", {"m": 1}, score)
+    assert request_key("score", {"m": 1}, score, 2) != request_key("score", {"m": 1}, score)
+    assert request_key("score", {"m": 1}, score, 1) == request_key("score", {"m": 1}, score)
     from stratbench.models.anthropic_api import AnthropicModel
     from stratbench.models.gemini_api import GeminiModel
     from stratbench.models.openai_api import OpenAICompatibleModel
 
     assert AnthropicModel.reply_reader == 2 and GeminiModel.reply_reader == OpenAICompatibleModel.reply_reader == 3
+    url = "http://127.0.0.1:9/v1"
+    assert OpenAICompatibleModel("openai-compatible", "m", base_url=url, endpoint="chat").score_reader == 2
+    assert OpenAICompatibleModel("openai-compatible", "m", base_url=url, endpoint="completions").score_reader == 1
 
 
 def test_a_gemini_part_holding_text_and_a_call_is_an_error():
