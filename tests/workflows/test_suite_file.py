@@ -364,3 +364,67 @@ def test_an_unfinished_suites_gone_chat_template_is_named_with_what_to_do(tmp_pa
     _refuse_gone_templates({"nashgap": {"chat_template": str(there)}, "seeds": [1]}, tmp_path)
     with pytest.raises(InputError, match=r"\[tom\] section \(.*gone.jinja\) is gone; put the same file back"):
         _refuse_gone_templates({"tom": {"chat_template": str(tmp_path / "gone.jinja")}}, tmp_path)
+
+
+def test_an_unfinished_suite_whose_games_file_changed_is_refused_and_finishes_with_the_original(tmp_path, cli):
+    """The runs not yet started read the games file when they start: one replaced while the suite
+    was interrupted was played beside the runs that played the original (fuzz 16 B D1). The suite
+    saves each input file's digest (suite_metadata.json "inputs"); a resume, and a merge of shards,
+    refuse a changed one — the original put back finishes the suite."""
+    games = {}
+    for seed in (1, 2):
+        r = cli("nashgap", "--llm-type", "random", "--num-games", "3", "--seed", str(seed), "--output-dir",
+                str(tmp_path / f"g{seed}"), "--quiet")
+        assert r.returncode == 0, r.stderr
+        (games[seed],) = (tmp_path / f"g{seed}").glob("*/games.json")
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "g.json").write_bytes(games[1].read_bytes())
+    (cfg / "s.toml").write_text('seeds = [1, 2]\nmodels = ["random"]\n[nashgap]\nnum_trials = 2\ngames_file = "g.json"\n')
+    r = cli("suite", "run", str(cfg / "s.toml"), "--output-dir", str(tmp_path / "o"), "--no-report", "--quiet")
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    assert list(meta["inputs"]) == ["nashgap.games_file"] and meta["inputs"]["nashgap.games_file"].startswith("sha256:")
+    meta["runs"], meta["status"] = meta["runs"][:1], "running"  # interrupted after its first run
+    (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    before = sorted(p.relative_to(folder) for p in folder.rglob("*"))
+    (cfg / "g.json").write_bytes(games[2].read_bytes())
+    r = cli("suite", "run", "--resume", str(folder), "--no-report", "--quiet")
+    assert r.returncode == 2 and "[nashgap] games_file" in r.stderr and "has changed since the suite started" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and sorted(p.relative_to(folder) for p in folder.rglob("*")) == before
+    (cfg / "g.json").write_bytes(games[1].read_bytes())
+    r = cli("suite", "run", "--resume", str(folder), "--no-report", "--quiet")
+    assert r.returncode == 0, r.stderr
+    # shards played with different games are not one suite
+    shards = []
+    for i, seed in ((1, 1), (2, 2)):
+        (cfg / "g.json").write_bytes(games[seed].read_bytes())
+        r = cli("suite", "run", str(cfg / "s.toml"), "--shard", f"{i}/2", "--output-dir", str(tmp_path / f"sh{i}"),
+                "--no-report", "--quiet")
+        assert r.returncode == 0, r.stderr
+        (s,) = (tmp_path / f"sh{i}").iterdir()
+        shards.append(str(s))
+    r = cli("merge", *shards, "--output-dir", str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 2 and "the shards read different input files" in r.stderr and not (tmp_path / "m").exists()
+
+
+def test_a_suite_file_with_its_own_price_table_refuses_another_from_the_flag(tmp_path, cli):
+    """The section's table prices the runs (run.json's cost), so --price-table with another table
+    priced the plan and the --max-cost ceiling one way and the runs, and a resume's ceiling, the
+    other, without a word (fuzz 16 B M1). The same table, or none, is taken."""
+    cfg = tmp_path / "cfg"
+    cfg.mkdir()
+    (cfg / "p.json").write_text('{"openai:gpt-4o": {"input_per_million": 1, "output_per_million": 2}}')
+    (tmp_path / "q.json").write_text('{"openai:gpt-4o": {"input_per_million": 1000, "output_per_million": 2000}}')
+    (cfg / "s.toml").write_text('seeds = [1]\nmodels = ["openai:gpt-4o"]\n[nashgap]\nnum_trials = 2\nnum_games = 2\n'
+                                'price_table = "p.json"\n')
+    for extra in (["--dry-run"], ["--max-cost", "5"]):
+        r = cli("suite", "run", str(cfg / "s.toml"), "--price-table", str(tmp_path / "q.json"), *extra,
+                "--output-dir", str(tmp_path / "o"), "--no-report", "--quiet")
+        assert r.returncode == 2 and "prices its runs with its own price_table" in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "o").exists()
+    for table in (cfg / "p.json", None):
+        r = cli("suite", "run", str(cfg / "s.toml"), *(["--price-table", str(table)] if table else []), "--dry-run",
+                "--quiet")
+        assert r.returncode == 0, r.stderr

@@ -81,11 +81,16 @@ def plannable(fn: F | None = None, *, prices_for_ceiling: bool = False) -> Any:
         saved = _implied_price_table(kwargs)
         if prices_path and saved and not os.path.exists(saved):
             saved = None  # (the saved table is gone: the command's stands in for it, as the run takes it)
-        if prices_path and saved and kwargs.get("resume") and not _same_file(prices_path, saved):
-            # (the run prices its cost with its saved table: another one here would price the
-            # ceiling one way and run.json's cost another)
-            raise InputError(f"--price-table {prices_path}: the run in {kwargs['resume']} prices its cost with "
-                             f"{saved} (saved when it started); drop --price-table")
+        if prices_path and saved and (kwargs.get("resume") or kwargs.get("file")) \
+                and not _same_file(prices_path, saved):
+            # (the run prices its cost with its saved table, a new suite file's runs with their
+            # section's: another one here would price the plan and the ceiling one way and
+            # run.json's cost another; a tiered config's table is replaced by the flag, runs too)
+            if kwargs.get("resume"):
+                raise InputError(f"--price-table {prices_path}: the run in {kwargs['resume']} prices its cost with "
+                                 f"{saved} (saved when it started); drop --price-table")
+            raise InputError(f"--price-table {prices_path}: {kwargs['file']} prices its runs with its own "
+                             f"price_table ({saved}); drop --price-table (or that setting)")
         prices = costs.load_prices(prices_path or saved)
         if not dry_run:
             with costs.cost_session(prices, max_cost=max_cost, local=_runs_here) as session:

@@ -65,6 +65,7 @@ from stratbench.workflows.suite_plan import (
     check_job_models,
     check_no_redacted_urls,
     file_folder,
+    input_digests,
     pending_jobs,
     plan_suite_data,
     plan_suite_file,
@@ -137,6 +138,7 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
         else:
             planned = _with_price_table_for_gone(planned, price_table, out)
             _refuse_gone_templates(planned, out)
+            _refuse_changed_inputs(planned, meta, out)
         jobs = plan_suite_data(planned, Path(meta.get("file") or out))
         if [j.key for j in jobs] != meta.get("plan"):
             raise InputError(f"--resume {out}: the saved plan no longer gives the same runs with this version "
@@ -168,7 +170,8 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
         made = missing_dirs(base)
         out = create_run_folder(base, "suite", flag="--output-dir" if output_dir else f"{path}: output_dir").path
         meta = run_metadata("suite-file", data, kind="suite")
-        meta.update(file=os.path.abspath(path), name=data.get("name"), runs=[], plan=[j.key for j in jobs], shard=sh.to_json())
+        meta.update(file=os.path.abspath(path), name=data.get("name"), runs=[], plan=[j.key for j in jobs], shard=sh.to_json(),
+                    inputs=input_digests(with_file_paths(data, file_folder(path))))
     jobs = sh.select(jobs)
     finished = finished_runs(out, meta, jobs) if resume_dir else set()
     with refused_leaves_nothing(out, meta, new=not resume_dir, made=made), folder_lock(out):
@@ -228,6 +231,27 @@ def _refuse_gone_templates(data: dict[str, Any], out: Path) -> None:
         if isinstance(t, str) and t.strip() and not os.path.exists(t):
             raise InputError(f"--resume {out}: the chat template of the suite's [{section}] section ({t}) is gone; "
                              "put the same file back at that path to finish the suite (its runs name its digest)")
+
+
+def _refuse_changed_inputs(planned: dict[str, Any], meta: dict[str, Any], out: Path) -> None:
+    """One line when a file or folder an unfinished suite's runs read (a games file, stories, a
+    template: `INPUT_KEYS`) is not what it was when the suite started: the runs not yet started
+    would play the new content beside runs that played the old (fuzz 16 B D1). A suite saved
+    before digests were kept ("inputs" absent) is not checked; a file that is gone is named by the
+    checks that read it."""
+    saved = meta.get("inputs")
+    if saved is None:
+        return
+    if not isinstance(saved, dict) or not all(isinstance(v, str) for v in saved.values()):
+        raise InputError(f"--resume {out}: suite_metadata.json: inputs {saved!r:.60} is not what a suite run writes "
+                         "(edited by hand); the folder is left as it is")
+    now = input_digests(planned)
+    for key, digest in saved.items():
+        if key in now and now[key] != digest:
+            section, name = key.rsplit(".", 1)
+            raise InputError(f"--resume {out}: the suite's [{section}] {name} ({planned[section][name]}) has changed "
+                             "since the suite started; put the original back to finish the suite, or run the file "
+                             "as a new suite")
 
 
 def check_suite_file_folder(folder: Path, meta: dict[str, Any]) -> None:
@@ -337,6 +361,9 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
         raise InputError("cannot merge suite-file shards with other folders")
     if any(json.dumps(m["config"], sort_keys=True) != json.dumps(metas[0]["config"], sort_keys=True) for m in metas):
         raise InputError("the shards come from different suite files")
+    if any(m.get("inputs") != metas[0].get("inputs") for m in metas):  # (a games file changed between shards)
+        raise InputError("the shards read different input files (a games file, stories, corrections or a chat "
+                         "template changed between them: suite_metadata.json's inputs differ)")
     check_same_versions(folders, metas)  # as for the shards of one run: numbers two versions may compute differently
     # a suite file's shard sits beside its config (the config is the file's own data)
     finished_shards(folders, [{"config": {"shard": m.get("shard")}, "status": m.get("status")} for m in metas],

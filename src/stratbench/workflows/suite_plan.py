@@ -143,6 +143,51 @@ def with_file_paths(data: dict[str, Any], folder: str | Path) -> dict[str, Any]:
     return out
 
 
+#: a section's settings naming what its runs read (games, stories, corrections, a template): their
+#: content is saved with a suite as a digest, so a resume that would play a changed file is refused
+INPUT_KEYS = ("chat_template", "games_file", "stories_dir", "corrections")
+
+
+def path_digest(path: str) -> str:
+    """``sha256:<hex>`` of a file's bytes, or of a folder's files (each relative name and its bytes,
+    in sorted order): what a suite's runs read from it."""
+    import hashlib
+    import os
+
+    h = hashlib.sha256()
+    if os.path.isdir(path):
+        for root, dirs, files in os.walk(path):
+            dirs.sort()
+            for name in sorted(files):
+                full = os.path.join(root, name)
+                h.update(os.path.relpath(full, path).encode("utf-8", "surrogateescape") + b"\0")
+                with open(full, "rb") as fh:
+                    h.update(hashlib.sha256(fh.read()).digest())
+    else:
+        with open(path, "rb") as fh:
+            h.update(fh.read())
+    return "sha256:" + h.hexdigest()
+
+
+def input_digests(data: dict[str, Any]) -> dict[str, str]:
+    """``{"<section>.<key>": digest}`` for each `INPUT_KEYS` setting of a suite's data (its paths
+    absolute, `with_file_paths`) that names an existing file or folder."""
+    import os
+
+    out: dict[str, str] = {}
+    for section, params in data.items():
+        if section in TOP_KEYS or not isinstance(params, dict):
+            continue
+        for k in INPUT_KEYS:
+            v = params.get(k)
+            if isinstance(v, str) and v.strip() and "\0" not in v and os.path.exists(v):
+                try:
+                    out[f"{section}.{k}"] = path_digest(v)
+                except OSError:
+                    continue  # (unreadable: the run that reads it names it)
+    return out
+
+
 def plan_suite_file(path: str | Path) -> tuple[dict[str, Any], list[Job]]:
     """The parsed file and every run it describes, all configs checked; nothing is written. The
     data is the file's as written (relative paths too: the saved plan is compared with the file
