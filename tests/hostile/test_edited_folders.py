@@ -229,11 +229,12 @@ def test_a_minus_infinity_log_prob_written_as_null_is_read_back(tmp_path, cli):
     lines = (folder / "trials.jsonl").read_text().splitlines()
     rec = json.loads(lines[0])
     rec["logprobs"] = [None, -0.1, -2.4]
+    rec["label_mass"] = pol.mass  # (with its label mass, as a log-prob trial has it)
     (folder / "trials.jsonl").write_text("\n".join([json.dumps(rec), *lines[1:3]]) + "\n")
     meta = json.loads((folder / "run.json").read_text())
     (folder / "run.json").write_text(json.dumps({**meta, "status": "running"}))
     r = cli("nashgap", "--resume", str(folder), "--quiet")
-    assert r.returncode == 2 and "logprobs [null, -0.1, -2.4], but random writes null" in r.stderr, r.stderr
+    assert r.returncode == 2 and "but random writes null in game 0, trial 0" in r.stderr, r.stderr
 
 
 def test_a_scorecards_think_tags_edited_away_are_refused_and_compare_checks_its_list(tmp_path, cli, fake_server):
@@ -1019,3 +1020,50 @@ def test_a_tom_run_whose_label_set_was_edited_is_named_as_an_edit(tmp_path, cli)
                                                      config=dict(meta["config"], base_url="http://127.0.0.1:9/v1"))))
     r = cli("tom", "run", "--resume", str(folder))
     assert r.returncode == 0, r.stderr
+
+
+def test_a_scored_answers_distribution_and_label_mass_are_what_its_log_probabilities_give():
+    """TMGBench's scored record: its distribution and label mass are checked against the
+    log-probabilities beside them (fuzz 17 A D3: two entries swapped moved ID% and BD%, a deleted
+    label_mass the mean label mass); nashgap's log-prob trial has its label mass (D4: null taken,
+    the mean recomputed without it)."""
+    import numpy as np
+
+    from stratbench.games.normal_form import NormalFormGame
+    from stratbench.players import exact_policy
+    from stratbench.runner.jsonl import dumps
+    from stratbench.solvers.zerosum import solve_zero_sum
+    from stratbench.suites.nashgap.games import GameEntry
+    from stratbench.suites.nashgap.players import Decision
+    from stratbench.suites.nashgap.records import make_record, record_problem
+    from stratbench.suites.tmgbench.prompts import completion_candidates
+    from stratbench.suites.tmgbench.run import _scored_problem, subset_key
+
+    cands = completion_candidates()
+    lps = [-3.0 - 0.3 * i if i % 4 else float("-inf") for i in range(len(cands))]
+    pol = exact_policy(lps)
+    assert not isinstance(pol, str)
+    rec = {"status": "parsed", "label_mass": pol.mass,
+           "logprobs": {subset_key(s): (None if x == float("-inf") else x) for (s, _), x in zip(cands, lps)},
+           "distribution": {subset_key(s): float(p) for (s, _), p in zip(cands, pol.probs)}}
+    rec = json.loads(json.dumps(rec))
+    assert _scored_problem(rec) is None
+    k1, k2 = list(rec["distribution"])[1:3]
+    swapped = {**rec["distribution"], k1: rec["distribution"][k2], k2: rec["distribution"][k1]}
+    assert "is not what its log-probabilities give" in _scored_problem({**rec, "distribution": swapped})
+    assert "label_mass None, but its log-probabilities give" in _scored_problem({**rec, "label_mass": None})
+    assert "label_mass 0.5, but" in _scored_problem({**rec, "label_mass": 0.5})
+    assert "without the log-probabilities" in _scored_problem({**rec, "logprobs": None})
+    assert "status 'error' with log-probabilities" in _scored_problem({**rec, "status": "error"})
+
+    game = NormalFormGame.zero_sum([[1.0, -2.0, 0.5], [-1.0, 3.0, 0.0], [0.0, 1.0, -1.0]])
+    entry = GameEntry(0, game, solve_zero_sum(game.payoff_row), None, 5)
+    lps3 = [float("-inf"), -0.1, -2.4]
+    pol3 = exact_policy(lps3)
+    assert not isinstance(pol3, str)
+    d = Decision("parsed", action=1, policy=list(pol3.probs), label_mass=pol3.mass, logprobs=lps3)
+    written = json.loads(dumps(dict(make_record(entry, 0, "pure", 7, "prompt", d, "gguf:m"))))
+    assert record_problem(written, {0: 3}, {0: entry}, "pure", "gguf:m", 1) is None and np.isclose(
+        written["label_mass"], pol3.mass)
+    assert "no label_mass beside its log-probabilities" in record_problem(
+        {**written, "label_mass": None}, {0: 3}, {0: entry}, "pure", "gguf:m", 1)

@@ -428,3 +428,56 @@ def test_a_suite_file_with_its_own_price_table_refuses_another_from_the_flag(tmp
         r = cli("suite", "run", str(cfg / "s.toml"), *(["--price-table", str(table)] if table else []), "--dry-run",
                 "--quiet")
         assert r.returncode == 0, r.stderr
+
+
+def test_input_digests_read_what_the_runs_read_and_refuse_what_they_cannot(tmp_path):
+    """A stories folder's digest covers its top-level *.txt entries only (what the story loader
+    reads): a dangling link or a named pipe beside them is not read (a pipe hung the digest, fuzz
+    17 B H1; an unreadable entry dropped the folder's digest, so a changed story went unnoticed,
+    D1), and a story that is no regular file is one line (a link to /dev/zero: MemoryError, T1)."""
+    import os
+
+    import pytest
+
+    from stratbench.errors import InputError
+    from stratbench.workflows.suite_plan import input_digests
+
+    st = tmp_path / "st"
+    st.mkdir()
+    (st / "111_0.txt").write_text("a story")
+    os.symlink(tmp_path / "nowhere", st / "notes")
+    os.mkfifo(st / "pipe")
+    (st / "sub").mkdir()
+    data = {"seeds": [1], "tmgbench": {"stories_dir": str(st)}, "nashgap": {"games_file": str(tmp_path / "gone.json")}}
+    first = input_digests(data)
+    assert list(first) == ["tmgbench.stories_dir"]  # (a file that is gone: named by the run that reads it)
+    (st / "111_0.txt").write_text("another story")
+    assert input_digests(data) != first
+    (st / "111_0.txt").write_text("a story")
+    assert input_digests(data) == first
+    os.symlink("/dev/zero", st / "112_0.txt")
+    with pytest.raises(InputError, match=r"^\[tmgbench\] stories_dir .*112_0.txt: a device, not a regular file$"):
+        input_digests(data)
+
+
+def test_a_resumed_suites_inputs_edited_by_hand_are_refused(tmp_path):
+    """(fuzz 17 B D2: {}, null or other keys let a resume finish on a changed games file)"""
+    import pytest
+
+    from stratbench.errors import InputError
+    from stratbench.workflows.suite_file import _refuse_changed_inputs
+    from stratbench.workflows.suite_plan import input_digests
+
+    g = tmp_path / "g.json"
+    g.write_text("[]")
+    planned = {"seeds": [1], "nashgap": {"games_file": str(g)}}
+    good = input_digests(planned)
+    _refuse_changed_inputs(planned, {"inputs": good}, tmp_path)
+    _refuse_changed_inputs(planned, {}, tmp_path)  # (a folder from before digests were kept)
+    for edited in ({}, None, {"tom.games_file": good["nashgap.games_file"]}, {**good, "x.games_file": "sha256:0"},
+                   {"nashgap.games_file": 5}):
+        with pytest.raises(InputError, match="is not the digests of the files its plan reads"):
+            _refuse_changed_inputs(planned, {"inputs": edited}, tmp_path)
+    g.write_text("[ ]")
+    with pytest.raises(InputError, match=r"\[nashgap\] games_file .* has changed since the suite started"):
+        _refuse_changed_inputs(planned, {"inputs": good}, tmp_path)

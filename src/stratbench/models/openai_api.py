@@ -284,8 +284,9 @@ class OpenAICompatibleModel(LanguageModel):
             raise InputError(f"{self.spec}: endpoint must be 'completions' or 'chat', got {endpoint!r}")
         self.endpoint = endpoint
         # chat scores (top-k log-probs) read 2: a refusal, tool call or reasoning message is no
-        # answer (fuzz 15, 16); the completions route's echo reading never changed
-        self.score_reader = 2 if endpoint == "chat" else 1
+        # answer (fuzz 15, 16); 3: a label's own leading space, a message without text (fuzz 17);
+        # the completions route's echo reading never changed
+        self.score_reader = 3 if endpoint == "chat" else 1  # 3: a label's own leading space, no text (fuzz 17)
         if not isinstance(max_concurrency, int) or max_concurrency < 1:
             raise InputError(f"{self.spec}: max_concurrency must be a positive integer")
         if not timeout_s or not timeout_s > 0 or timeout_s == float("inf"):
@@ -723,14 +724,16 @@ class OpenAICompatibleModel(LanguageModel):
         except Malformed as e:
             return ScoreResult(logprobs=None, error=self._redact(str(e)), **usage)
         # the first token of a chat reply may carry the whitespace a tokenizer puts before a word
-        # (SentencePiece models behind vLLM report " 1"): an answer with no whitespace of its own
-        # is every top-20 token that is it after that whitespace, their probabilities summed
+        # (SentencePiece models behind vLLM report " 1"), and a reply begins no word after a space
+        # of its own: an answer is every top-20 token that is it after that whitespace, their
+        # probabilities summed — a label's own leading space (CHBench's " 1", written for the
+        # completion after "Action:") included (fuzz 17 A D1: " 1" was looked up as is)
         bare: dict[str, float] = {}
         for tok, lp in top.items():
             key = tok.lstrip()
             if key:
                 bare[key] = lp if key not in bare else float(np.logaddexp(bare[key], lp))
-        return ScoreResult(logprobs=[(bare.get(c, float("-inf")) if c and c == c.lstrip() else top.get(c, float("-inf")))
+        return ScoreResult(logprobs=[(bare.get(c.lstrip(), float("-inf")) if c.strip() else top.get(c, float("-inf")))
                                      for c in req.continuations],
                            n_tokens=[1] * len(req.continuations), **usage)
 

@@ -267,6 +267,9 @@ def _check_scored_message(message: dict[str, Any]) -> None:
         raise Malformed("invalid reply: the message is reasoning, so its first token's log-probs are not the "
                         "answer's (score a reasoning model with --policy sample)")
     content = message.get("content")
+    if not isinstance(content, (str, list)) or content == []:
+        # (no answer text: a vLLM reasoning parser's reply at max_tokens=1 whose token was "<think>")
+        raise Malformed("invalid reply: the message has no text content, so its log-probs are not an answer's")
     for i, part in enumerate(content if isinstance(content, list) else []):
         kind = part.get("type") if isinstance(part, dict) else None
         if isinstance(part, str) or (kind in ("text", "output_text") and isinstance(part.get("text"), str)):

@@ -66,6 +66,7 @@ from stratbench.workflows.suite_plan import (
     check_no_redacted_urls,
     file_folder,
     input_digests,
+    input_settings,
     pending_jobs,
     plan_suite_data,
     plan_suite_file,
@@ -166,12 +167,13 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
             check_job_models(sh.select(jobs))
         except InputError as e:
             raise InputError(f"{path}: models: {e}") from None
+        inputs = input_digests(with_file_paths(data, file_folder(path)))  # (read before the folder exists)
         base = output_dir or data.get("output_dir") or "results"
         made = missing_dirs(base)
         out = create_run_folder(base, "suite", flag="--output-dir" if output_dir else f"{path}: output_dir").path
         meta = run_metadata("suite-file", data, kind="suite")
         meta.update(file=os.path.abspath(path), name=data.get("name"), runs=[], plan=[j.key for j in jobs], shard=sh.to_json(),
-                    inputs=input_digests(with_file_paths(data, file_folder(path))))
+                    inputs=inputs)
     jobs = sh.select(jobs)
     finished = finished_runs(out, meta, jobs) if resume_dir else set()
     with refused_leaves_nothing(out, meta, new=not resume_dir, made=made), folder_lock(out):
@@ -236,15 +238,17 @@ def _refuse_gone_templates(data: dict[str, Any], out: Path) -> None:
 def _refuse_changed_inputs(planned: dict[str, Any], meta: dict[str, Any], out: Path) -> None:
     """One line when a file or folder an unfinished suite's runs read (a games file, stories, a
     template: `INPUT_KEYS`) is not what it was when the suite started: the runs not yet started
-    would play the new content beside runs that played the old (fuzz 16 B D1). A suite saved
-    before digests were kept ("inputs" absent) is not checked; a file that is gone is named by the
-    checks that read it."""
-    saved = meta.get("inputs")
-    if saved is None:
+    would play the new content beside runs that played the old (fuzz 16 B D1). The saved digests
+    must be one per input setting of the plan (an edited list is refused); a suite saved before
+    digests were kept ("inputs" absent) is not checked — nor, so, one whose key was deleted by
+    hand; a file that is gone is named by the checks that read it."""
+    if "inputs" not in meta:
         return
-    if not isinstance(saved, dict) or not all(isinstance(v, str) for v in saved.values()):
-        raise InputError(f"--resume {out}: suite_metadata.json: inputs {saved!r:.60} is not what a suite run writes "
-                         "(edited by hand); the folder is left as it is")
+    saved = meta["inputs"]
+    if not isinstance(saved, dict) or not all(isinstance(v, str) for v in saved.values()) \
+            or set(saved) != set(input_settings(planned)):
+        raise InputError(f"--resume {out}: suite_metadata.json: inputs {json.dumps(saved)[:80]} is not the digests of "
+                         "the files its plan reads (edited by hand); the folder is left as it is")
     now = input_digests(planned)
     for key, digest in saved.items():
         if key in now and now[key] != digest:

@@ -148,43 +148,51 @@ def with_file_paths(data: dict[str, Any], folder: str | Path) -> dict[str, Any]:
 INPUT_KEYS = ("chat_template", "games_file", "stories_dir", "corrections")
 
 
-def path_digest(path: str) -> str:
-    """``sha256:<hex>`` of a file's bytes, or of a folder's files (each relative name and its bytes,
-    in sorted order): what a suite's runs read from it."""
+def path_digest(path: str, label: str) -> str:
+    """``sha256:<hex>`` of what a suite's runs read from a file — its bytes — or from a folder of
+    stories — each top-level ``*.txt`` entry's name and bytes, in sorted order (the story loader's
+    files; other entries are never read). Read as the runs read them (`stratbench.files`: regular
+    files under the size cap), so a named pipe, a device or a huge file is one line, never a hang."""
     import hashlib
     import os
 
+    from stratbench.files import list_dir, read_bytes
+
     h = hashlib.sha256()
     if os.path.isdir(path):
-        for root, dirs, files in os.walk(path):
-            dirs.sort()
-            for name in sorted(files):
-                full = os.path.join(root, name)
-                h.update(os.path.relpath(full, path).encode("utf-8", "surrogateescape") + b"\0")
-                with open(full, "rb") as fh:
-                    h.update(hashlib.sha256(fh.read()).digest())
+        for p in list_dir(path, label):
+            if p.name.endswith(".txt"):
+                h.update(p.name.encode("utf-8", "surrogateescape") + b"\0")
+                h.update(hashlib.sha256(read_bytes(p, f"{label}: {p.name}")).digest())
     else:
-        with open(path, "rb") as fh:
-            h.update(fh.read())
+        h.update(read_bytes(path, label))
     return "sha256:" + h.hexdigest()
 
 
-def input_digests(data: dict[str, Any]) -> dict[str, str]:
-    """``{"<section>.<key>": digest}`` for each `INPUT_KEYS` setting of a suite's data (its paths
-    absolute, `with_file_paths`) that names an existing file or folder."""
-    import os
-
+def input_settings(data: dict[str, Any]) -> dict[str, str]:
+    """``{"<section>.<key>": path}`` for each `INPUT_KEYS` setting a suite's data gives."""
     out: dict[str, str] = {}
     for section, params in data.items():
         if section in TOP_KEYS or not isinstance(params, dict):
             continue
         for k in INPUT_KEYS:
             v = params.get(k)
-            if isinstance(v, str) and v.strip() and "\0" not in v and os.path.exists(v):
-                try:
-                    out[f"{section}.{k}"] = path_digest(v)
-                except OSError:
-                    continue  # (unreadable: the run that reads it names it)
+            if isinstance(v, str) and v.strip():
+                out[f"{section}.{k}"] = v
+    return out
+
+
+def input_digests(data: dict[str, Any]) -> dict[str, str]:
+    """``{"<section>.<key>": digest}`` for each `INPUT_KEYS` setting of a suite's data (its paths
+    absolute, `with_file_paths`) that names an existing file or folder (one that is gone is named
+    by the checks that read it); one InputError line naming a setting whose file cannot be read."""
+    import os
+
+    out: dict[str, str] = {}
+    for key, path in input_settings(data).items():
+        if "\0" not in path and os.path.lexists(path):
+            section, name = key.rsplit(".", 1)
+            out[key] = path_digest(path, f"[{section}] {name} {path}")
     return out
 
 

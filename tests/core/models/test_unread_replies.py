@@ -103,7 +103,7 @@ def test_a_backend_whose_reading_changed_is_asked_again_not_served_its_old_readi
 
     assert AnthropicModel.reply_reader == 2 and GeminiModel.reply_reader == OpenAICompatibleModel.reply_reader == 3
     url = "http://127.0.0.1:9/v1"
-    assert OpenAICompatibleModel("openai-compatible", "m", base_url=url, endpoint="chat").score_reader == 2
+    assert OpenAICompatibleModel("openai-compatible", "m", base_url=url, endpoint="chat").score_reader == 3
     assert OpenAICompatibleModel("openai-compatible", "m", base_url=url, endpoint="completions").score_reader == 1
 
 

@@ -209,6 +209,8 @@ def record_problem(rec: dict[str, Any], rows: dict[int, int] | None = None,
     mass = rec.get("label_mass")
     if mass is not None and lps is None:  # (only a log-prob policy has a label mass, with its log-probs)
         return f"label_mass {mass!r} without the log-probabilities it comes from"
+    if mass is None and isinstance(lps, list):  # (fuzz 17 A D4: the mean label mass left it out)
+        return "no label_mass beside its log-probabilities (a log-prob trial has both)"
     if isinstance(mass, (int, float)) and isinstance(lps, list) and lps and all(
             x is None or isinstance(x, (int, float)) for x in lps):
         given = float(sum(np.exp(x) for x in lps if x is not None))

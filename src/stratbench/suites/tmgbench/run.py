@@ -49,7 +49,7 @@ from stratbench.checks import check_config
 from stratbench.errors import InputError
 from stratbench.models.base import GenerateRequest, LanguageModel
 from stratbench.models.labels import choice_request
-from stratbench.players import no_answer, scored_policy
+from stratbench.players import exact_policy, no_answer, scored_policy
 from stratbench.players.runtime import WHEN_SET
 from stratbench.runner.folders import read_run_json, read_summary
 from stratbench.runner.jsonl import read_jsonl, write_json_atomic, write_jsonl_atomic
@@ -436,6 +436,9 @@ def record_problem(rec: Record, games: Mapping[str, RGGame], config: TmgbenchCon
             return f"distribution {dist!r} is no distribution over answer subsets"
         if abs(sum(dist.values()) - 1.0) > 1e-6:
             return f"distribution {dist!r} sums to {sum(dist.values())!r}, not 1"
+    why = _scored_problem(rec)
+    if why is not None:
+        return why
     if scripted and rec.get("status") != "error":  # a reference player's answer is fixed by the game
         why = scripted_problem(rec, _SCRIPTED_FIELDS, player)
         if why is not None:
@@ -451,6 +454,34 @@ def record_problem(rec: Record, games: Mapping[str, RGGame], config: TmgbenchCon
     if rec.get("status") in ("ok", "parsed") and dist is None and answer is None:
         return f"status {rec.get('status')!r} with neither an answer nor a distribution"
     return _reply_problem(rec, config)
+
+
+def _scored_problem(rec: Record) -> str | None:
+    """A scored answer's distribution and label mass are what its log-probabilities give (the same
+    arithmetic, `players.exact_policy`): an edited one would be summarised as a result (fuzz 17 A
+    D3: two entries swapped moved ID% and BD%, a deleted label_mass the mean label mass)."""
+    lps = rec.get("logprobs")
+    if lps is None:
+        if rec.get("label_mass") is not None:
+            return f"label_mass {rec['label_mass']!r} without the log-probabilities it comes from"
+        return None
+    if not isinstance(lps, dict) or not lps or not all(
+            isinstance(k, str) and _SUBSET.fullmatch(k) and (v is None or (isinstance(v, (int, float))
+                                                                          and not isinstance(v, bool)))
+            for k, v in lps.items()):
+        return f"logprobs {json.dumps(lps)[:80]} are no log-probabilities of answer subsets"
+    if rec.get("status") != "parsed":
+        return f"status {rec.get('status')!r} with log-probabilities (a scored answer is parsed)"
+    pol = exact_policy([float("-inf") if v is None else float(v) for v in lps.values()])
+    if isinstance(pol, str):
+        return f"logprobs {json.dumps(lps)[:80]} give no distribution ({pol})"
+    dist, mass = rec.get("distribution"), rec.get("label_mass")
+    if not isinstance(dist, dict) or set(dist) != set(lps) or any(
+            abs(dist[k] - float(p)) > 1e-9 for k, p in zip(lps, pol.probs)):
+        return f"distribution {json.dumps(dist)[:80]} is not what its log-probabilities give"
+    if not isinstance(mass, (int, float)) or isinstance(mass, bool) or abs(mass - pol.mass) > 1e-9 * max(1.0, pol.mass):
+        return f"label_mass {mass!r}, but its log-probabilities give {pol.mass!r}"
+    return None
 
 
 def _reply_problem(rec: Record, config: TmgbenchConfig) -> str | None:
