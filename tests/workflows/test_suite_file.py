@@ -481,3 +481,14 @@ def test_a_resumed_suites_inputs_edited_by_hand_are_refused(tmp_path):
     g.write_text("[ ]")
     with pytest.raises(InputError, match=r"\[nashgap\] games_file .* has changed since the suite started"):
         _refuse_changed_inputs(planned, {"inputs": good}, tmp_path)
+
+
+def test_a_dry_run_names_a_sections_bad_price_table_as_the_files_setting(tmp_path, cli):
+    """(fuzz 17 B M1: it was named as a --price-table flag the user never gave)"""
+    (tmp_path / "sub").mkdir()
+    for table, why in (("gone.json", "file not found"), ("sub", "is a directory, not a file")):
+        (tmp_path / "s.toml").write_text('seeds = [1]\nmodels = ["openai:gpt-4o"]\n[nashgap]\nnum_trials = 2\n'
+                                         f'num_games = 2\nprice_table = "{table}"\n')
+        r = cli("suite", "run", str(tmp_path / "s.toml"), "--dry-run")
+        assert r.returncode == 2 and r.stderr.startswith(f"error: {tmp_path / 's.toml'}: price_table ") \
+            and why in r.stderr and "--price-table" not in r.stderr, r.stderr

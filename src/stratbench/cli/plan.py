@@ -91,7 +91,9 @@ def plannable(fn: F | None = None, *, prices_for_ceiling: bool = False) -> Any:
                                  f"{saved} (saved when it started); drop --price-table")
             raise InputError(f"--price-table {prices_path}: {kwargs['file']} prices its runs with its own "
                              f"price_table ({saved}); drop --price-table (or that setting)")
-        prices = costs.load_prices(prices_path or saved)
+        # (a table the command names without the flag is named as its file's setting, or the resumed run's)
+        where = f"{kwargs.get('file') or kwargs.get('config') or kwargs.get('resume')}: price_table"
+        prices = costs.load_prices(prices_path or saved, "--price-table" if prices_path else where)
         if not dry_run:
             with costs.cost_session(prices, max_cost=max_cost, local=_runs_here) as session:
                 try:

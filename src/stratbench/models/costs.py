@@ -158,12 +158,12 @@ def cost_session(prices: dict[str, Price], *, dry_run: bool = False, max_cost: f
         _SESSION = previous
 
 
-def load_prices(path: str | None) -> dict[str, Price]:
+def load_prices(path: str | None, label: str = "--price-table") -> dict[str, Price]:
     """The shipped table, with the entries of the user's file (the Nash-gap --price-table format)
-    over it."""
+    over it (``label``: where the file was given, for its messages)."""
     prices = dict(SHIPPED_PRICES)
     if path is not None:
-        for spec, p in load_price_table(path).items():
+        for spec, p in load_price_table(path, label).items():
             prices[spec] = Price(float(p.get("input_per_million", 0)), float(p.get("output_per_million", 0)),
                                  "", path)
     return prices

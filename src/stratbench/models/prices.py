@@ -72,15 +72,16 @@ SHIPPED_PRICES: dict[str, Price] = {
 MAX_PRICE = 1_000_000.0
 
 
-def load_price_table(path: str | None) -> dict[str, dict[str, float]]:
-    """Prices per million tokens by model spec, from a JSON file the user supplies."""
+def load_price_table(path: str | None, label: str = "--price-table") -> dict[str, dict[str, float]]:
+    """Prices per million tokens by model spec, from a JSON file the user supplies (``label``
+    names where it was given: the flag, or a suite file's setting)."""
     if not path:
         return {}
     from stratbench.files import read_json
 
-    data = read_json(path, "--price-table")  # unreadable, not JSON, too deep, NaN: one line naming the flag
+    data = read_json(path, label)  # unreadable, not JSON, too deep, NaN: one line naming the flag
     keys = ("input_per_million", "output_per_million")
-    shape = (f"--price-table {path}: expected {{spec: {{\"input_per_million\": number, "
+    shape = (f"{label} {path}: expected {{spec: {{\"input_per_million\": number, "
              f"\"output_per_million\": number}}}}")
     if not isinstance(data, dict):
         raise InputError(shape)
