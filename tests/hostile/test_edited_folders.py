@@ -1055,6 +1055,14 @@ def test_a_scored_answers_distribution_and_label_mass_are_what_its_log_probabili
     assert "label_mass 0.5, but" in _scored_problem({**rec, "label_mass": 0.5})
     assert "without the log-probabilities" in _scored_problem({**rec, "logprobs": None})
     assert "status 'error' with log-probabilities" in _scored_problem({**rec, "status": "error"})
+    # (fuzz 18 A D1: the log-probabilities deleted with the label mass, then the distribution edited;
+    # a subset dropped from both)
+    bare = {**rec, "logprobs": None, "label_mass": None}
+    assert "a model's distribution without the log-probabilities" in _scored_problem(bare)
+    assert _scored_problem(bare, scripted=True) is None  # (a scripted player's distribution is its own check)
+    k = next(iter(rec["logprobs"]))
+    fewer = {**rec, "logprobs": {x: v for x, v in rec["logprobs"].items() if x != k}}
+    assert f"logprobs over {len(cands) - 1} answer subsets, not the {len(cands)}" in _scored_problem(fewer)
 
     game = NormalFormGame.zero_sum([[1.0, -2.0, 0.5], [-1.0, 3.0, 0.0], [0.0, 1.0, -1.0]])
     entry = GameEntry(0, game, solve_zero_sum(game.payoff_row), None, 5)
@@ -1067,3 +1075,12 @@ def test_a_scored_answers_distribution_and_label_mass_are_what_its_log_probabili
         written["label_mass"], pol3.mass)
     assert "no label_mass beside its log-probabilities" in record_problem(
         {**written, "label_mass": None}, {0: 3}, {0: entry}, "pure", "gguf:m", 1)
+    # an error trial keeps the numbers that made it one: a top-k whose spellings of a label add up
+    # past 1 (fuzz 18 A D2: the run's own folder was refused as edited by hand)
+    failed = {**written, "status": "error", "error": "a label's log-probability is above 0", "logprobs": [None, 0.000113, -12],
+              "policy": None, "llm_decision": None, "label_mass": None}
+    for k in ("nash_gap", "exploitability", "llm_value"):
+        failed[k] = None
+    assert record_problem(failed, {0: 3}, {0: entry}, "pure", "gguf:m", 1) is None
+    assert "a log-probability above 0" in record_problem({**written, "logprobs": [None, 0.000113, -12]}, {0: 3},
+                                                         {0: entry}, "pure", "gguf:m", 1)

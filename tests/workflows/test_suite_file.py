@@ -450,14 +450,16 @@ def test_input_digests_read_what_the_runs_read_and_refuse_what_they_cannot(tmp_p
     (st / "sub").mkdir()
     data = {"seeds": [1], "tmgbench": {"stories_dir": str(st)}, "nashgap": {"games_file": str(tmp_path / "gone.json")}}
     first = input_digests(data)
-    assert list(first) == ["tmgbench.stories_dir"]  # (a file that is gone: named by the run that reads it)
+    # (a path that names nothing is no input: a classic-setting suite's stories_dir; a file that is
+    # gone is named by the run that reads it, fuzz 18 B D1)
+    assert first["nashgap.games_file"] == "absent" and first["tmgbench.stories_dir"].startswith("sha256:")
     (st / "111_0.txt").write_text("another story")
     assert input_digests(data) != first
     (st / "111_0.txt").write_text("a story")
     assert input_digests(data) == first
     os.symlink("/dev/zero", st / "112_0.txt")
-    with pytest.raises(InputError, match=r"^\[tmgbench\] stories_dir .*112_0.txt: a device, not a regular file$"):
-        input_digests(data)
+    with pytest.raises(InputError, match=r"^s.toml: \[tmgbench\] stories_dir: /.*/112_0.txt: a device, not a regular file$"):
+        input_digests(data, "s.toml")
 
 
 def test_a_resumed_suites_inputs_edited_by_hand_are_refused(tmp_path):
@@ -481,6 +483,14 @@ def test_a_resumed_suites_inputs_edited_by_hand_are_refused(tmp_path):
     g.write_text("[ ]")
     with pytest.raises(InputError, match=r"\[nashgap\] games_file .* has changed since the suite started"):
         _refuse_changed_inputs(planned, {"inputs": good}, tmp_path)
+    # a setting whose path named nothing when the suite started is none of its runs' inputs (a
+    # classic-setting suite's stories_dir): its resume is taken, whatever is there now (fuzz 18 B D1)
+    unread = {"seeds": [1], "tmgbench": {"setting": "classic", "stories_dir": str(tmp_path / "not-made-yet")}}
+    saved = input_digests(unread)
+    assert saved == {"tmgbench.stories_dir": "absent"}
+    _refuse_changed_inputs(unread, {"inputs": saved}, tmp_path)
+    (tmp_path / "not-made-yet").mkdir()
+    _refuse_changed_inputs(unread, {"inputs": saved}, tmp_path)
 
 
 def test_a_dry_run_names_a_sections_bad_price_table_as_the_files_setting(tmp_path, cli):

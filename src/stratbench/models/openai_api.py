@@ -286,7 +286,7 @@ class OpenAICompatibleModel(LanguageModel):
         # chat scores (top-k log-probs) read 2: a refusal, tool call or reasoning message is no
         # answer (fuzz 15, 16); 3: a label's own leading space, a message without text (fuzz 17);
         # the completions route's echo reading never changed
-        self.score_reader = 3 if endpoint == "chat" else 1  # 3: a label's own leading space, no text (fuzz 17)
+        self.score_reader = 3 if endpoint == "chat" else 1  # 3: a label's own leading space, no text (fuzz 17, 18)
         if not isinstance(max_concurrency, int) or max_concurrency < 1:
             raise InputError(f"{self.spec}: max_concurrency must be a positive integer")
         if not timeout_s or not timeout_s > 0 or timeout_s == float("inf"):

@@ -282,6 +282,9 @@ def _check_scored_message(message: dict[str, Any]) -> None:
         what = f"of type {kind!r}" if isinstance(kind, str) else "no text"
         raise Malformed(f"invalid reply: content part {i} is {what:.80}, which is not read, so the log-probs are "
                         "not an answer's")
+    text = content if isinstance(content, str) else "".join(p if isinstance(p, str) else p["text"] for p in content)
+    if not text:  # ("" or empty text parts: the one token was no text, e.g. a "<think>" a parser took away)
+        raise Malformed("invalid reply: the message's text is empty, so its log-probs are not an answer's")
 
 
 def chat_top_logprobs(data: Any) -> dict[str, float]:

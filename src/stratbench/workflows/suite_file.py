@@ -62,6 +62,7 @@ from stratbench.runner.lock import folder_lock
 from stratbench.suites.base import Job
 from stratbench.workflows.jobs import check_listed_runs, finished_runs, run_jobs
 from stratbench.workflows.suite_plan import (
+    ABSENT_INPUT,
     check_job_models,
     check_no_redacted_urls,
     file_folder,
@@ -167,7 +168,7 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
             check_job_models(sh.select(jobs))
         except InputError as e:
             raise InputError(f"{path}: models: {e}") from None
-        inputs = input_digests(with_file_paths(data, file_folder(path)))  # (read before the folder exists)
+        inputs = input_digests(with_file_paths(data, file_folder(path)), str(path))  # (read before the folder exists)
         base = output_dir or data.get("output_dir") or "results"
         made = missing_dirs(base)
         out = create_run_folder(base, "suite", flag="--output-dir" if output_dir else f"{path}: output_dir").path
@@ -249,9 +250,9 @@ def _refuse_changed_inputs(planned: dict[str, Any], meta: dict[str, Any], out: P
             or set(saved) != set(input_settings(planned)):
         raise InputError(f"--resume {out}: suite_metadata.json: inputs {json.dumps(saved)[:80]} is not the digests of "
                          "the files its plan reads (edited by hand); the folder is left as it is")
-    now = input_digests(planned)
+    now = input_digests(planned, f"--resume {out}")
     for key, digest in saved.items():
-        if key in now and now[key] != digest:
+        if digest != ABSENT_INPUT and now[key] not in (digest, ABSENT_INPUT):
             section, name = key.rsplit(".", 1)
             raise InputError(f"--resume {out}: the suite's [{section}] {name} ({planned[section][name]}) has changed "
                              "since the suite started; put the original back to finish the suite, or run the file "

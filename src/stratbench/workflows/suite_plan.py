@@ -163,7 +163,7 @@ def path_digest(path: str, label: str) -> str:
         for p in list_dir(path, label):
             if p.name.endswith(".txt"):
                 h.update(p.name.encode("utf-8", "surrogateescape") + b"\0")
-                h.update(hashlib.sha256(read_bytes(p, f"{label}: {p.name}")).digest())
+                h.update(hashlib.sha256(read_bytes(p, f"{label}:")).digest())
     else:
         h.update(read_bytes(path, label))
     return "sha256:" + h.hexdigest()
@@ -182,17 +182,25 @@ def input_settings(data: dict[str, Any]) -> dict[str, str]:
     return out
 
 
-def input_digests(data: dict[str, Any]) -> dict[str, str]:
+#: the digest of an input setting whose path names nothing (a setting its runs do not read, such
+#: as a classic-setting suite's stories_dir: nothing to compare)
+ABSENT_INPUT = "absent"
+
+
+def input_digests(data: dict[str, Any], where: str = "") -> dict[str, str]:
     """``{"<section>.<key>": digest}`` for each `INPUT_KEYS` setting of a suite's data (its paths
-    absolute, `with_file_paths`) that names an existing file or folder (one that is gone is named
-    by the checks that read it); one InputError line naming a setting whose file cannot be read."""
+    absolute, `with_file_paths`): `ABSENT_INPUT` where the path names nothing (a file that is gone
+    is named by the checks that read it), else one InputError line (``where``: the suite file or
+    folder, named first) for a file that cannot be read."""
     import os
 
     out: dict[str, str] = {}
     for key, path in input_settings(data).items():
-        if "\0" not in path and os.path.lexists(path):
-            section, name = key.rsplit(".", 1)
-            out[key] = path_digest(path, f"[{section}] {name} {path}")
+        if "\0" in path or not os.path.exists(path):
+            out[key] = ABSENT_INPUT
+            continue
+        section, name = key.rsplit(".", 1)
+        out[key] = path_digest(path, f"{where}: [{section}] {name}" if where else f"[{section}] {name}")
     return out
 
 

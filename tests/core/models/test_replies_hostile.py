@@ -908,12 +908,16 @@ def test_text_beside_a_tool_call_or_a_refusal_is_not_the_answer(server, monkeypa
     ({"content": []}, "has no text content"),
     ({"content": {"text": "0"}}, "has no text content"),
     ({"content": 0}, "has no text content"),
+    ({"content": ""}, "the message's text is empty"),
+    ({"content": [{"type": "text", "text": ""}]}, "the message's text is empty"),
 ], ids=["refusal", "tool call", "refusal part", "text and refusal parts", "reasoning_content", "reasoning",
-        "thinking part", "image part", "null", "null beside empty reasoning", "no parts", "object", "number"])
+        "thinking part", "image part", "null", "null beside empty reasoning", "no parts", "object", "number",
+        "empty text", "empty text part"])
 def test_the_log_probs_of_a_refusal_or_a_tool_call_are_no_answers(server, monkeypatch, extra, why):
     """(fuzz 15 D2: chat scoring built a policy from them, where generation made them errors; fuzz 16
     A D1-D2: a refusal given as a content part, and a reasoning server's first token — the thinking's
-    — were still scored as the answer; fuzz 17 A D2: a message with no text at all)"""
+    — were still scored as the answer; fuzz 17 A D2: a message with no text at all; fuzz 18 A D3: an
+    empty text, the one token a "<think>" a parser took away)"""
     top = [{"token": "0", "logprob": -0.1}, {"token": "1", "logprob": -2.5}, {"token": "2", "logprob": -4.0}]
     model = _chat_model_answering(server, monkeypatch, "0", top)
     reply_post = model._post
@@ -928,10 +932,10 @@ def test_the_log_probs_of_a_refusal_or_a_tool_call_are_no_answers(server, monkey
     assert res.logprobs is None and why in (res.error or ""), res
 
 
-@pytest.mark.parametrize("content", ["0", [{"type": "text", "text": "0"}], ["0"], ""])
+@pytest.mark.parametrize("content", ["0", [{"type": "text", "text": "0"}], ["0"], " "])
 def test_the_log_probs_of_an_answer_in_any_text_shape_are_scored(server, monkeypatch, content):
-    """The checks above leave an answer alone: text as a string or as text parts (empty: the one
-    token was one that ends the reply)."""
+    """The checks above leave an answer alone: text as a string or as text parts (a space: a
+    tokenizer's word-leading one, the labels read after it)."""
     top = [{"token": "0", "logprob": -0.1}, {"token": "1", "logprob": -2.5}, {"token": "2", "logprob": -4.0}]
     model = _chat_model_answering(server, monkeypatch, "0", top)
     reply_post = model._post

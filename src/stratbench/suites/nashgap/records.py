@@ -169,8 +169,10 @@ def record_problem(rec: dict[str, Any], rows: dict[int, int] | None = None,
     if rotations and isinstance(t, int) and rec.get("rotation") != t % rotations:
         return f"rotation {rec.get('rotation')!r}, but trial {t} is shown in rotation {t % rotations}"
     lps = rec.get("logprobs")
-    if isinstance(lps, list) and any(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 1e-6
-                                     for x in lps):
+    # (an error trial keeps the numbers that made it one: a server's top-k whose spellings of a
+    # label add up past 1 is written so, fuzz 18 A D2 — only a scored trial's are probabilities)
+    if isinstance(lps, list) and rec.get("status") != "error" and any(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and x > 1e-6 for x in lps):
         return f"logprobs {lps!r} hold a log-probability above 0, which is no probability"
     if rec.get("status") in ("parse_failed", "error"):  # nothing was decided: no policy, no decision
         held = [k for k in ("policy", "llm_decision") if rec.get(k) is not None]

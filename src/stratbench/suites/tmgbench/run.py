@@ -436,7 +436,7 @@ def record_problem(rec: Record, games: Mapping[str, RGGame], config: TmgbenchCon
             return f"distribution {dist!r} is no distribution over answer subsets"
         if abs(sum(dist.values()) - 1.0) > 1e-6:
             return f"distribution {dist!r} sums to {sum(dist.values())!r}, not 1"
-    why = _scored_problem(rec)
+    why = _scored_problem(rec, scripted)
     if why is not None:
         return why
     if scripted and rec.get("status") != "error":  # a reference player's answer is fixed by the game
@@ -456,15 +456,22 @@ def record_problem(rec: Record, games: Mapping[str, RGGame], config: TmgbenchCon
     return _reply_problem(rec, config)
 
 
-def _scored_problem(rec: Record) -> str | None:
+def _scored_problem(rec: Record, scripted: bool = False) -> str | None:
     """A scored answer's distribution and label mass are what its log-probabilities give (the same
-    arithmetic, `players.exact_policy`): an edited one would be summarised as a result (fuzz 17 A
-    D3: two entries swapped moved ID% and BD%, a deleted label_mass the mean label mass)."""
+    arithmetic, `players.exact_policy`) over every answer line: an edited one would be summarised
+    as a result (fuzz 17 A D3: two entries swapped moved ID% and BD%, a deleted label_mass the mean
+    label mass; fuzz 18 A D1: the log-probabilities deleted with it, or a subset dropped). A model's
+    distribution is always a scored one (a scripted player's is checked as its own)."""
     lps = rec.get("logprobs")
     if lps is None:
         if rec.get("label_mass") is not None:
             return f"label_mass {rec['label_mass']!r} without the log-probabilities it comes from"
+        if not scripted and rec.get("distribution") is not None:
+            return "a model's distribution without the log-probabilities it comes from"
         return None
+    lines = {subset_key(s) for s, _ in completion_candidates()}
+    if isinstance(lps, dict) and set(lps) != lines:
+        return f"logprobs over {len(lps)} answer subsets, not the {len(lines)} every scored answer has"
     if not isinstance(lps, dict) or not lps or not all(
             isinstance(k, str) and _SUBSET.fullmatch(k) and (v is None or (isinstance(v, (int, float))
                                                                           and not isinstance(v, bool)))
