@@ -1082,5 +1082,11 @@ def test_a_scored_answers_distribution_and_label_mass_are_what_its_log_probabili
     for k in ("nash_gap", "exploitability", "llm_value"):
         failed[k] = None
     assert record_problem(failed, {0: 3}, {0: entry}, "pure", "gguf:m", 1) is None
+    # a scored trial's policy is what its log-probabilities give, over every row (fuzz 19 A D1: a policy
+    # edited with its metrics was summarised; all-null log-probs; two of three rows)
+    for edit in ({"policy": [0.0, 0.95, 0.05]}, {"logprobs": [None, None, None], "label_mass": 0.0},
+                 {"logprobs": [-0.1, -2.4], "label_mass": float(np.exp(-0.1) + np.exp(-2.4))}):
+        why = record_problem({**written, **edit}, {0: 3}, {0: entry}, "pure", "gguf:m", 1)
+        assert why is not None and "is not what its log-probabilities" in why, (edit, why)
     assert "a log-probability above 0" in record_problem({**written, "logprobs": [None, 0.000113, -12]}, {0: 3},
                                                          {0: entry}, "pure", "gguf:m", 1)

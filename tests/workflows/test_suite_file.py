@@ -491,6 +491,9 @@ def test_a_resumed_suites_inputs_edited_by_hand_are_refused(tmp_path):
     _refuse_changed_inputs(unread, {"inputs": saved}, tmp_path)
     (tmp_path / "not-made-yet").mkdir()
     _refuse_changed_inputs(unread, {"inputs": saved}, tmp_path)
+    # "absent" where the runs read the file is a hand edit (fuzz 19 B D1: it hid a changed games file)
+    with pytest.raises(InputError, match="is not the digests of the files its plan reads"):
+        _refuse_changed_inputs(planned, {"inputs": {"nashgap.games_file": "absent"}}, tmp_path)
 
 
 def test_a_dry_run_names_a_sections_bad_price_table_as_the_files_setting(tmp_path, cli):
@@ -502,3 +505,25 @@ def test_a_dry_run_names_a_sections_bad_price_table_as_the_files_setting(tmp_pat
         r = cli("suite", "run", str(tmp_path / "s.toml"), "--dry-run")
         assert r.returncode == 2 and r.stderr.startswith(f"error: {tmp_path / 's.toml'}: price_table ") \
             and why in r.stderr and "--price-table" not in r.stderr, r.stderr
+
+
+def test_shards_differing_only_in_a_setting_none_of_them_reads_merge(tmp_path, cli):
+    """A classic-setting suite's stories_dir is read by none of its runs: one shard run while the
+    folder was there (a digest) and one after it was removed ("absent") are one suite (fuzz 19 B D2:
+    merge refused them while a resume took the same change)."""
+    import shutil
+
+    st = tmp_path / "st"
+    st.mkdir()
+    (st / "111_0.txt").write_text("a story")
+    (tmp_path / "s.toml").write_text('seeds = [1, 2]\nmodels = ["uniform"]\n[tmgbench]\nsetting = "classic"\n'
+                                     'stories_dir = "st"\ngames = "421,431"\n')
+    shards = []
+    for i in (1, 2):
+        r = cli("suite", "run", str(tmp_path / "s.toml"), "--shard", f"{i}/2", "--output-dir", str(tmp_path / f"sh{i}"),
+                "--no-report", "--quiet")
+        assert r.returncode == 0, r.stderr
+        shards.append(str(next((tmp_path / f"sh{i}").iterdir())))
+        shutil.rmtree(st, ignore_errors=True)
+    r = cli("merge", *shards, "--output-dir", str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 0, r.stderr

@@ -68,6 +68,7 @@ from stratbench.workflows.suite_plan import (
     file_folder,
     input_digests,
     input_settings,
+    may_be_absent,
     pending_jobs,
     plan_suite_data,
     plan_suite_file,
@@ -236,6 +237,17 @@ def _refuse_gone_templates(data: dict[str, Any], out: Path) -> None:
                              "put the same file back at that path to finish the suite (its runs name its digest)")
 
 
+def _check_inputs_list(planned: dict[str, Any], saved: Any, where: str, left: str = "") -> None:
+    """One line unless a suite's saved "inputs" are what a suite run writes: a digest for each input
+    setting of the plan, `ABSENT_INPUT` only where a setting may name nothing (`may_be_absent`:
+    an "absent" games file was set by hand, and hid a changed one, fuzz 19 B D1)."""
+    if not isinstance(saved, dict) or not all(isinstance(v, str) for v in saved.values()) \
+            or set(saved) != set(input_settings(planned)) \
+            or any(v == ABSENT_INPUT and not may_be_absent(planned, k) for k, v in saved.items()):
+        raise InputError(f"{where}: inputs {json.dumps(saved)[:80]} is not the digests of the files its plan reads "
+                         f"(edited by hand){left}")
+
+
 def _refuse_changed_inputs(planned: dict[str, Any], meta: dict[str, Any], out: Path) -> None:
     """One line when a file or folder an unfinished suite's runs read (a games file, stories, a
     template: `INPUT_KEYS`) is not what it was when the suite started: the runs not yet started
@@ -246,10 +258,7 @@ def _refuse_changed_inputs(planned: dict[str, Any], meta: dict[str, Any], out: P
     if "inputs" not in meta:
         return
     saved = meta["inputs"]
-    if not isinstance(saved, dict) or not all(isinstance(v, str) for v in saved.values()) \
-            or set(saved) != set(input_settings(planned)):
-        raise InputError(f"--resume {out}: suite_metadata.json: inputs {json.dumps(saved)[:80]} is not the digests of "
-                         "the files its plan reads (edited by hand); the folder is left as it is")
+    _check_inputs_list(planned, saved, f"--resume {out}: suite_metadata.json", "; the folder is left as it is")
     now = input_digests(planned, f"--resume {out}")
     for key, digest in saved.items():
         if digest != ABSENT_INPUT and now[key] not in (digest, ABSENT_INPUT):
@@ -366,9 +375,16 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
         raise InputError("cannot merge suite-file shards with other folders")
     if any(json.dumps(m["config"], sort_keys=True) != json.dumps(metas[0]["config"], sort_keys=True) for m in metas):
         raise InputError("the shards come from different suite files")
-    if any(m.get("inputs") != metas[0].get("inputs") for m in metas):  # (a games file changed between shards)
-        raise InputError("the shards read different input files (a games file, stories, corrections or a chat "
-                         "template changed between them: suite_metadata.json's inputs differ)")
+    # (a games file changed between shards; a setting one shard found absent is read by none of them)
+    if "inputs" in metas[0] or any("inputs" in m for m in metas):
+        planned = with_file_paths(metas[0]["config"], file_folder(metas[0].get("file") or folders[0] / "x"))
+        for f, m in zip(folders, metas):
+            _check_inputs_list(planned, m.get("inputs"), f"{f}/suite_metadata.json")
+        for key in input_settings(planned):
+            read = {m["inputs"][key] for m in metas} - {ABSENT_INPUT}
+            if len(read) > 1:
+                raise InputError(f"the shards read different input files (the [{key.rsplit('.', 1)[0]}] "
+                                 f"{key.rsplit('.', 1)[1]} changed between them: suite_metadata.json's inputs differ)")
     check_same_versions(folders, metas)  # as for the shards of one run: numbers two versions may compute differently
     # a suite file's shard sits beside its config (the config is the file's own data)
     finished_shards(folders, [{"config": {"shard": m.get("shard")}, "status": m.get("status")} for m in metas],

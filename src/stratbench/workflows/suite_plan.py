@@ -187,6 +187,15 @@ def input_settings(data: dict[str, Any]) -> dict[str, str]:
 ABSENT_INPUT = "absent"
 
 
+def may_be_absent(data: dict[str, Any], key: str) -> bool:
+    """Whether an input setting can name nothing in a suite that ran: only a stories folder its
+    runs never read (a TMGBench section not in the story setting) — every other input a run reads
+    exists when the suite starts, so an `ABSENT_INPUT` there was written by hand."""
+    section, name = key.rsplit(".", 1)
+    params = data.get(section)
+    return name == "stories_dir" and isinstance(params, dict) and params.get("setting") != "story"
+
+
 def input_digests(data: dict[str, Any], where: str = "") -> dict[str, str]:
     """``{"<section>.<key>": digest}`` for each `INPUT_KEYS` setting of a suite's data (its paths
     absolute, `with_file_paths`): `ABSENT_INPUT` where the path names nothing (a file that is gone

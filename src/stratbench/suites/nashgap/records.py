@@ -10,6 +10,7 @@ from typing import Any, Literal, TypedDict, cast
 
 import numpy as np
 
+from stratbench.players import exact_policy
 from stratbench.runner.schema import SCORED_STATUSES, NotRequired
 from stratbench.suites.nashgap.answers import read_sampled
 from stratbench.suites.nashgap.games import GameEntry, rotation_order
@@ -213,6 +214,13 @@ def record_problem(rec: dict[str, Any], rows: dict[int, int] | None = None,
         return f"label_mass {mass!r} without the log-probabilities it comes from"
     if mass is None and isinstance(lps, list):  # (fuzz 17 A D4: the mean label mass left it out)
         return "no label_mass beside its log-probabilities (a log-prob trial has both)"
+    if isinstance(lps, list):  # its policy is what they give, over every row (fuzz 19 A D1: an edited one was summarised)
+        m = rows.get(rec.get("game_id")) if rows is not None else None  # type: ignore[arg-type]
+        exact = exact_policy([float("-inf") if x is None else float(x) for x in lps]) if all(
+            x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)) for x in lps) else "not numbers"
+        if isinstance(exact, str) or (m is not None and len(lps) != m) or not isinstance(pol, list) \
+                or len(pol) != len(lps) or any(abs(a - float(b)) > 1e-9 for a, b in zip(pol, exact.probs)):
+            return f"policy {pol!r} is not what its log-probabilities {lps!r} give"
     if isinstance(mass, (int, float)) and isinstance(lps, list) and lps and all(
             x is None or isinstance(x, (int, float)) for x in lps):
         given = float(sum(np.exp(x) for x in lps if x is not None))
