@@ -234,7 +234,9 @@ def test_a_minus_infinity_log_prob_written_as_null_is_read_back(tmp_path, cli):
     meta = json.loads((folder / "run.json").read_text())
     (folder / "run.json").write_text(json.dumps({**meta, "status": "running"}))
     r = cli("nashgap", "--resume", str(folder), "--quiet")
-    assert r.returncode == 2 and "but random writes null in game 0, trial 0" in r.stderr, r.stderr
+    # (named by the first check it fails: random's policy is not what those log-probs give)
+    assert r.returncode == 2 and "(edited by hand)" in r.stderr and (
+        "but random writes null in game 0, trial 0" in r.stderr or "is not what its log-probabilities" in r.stderr), r.stderr
 
 
 def test_a_scorecards_think_tags_edited_away_are_refused_and_compare_checks_its_list(tmp_path, cli, fake_server):
