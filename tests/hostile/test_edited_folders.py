@@ -194,6 +194,26 @@ def test_a_scored_trial_edited_to_hold_no_number_is_named_by_compare_and_resume(
     assert {p.name: p.read_bytes() for p in runs[1].iterdir()} == before
 
 
+def _logprob_trial():
+    """A 3×3 game's entry, the exact policy of the log-probs [−∞, −0.1, −2.4], and the pure trial a
+    log-prob player writes with them (as read back from trials.jsonl)."""
+    from stratbench.games.normal_form import NormalFormGame
+    from stratbench.players import exact_policy
+    from stratbench.runner.jsonl import dumps
+    from stratbench.solvers.zerosum import solve_zero_sum
+    from stratbench.suites.nashgap.games import GameEntry
+    from stratbench.suites.nashgap.players import Decision
+    from stratbench.suites.nashgap.records import make_record
+
+    game = NormalFormGame.zero_sum([[1.0, -2.0, 0.5], [-1.0, 3.0, 0.0], [0.0, 1.0, -1.0]])
+    entry = GameEntry(0, game, solve_zero_sum(game.payoff_row), None, 5)
+    lps = [float("-inf"), -0.1, -2.4]
+    pol = exact_policy(lps)
+    assert not isinstance(pol, str)
+    d = Decision("parsed", action=1, policy=list(pol.probs), label_mass=pol.mass, logprobs=lps)
+    return entry, pol, json.loads(dumps(dict(make_record(entry, 0, "pure", 7, "prompt", d, "gguf:m"))))
+
+
 def test_a_minus_infinity_log_prob_written_as_null_is_read_back(tmp_path, cli):
     """A label the backend gives no probability (outside a chat endpoint's top log-probs, or a
     cached −∞) is written as null: a resume reads its own folder back (the trial as a log-prob
@@ -201,23 +221,11 @@ def test_a_minus_infinity_log_prob_written_as_null_is_read_back(tmp_path, cli):
     holds log-probs, null or not (fuzz pass 8, D6)."""
     import numpy as np
 
-    from stratbench.games.normal_form import NormalFormGame
-    from stratbench.players import exact_policy
-    from stratbench.runner.jsonl import dumps
     from stratbench.runner.validation import check_schema
-    from stratbench.solvers.zerosum import solve_zero_sum
-    from stratbench.suites.nashgap.games import GameEntry
-    from stratbench.suites.nashgap.players import Decision
-    from stratbench.suites.nashgap.records import TrialRecord, make_record, record_problem
+    from stratbench.suites.nashgap.records import TrialRecord, record_problem
 
     check_schema([{"logprobs": [None, -0.5, -1.2]}], TrialRecord, "trials.jsonl")
-    game = NormalFormGame.zero_sum([[1.0, -2.0, 0.5], [-1.0, 3.0, 0.0], [0.0, 1.0, -1.0]])
-    entry = GameEntry(0, game, solve_zero_sum(game.payoff_row), None, 5)
-    lps = [float("-inf"), -0.1, -2.4]
-    pol = exact_policy(lps)
-    assert not isinstance(pol, str)
-    d = Decision("parsed", action=1, policy=list(pol.probs), label_mass=pol.mass, logprobs=lps)
-    written = json.loads(dumps(dict(make_record(entry, 0, "pure", 7, "prompt", d, "gguf:m"))))
+    entry, pol, written = _logprob_trial()
     assert written["logprobs"] == [None, -0.1, -2.4]
     assert record_problem(written, {0: 3}, {0: entry}, "pure", "gguf:m", 1) is None
     assert np.isclose(written["label_mass"], pol.mass)
@@ -1031,13 +1039,8 @@ def test_a_scored_answers_distribution_and_label_mass_are_what_its_log_probabili
     the mean recomputed without it)."""
     import numpy as np
 
-    from stratbench.games.normal_form import NormalFormGame
     from stratbench.players import exact_policy
-    from stratbench.runner.jsonl import dumps
-    from stratbench.solvers.zerosum import solve_zero_sum
-    from stratbench.suites.nashgap.games import GameEntry
-    from stratbench.suites.nashgap.players import Decision
-    from stratbench.suites.nashgap.records import make_record, record_problem
+    from stratbench.suites.nashgap.records import record_problem
     from stratbench.suites.tmgbench.prompts import completion_candidates
     from stratbench.suites.tmgbench.run import _scored_problem, subset_key
 
@@ -1066,13 +1069,7 @@ def test_a_scored_answers_distribution_and_label_mass_are_what_its_log_probabili
     fewer = {**rec, "logprobs": {x: v for x, v in rec["logprobs"].items() if x != k}}
     assert f"logprobs over {len(cands) - 1} answer subsets, not the {len(cands)}" in _scored_problem(fewer)
 
-    game = NormalFormGame.zero_sum([[1.0, -2.0, 0.5], [-1.0, 3.0, 0.0], [0.0, 1.0, -1.0]])
-    entry = GameEntry(0, game, solve_zero_sum(game.payoff_row), None, 5)
-    lps3 = [float("-inf"), -0.1, -2.4]
-    pol3 = exact_policy(lps3)
-    assert not isinstance(pol3, str)
-    d = Decision("parsed", action=1, policy=list(pol3.probs), label_mass=pol3.mass, logprobs=lps3)
-    written = json.loads(dumps(dict(make_record(entry, 0, "pure", 7, "prompt", d, "gguf:m"))))
+    entry, pol3, written = _logprob_trial()
     assert record_problem(written, {0: 3}, {0: entry}, "pure", "gguf:m", 1) is None and np.isclose(
         written["label_mass"], pol3.mass)
     assert "no label_mass beside its log-probabilities" in record_problem(

@@ -819,20 +819,27 @@ def test_content_parts_that_cannot_be_read_are_an_error_never_an_empty_answer(se
     assert not res.ok and res.text is None and why in (res.error or ""), res
 
 
-@pytest.mark.parametrize("content", ["", [], None])
-def test_a_refusal_beside_empty_content_is_an_error(server, monkeypatch, content):
-    """(fuzz 12 A D1: with content "" or [] it was the model's empty answer; with null an error)"""
+def _generated_from(server, monkeypatch, message: dict):
+    """The result of a chat generation whose reply is ``message`` (finish "stop", usage 5 + 3)."""
     from stratbench.models.retry import RetryOutcome
 
     model = make_model(server, endpoint="chat")
-    reply = {"choices": [{"message": {"role": "assistant", "content": content, "refusal": "I cannot help with that"},
-                          "finish_reason": "stop"}], "usage": {"prompt_tokens": 5, "completion_tokens": 3}}
+    reply = {"choices": [{"message": message, "finish_reason": "stop"}],
+             "usage": {"prompt_tokens": 5, "completion_tokens": 3}}
 
     async def post(path, body):
         return RetryOutcome(data=reply, status=200, attempts=1)
 
     monkeypatch.setattr(model, "_post", post)
     (res,) = run(model, "generate", [GenerateRequest("Q", max_tokens=20, chat=True)])
+    return res
+
+
+@pytest.mark.parametrize("content", ["", [], None])
+def test_a_refusal_beside_empty_content_is_an_error(server, monkeypatch, content):
+    """(fuzz 12 A D1: with content "" or [] it was the model's empty answer; with null an error)"""
+    res = _generated_from(server, monkeypatch, {"role": "assistant", "content": content,
+                                                "refusal": "I cannot help with that"})
     assert not res.ok and "refusal: I cannot help with that" in (res.error or ""), res
 
 
@@ -952,18 +959,8 @@ def test_the_log_probs_of_an_answer_in_any_text_shape_are_scored(server, monkeyp
 
 def test_text_beside_a_refusal_part_is_named_as_such(server, monkeypatch):
     """(fuzz 16 A M1: the error said the reply had no text content)"""
-    from stratbench.models.retry import RetryOutcome
-
-    model = make_model(server, endpoint="chat")
-    reply = {"choices": [{"message": {"role": "assistant", "content": [
-        {"type": "text", "text": "Action: 1"}, {"type": "refusal", "refusal": "but no"}]}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 5, "completion_tokens": 3}}
-
-    async def post(path, body):
-        return RetryOutcome(data=reply, status=200, attempts=1)
-
-    monkeypatch.setattr(model, "_post", post)
-    (res,) = run(model, "generate", [GenerateRequest("Q", max_tokens=20, chat=True)])
+    res = _generated_from(server, monkeypatch, {"role": "assistant", "content": [
+        {"type": "text", "text": "Action: 1"}, {"type": "refusal", "refusal": "but no"}]})
     assert not res.ok and "a refusal part beside the text (but no)" in (res.error or ""), res
 
 
