@@ -32,7 +32,8 @@ with an RNG seeded by `fault_seed`. Faults are strings:
     "bad_shape"     a complete 200 response with valid JSON that has no ``choices``
     "garbage_text"  a valid completion whose text is junk (for parser tests; not a transport fault)
     "logprobs:V"    the normal answer with every log-prob in it set to V (e.g. "logprobs:3.5",
-                    "logprobs:nan", "logprobs:inf"): a server whose numbers are no probabilities
+                    "logprobs:nan", "logprobs:inf"; digits alone are sent as a JSON integer, of
+                    any length): a server whose numbers are no probabilities
     "huge:N"        a complete 200 response of N bytes of valid JSON (one long text), streamed
     "trickle" / "trickle:S"  the normal answer (200, its full Content-Length), written one byte
                     every S seconds (default 1): a slow server that no per-read timeout catches
@@ -376,7 +377,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "garbage_text":
             return False
         elif kind == "logprobs":
-            self._send_json(200, _with_logprobs(self._normal_answer(), float(arg)))
+            self._send_json(200, _with_logprobs(self._normal_answer(), int(arg) if arg.lstrip("-").isdigit() else float(arg)))
         elif kind == "echo_auth":
             auth = self.headers.get("Authorization", "")
             leak = f" auth={auth}"

@@ -197,9 +197,13 @@ def _logprob(x: Any, what: str) -> float:
     (null, not a number), BadLogprob when it is no log-probability (NaN, infinite, above 0)."""
     if not _is_number(x):
         raise Malformed(f"server returned no log-prob for {what}")
-    value = float(x)
+    try:
+        value = float(x)
+    except OverflowError:  # a JSON integer no float holds (hundreds of digits)
+        value = -math.inf if x < 0 else math.inf
     if not math.isfinite(value) or value > LOGPROB_MAX:
-        raise BadLogprob(f"server returned the log-probability {value!r} for {what}: not a probability "
+        shown = repr(value) if isinstance(x, float) or math.isfinite(value) else "an integer too large for a float"
+        raise BadLogprob(f"server returned the log-probability {shown} for {what}: not a probability "
                           "(a log-probability is finite and at most 0)")
     return value
 

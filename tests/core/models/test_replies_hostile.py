@@ -80,7 +80,10 @@ def cli(argv: list[str], cwd: Path) -> tuple[int, str, str]:
 # ------------------------------------------------------------------ log-probabilities checked
 
 
-@pytest.mark.parametrize("value", ["3.5", "1e-3", "nan", "inf", "-inf"])
+HUGE_INT = "-1" + "0" * 400  # valid JSON, an integer no float holds
+
+
+@pytest.mark.parametrize("value", ["3.5", "1e-3", "nan", "inf", "-inf", HUGE_INT, HUGE_INT[1:]])
 def test_echoed_logprobs_that_are_no_probabilities_are_error_records(server, value):
     server.script(*[f"logprobs:{value}"] * 4)
     (res,) = run(make_model(server), "score", [ScoreRequest("Pick: ", ("A", "B"))])
@@ -96,7 +99,7 @@ def test_a_logprob_above_zero_by_rounding_only_is_accepted(server):
     assert res.logprobs == [pytest.approx(1e-7)]
 
 
-@pytest.mark.parametrize("value", ["2.0", "nan"])
+@pytest.mark.parametrize("value", ["2.0", "nan", HUGE_INT])
 def test_a_bad_topk_answer_is_the_calls_error_never_bypassed_by_an_echo(server, value):
     server.script(f"logprobs:{value}")
     (res,) = run(make_model(server, top_logprobs=5), "score", [ScoreRequest("Pick: ", ("A", "B", "Cooperate"))])
@@ -105,10 +108,12 @@ def test_a_bad_topk_answer_is_the_calls_error_never_bypassed_by_an_echo(server, 
     assert not any(r.body.get("echo") for r in server.requests)
 
 
-def test_a_bad_chat_topk_answer_is_an_error_record(server):
-    server.script("logprobs:0.5")
+@pytest.mark.parametrize("value", ["0.5", HUGE_INT])
+def test_a_bad_chat_topk_answer_is_an_error_record(server, value):
+    server.script(f"logprobs:{value}")
     (res,) = run(make_model(server, endpoint="chat"), "score", [ScoreRequest("Pick: ", ("A", "B"))])
     assert res.logprobs is None and "not a probability" in res.error, res.error
+    assert "internal error" not in res.error
 
 
 def test_good_replies_still_score_exactly(server):
