@@ -667,3 +667,17 @@ def test_a_number_edited_to_another_json_type_is_named_not_a_crash(schema, field
     with pytest.raises(InputError, match=rf"rounds.jsonl: line 1: {field}: "):
         check_schema([{field: value}], tp, "rounds.jsonl")
     check_schema([{field: 1 if field != "row_payoff" else 1}], tp, "rounds.jsonl")  # (an int, also as a float)
+
+
+def test_compare_of_an_atomic_run_whose_every_answer_failed_says_there_is_nothing_to_compare(tmp_path, cli):
+    from fake_openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer(fault_rate=1.0, fault_kinds=("500",)) as s:
+        r = cli("tmgbench", "run", "--model", "openai-compatible:fake", "--base-url", s.base_url, "--games", "111",
+                "--retries", "0", "--no-cache", "--quiet", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 1, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    assert not (folder / "grids.json").exists()
+    r = cli("compare", str(folder), str(folder))
+    assert r.returncode == 2 and "holds no scored record" in r.stderr, r.stderr
+    assert "complex-form" not in r.stderr

@@ -112,6 +112,8 @@ class TmgbenchSuite(SuiteBase["TmgbenchConfig"]):
     def compare_units(self, folder: Path) -> CompareUnits:
         path = folder / "grids.json"
         if not path.exists():
+            if read_summary(folder).get("form", "atomic") == "atomic":
+                return {"atomic": {}}  # no answer scored, so no grid: compare says there is nothing to compare
             raise InputError(f"{folder}: no grids.json (complex-form runs are not compared yet)")
         grids = json.loads(path.read_text())
         return {"atomic": {g["id"]: {"par": 100.0 * g["par"], "id_term": 100.0 * g["id_term"]} for g in grids}}
