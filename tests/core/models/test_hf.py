@@ -417,7 +417,11 @@ def _evaluated(model, reqs):
     def hook(module, args, kwargs, output):
         ids, mask = kwargs["input_ids"], kwargs["attention_mask"]
         past = kwargs.get("cache", kwargs.get("past_key_values"))  # (transformers >= 5.24: `cache`)
-        seen.append((tuple(ids.shape), int(mask[:, -ids.shape[1]:].sum()), past))
+        if mask.ndim == 4:  # the answers' token tree: a padding position attends only to itself
+            real = int(((mask[:, 0] == 0).sum(-1) > 1).sum())
+        else:
+            real = int(mask[:, -ids.shape[1]:].sum())
+        seen.append((tuple(ids.shape), real, past))
 
     h = model._model.register_forward_hook(hook, with_kwargs=True)
     try:
@@ -507,6 +511,69 @@ def test_unshareable_cache_falls_back_to_plain_rows(model_dir, hf):
         assert x.tokens_in > y.tokens_in
 
 
+def _distinct_prefixes(conts):
+    """Distinct proper prefixes (1 .. len - 1 tokens) of the continuations: the token tree's nodes."""
+    return len({tuple(c[:i]) for c in conts for i in range(1, len(c))})
+
+
+def _rows(model_dir, batch_size):
+    m = HFModel(str(model_dir), device="cpu", batch_size=batch_size)
+    m._tree = False  # each continuation its own row on the prompt's cache
+    return m
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 8])
+def test_answers_sharing_prefixes_run_as_one_token_tree(model_dir, ref, batch_size):
+    """TMGBench's 16 answer lines share long prefixes: each distinct prefix is evaluated once, and
+    the scores equal each continuation as its own row and a plain forward of each whole sequence."""
+    from stratbench.suites.tmgbench.prompts import completion_candidates
+
+    answers = tuple(text for _, text in completion_candidates())
+    m = HFModel(str(model_dir), device="cpu", batch_size=batch_size)
+    assert m._tree is None  # to be checked against the rows path on its first use
+    reqs = [ScoreRequest(p, answers) for p in PROMPTS] + [ScoreRequest(PROMPTS[1], answers, closed=True),
+                                                          ScoreRequest("Answer:", answers, messages=CHAT)]
+    res = run(m.score(reqs))
+    assert m._tree is True
+    rows = run(_rows(model_dir, batch_size).score(reqs))
+    for req, r, w in zip(reqs, res, rows):
+        assert r.ok and w.ok, (r.error, w.error)
+        assert r.n_tokens == w.n_tokens
+        assert r.logprobs == pytest.approx(w.logprobs, abs=SHARED_TOL)
+        ctx, conts, _ = m._score_tokens(req)
+        if req.closed:  # each answer's last token is then an input too (its end is scored after it)
+            conts = [c + [-1] for c in conts]
+        assert r.tokens_in == len(ctx) + _distinct_prefixes(conts) < w.tokens_in
+    for req, r in zip(reqs[:len(PROMPTS)], res):
+        for cont, lp in zip(answers, r.logprobs):
+            # (these answers reach -400 nat on this model: float32 rounding is relative there)
+            assert lp == pytest.approx(ref(req.prompt, cont)[0], abs=SHARED_TOL, rel=1e-7)
+    # what the network ran, once the check is behind it, is what tokens_in says
+    again, seen = _evaluated(m, reqs[:3])
+    assert sum(n for _, n, _ in seen) == sum(x.tokens_in for x in again)
+    for x, y in zip(again, res):  # (other batches: equal up to rounding)
+        assert x.logprobs == pytest.approx(y.logprobs, abs=SHARED_TOL)
+
+
+def test_a_tree_that_disagrees_with_the_rows_is_never_used(model_dir):
+    """The first multi-token group runs both ways; a model on which the tree gives other numbers
+    (one that ignored the 4D mask) keeps the rows path's scores, then and after."""
+    m = HFModel(str(model_dir), device="cpu", batch_size=4)
+    real = m._tree_scores
+
+    def off(*args, **kwargs):
+        return [([v + 0.5 for v in s], n) for s, n in real(*args, **kwargs)]
+
+    m._tree_scores = off
+    reqs = [ScoreRequest(p, MIXED + (" action A", " action B2")) for p in PROMPTS[:3]]
+    first, later = run(m.score(reqs)), run(m.score(reqs))
+    assert m._tree is False
+    rows = run(_rows(model_dir, 4).score(reqs))
+    for a, b, w in zip(first, later, rows):
+        assert a.logprobs == pytest.approx(w.logprobs, abs=SHARED_TOL) and b.logprobs == a.logprobs
+        assert a.tokens_in == w.tokens_in
+
+
 @pytest.fixture(scope="module")
 def sliding_dir(tmp_path_factory):
     """A tiny Mistral whose 4-token sliding window is shorter than every prompt here."""
@@ -544,3 +611,4 @@ def test_shared_prompt_with_a_sliding_window(sliding_dir):
             assert lp == pytest.approx(float(sum(rows[len(ctx) - 1 + j, t] for j, t in enumerate(c))),
                                        abs=SHARED_TOL)
     assert m._share_prefix is not False and tok is not None
+    assert m._tree is False  # a 4D mask would have to carry the window: continuations as rows
