@@ -168,6 +168,21 @@ def test_the_folder_holds_scorecards_files_and_the_report(first):
     assert "<script" not in html
 
 
+def _compare(a: Path, b: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "stratbench", "compare", str(a), str(b)], capture_output=True,
+                          text=True, cwd=cwd, timeout=120, env=dict(os.environ, CI="1"))
+
+
+def test_compare_of_a_trend_folder_names_it_and_where_its_scorecards_are(first, tmp_path):
+    p = _compare(first.folder, first.folder, tmp_path)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "a trend folder" in p.stderr and "ckpt_<step>/scorecard_<time>" in p.stderr, p.stderr
+    a, b = (first.folder / c["scorecard"] for c in json.loads(
+        (first.folder / "trend_metadata.json").read_text())["checkpoints"][:2])
+    p = _compare(a, b, tmp_path)  # what the line points to works
+    assert p.returncode == 0, p.stderr
+
+
 def test_add_runs_only_the_new_checkpoint(first, server, tmp_path):
     copy = tmp_path / first.folder.name
     shutil.copytree(first.folder, copy)

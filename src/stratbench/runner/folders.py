@@ -156,6 +156,10 @@ def read_run_json(folder: str | Path, prefix: str = "") -> dict[str, Any]:
     try:
         raw = (f / "run.json").read_bytes()
     except OSError:
+        if (f / "trend_metadata.json").is_file():  # a trend holds one scorecard folder per checkpoint
+            raise InputError(f"{prefix}{f}: a trend folder, not one run (stratbench trend --resume finishes it; "
+                             "its checkpoints' scorecards, ckpt_<step>/scorecard_<time>, compare and "
+                             "report as scorecards)") from None
         raise InputError(f"{prefix}{f}: not a result folder (no readable run.json)") from None
     try:
         meta = json.loads(raw)
