@@ -69,8 +69,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import gc
+import hashlib
 import inspect
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -89,6 +91,36 @@ from stratbench.seeding import derive_seed
 
 DTYPES = ("float32", "bfloat16", "float16")
 _DTYPE_ALIASES = {"fp32": "float32", "float": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16"}
+
+
+def _snapshot_dir(transformers: Any, model_id: str) -> Path | None:
+    """The local Hugging Face cache's folder of `model_id` (its snapshot: one commit's files)."""
+    try:
+        found = transformers.utils.cached_file(model_id, "config.json", local_files_only=True)
+    except Exception:  # noqa: BLE001 - loaded, so there; this only names its files
+        return None
+    return Path(found).parent if found else None
+
+
+def _files_identity(folder: Path | None) -> str | None:
+    """`<n> files:<digest>` of the name, size and modification time of every file at the top of
+    `folder` (weights, config, tokenizer): what a save into the folder changes, read without
+    reading the files (a checkpoint can be tens of GB)."""
+    if folder is None:
+        return None
+    rows = []
+    try:
+        names = sorted(folder.iterdir())
+    except OSError:
+        return None
+    for f in names:
+        try:
+            st = f.stat()  # (a hub snapshot's files are links to its blobs: the blob's)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            rows.append(f"{f.name}\0{st.st_size}\0{st.st_mtime_ns}")
+    return f"{len(rows)} files:" + hashlib.sha256("\n".join(rows).encode()).hexdigest()[:16]
 
 
 def _one_line(e: BaseException) -> str:
@@ -213,6 +245,7 @@ class HFModel(LocalModel):
             if bars:
                 transformers.utils.logging.enable_progress_bar()
         self._versions = {"transformers": transformers.__version__, "torch": torch.__version__}
+        self.weights = _files_identity(local if is_dir else _snapshot_dir(transformers, self.path))
         self.supports_chat = self.supports_chat_scoring = bool(getattr(self._tok, "chat_template", None))
 
     def _load(self, transformers: Any, torch: Any, source: str, is_dir: bool) -> None:
@@ -222,10 +255,25 @@ class HFModel(LocalModel):
             where = "" if is_dir else " (not a local directory, and not in the local Hugging Face cache)"
             raise InputError(f"{self.spec}: no model found{where}: {_one_line(e)}") from None
         dtype_kw = "dtype" if _version_tuple(transformers.__version__) >= (4, 56) else "torch_dtype"
+        level = transformers.utils.logging.get_verbosity()
+        transformers.utils.logging.set_verbosity_error()  # its load report: said here in one line instead
         try:
-            model = transformers.AutoModelForCausalLM.from_pretrained(
-                source, local_files_only=True, **{dtype_kw: getattr(torch, self.dtype)}
+            model, info = transformers.AutoModelForCausalLM.from_pretrained(
+                source, local_files_only=True, output_loading_info=True, **{dtype_kw: getattr(torch, self.dtype)}
             )
+        except Exception as e:  # noqa: BLE001
+            raise InputError(f"{self.spec}: cannot load the model: {_one_line(e)}") from None
+        finally:
+            transformers.utils.logging.set_verbosity(level)
+        # weights the config needs but the checkpoint lacks (or holds in another shape) would be
+        # filled at random: every score then a draw of the load, not the checkpoint's
+        lost = [k if isinstance(k, str) else str(k[0]) for k in (*sorted(info.get("missing_keys") or (), key=str),
+                                                                  *sorted(info.get("mismatched_keys") or (), key=str))]
+        if lost:
+            raise InputError(f"{self.spec}: the checkpoint lacks {len(lost)} of the weights its config.json needs "
+                             f"(e.g. {lost[0]}), which transformers would fill at random: a config and weights "
+                             "of different models, or a checkpoint cut short")
+        try:
             model.to(self.device)
         except Exception as e:  # noqa: BLE001
             raise InputError(f"{self.spec}: cannot load the model: {_one_line(e)}") from None
@@ -717,6 +765,9 @@ class HFModel(LocalModel):
             "path": self.path,
             "dtype": self.dtype,
             "device": self.device,
+            # the checkpoint's files as they are now: a checkpoint saved anew into the same folder
+            # (the next training step) is another model to the response cache and to a resume
+            "weights": self.weights,
             **self._versions,
         }
 

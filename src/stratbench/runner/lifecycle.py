@@ -718,6 +718,12 @@ def check_same_player(plan: RunPlan, meta: RunMeta, folder: Path, flag: str = "-
         raise InputError(f"{flag}{folder}: run.json's config plays {now.get('name')!r} but the run's records "
                          f"were made by {saved.get('name')!r} (its \"agent\"): run.json was edited; the folder is "
                          "left as it is")
+    files_then, files_now = _model_files(meta), _model_files(probe)
+    for spec, was in files_then.items():
+        if files_now.get(spec, was) != was:
+            raise InputError(f"{flag}{folder}: the model {spec} is not the one the run started with (its files "
+                             f"{was} in run.json, {files_now[spec]} now: saved anew or replaced since); finish the "
+                             "run with those files, or start a new one; the folder is left as it is")
     then, used = _template_digests(meta), _template_digests(probe)
     if then and used and {_content(t) for t in then} != {_content(t) for t in used}:  # (a copy by another name: the same)
         named = meta.get("config", {}).get("chat_template") if isinstance(meta.get("config"), dict) else None
@@ -733,6 +739,23 @@ _TEMPLATE_DIGEST = re.compile(r".+:sha256:[0-9a-f]{16}")
 def _content(digest: str) -> str:
     """A template identity's content digest, without the file name (``t.jinja:sha256:…`` → ``sha256:…``)."""
     return "sha256:" + digest.rsplit(":sha256:", 1)[-1]
+
+
+def _model_files(value: Any) -> dict[str, str]:
+    """``{spec: identity}`` of the local models a run.json's players name (a model's ``describe()``:
+    llama.cpp's ``file``, hf's ``weights``), wherever a suite keeps them."""
+    found: dict[str, str] = {}
+    stack = [v for k, v in value.items() if k != "config"] if isinstance(value, dict) else []
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            key = {"llama.cpp": "file", "hf": "weights"}.get(str(v.get("backend")))
+            if key and isinstance(v.get("spec"), str) and isinstance(v.get(key), str):
+                found[v["spec"]] = v[key]
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return found
 
 
 def _template_digests(value: Any) -> set[str]:

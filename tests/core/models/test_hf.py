@@ -6,8 +6,10 @@ import asyncio
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -278,6 +280,58 @@ def test_missing_model_is_input_error(tmp_path):
     assert "\n" not in str(e.value) and "no model found" in str(e.value)
     with pytest.raises(InputError):
         HFModel(str(tmp_path), dtype="int3")
+
+
+def test_a_checkpoint_lacking_weights_its_config_needs_is_refused(model_dir, tmp_path):
+    """A config naming more layers than the weights hold: transformers would fill the rest at
+    random (and print its load report); refused in one line instead."""
+    d = tmp_path / "cut"
+    shutil.copytree(model_dir, d)
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["num_hidden_layers"] += 1
+    (d / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(InputError) as e:
+        HFModel(str(d), device="cpu")
+    msg = str(e.value)
+    assert "\n" not in msg and "lacks" in msg and "model.layers.2." in msg, msg
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "stratbench", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300, env=dict(os.environ, CI="1", STRATBENCH_CACHE_DIR=str(cwd / "cache")))
+
+
+def test_a_checkpoint_saved_anew_is_another_model_to_the_cache_and_to_a_resume(model_dir, tmp_path):
+    """The next training step saved into the same folder: its answers are not served from the
+    previous step's cache entries, and an unfinished run of the previous step is not finished by it."""
+    d = tmp_path / "ckpt"
+    shutil.copytree(model_dir, d)
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["max_position_embeddings"] = 1024  # TMGBench's prompts (rotary positions: no weights change)
+    (d / "config.json").write_text(json.dumps(cfg))
+    before = HFModel(str(d), device="cpu").describe()["weights"]
+    assert before == HFModel(str(d), device="cpu").describe()["weights"]  # (the same files: the same)
+    run_args = ("tmgbench", "run", "--model", f"hf:{d}", "--policy", "logprob", "--games", "111,112", "--seed", "1",
+                "--quiet")
+    r = _cli(*run_args, "--output-dir", "a", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "a").iterdir()
+    weights = d / "model.safetensors"
+    os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns + 10**9))  # saved anew
+    assert HFModel(str(d), device="cpu").describe()["weights"] != before
+    r = _cli(*run_args, "--output-dir", "b", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (again,) = (tmp_path / "b").iterdir()
+    assert all(not json.loads(line)["usage"]["cached"] for line in (again / "answers.jsonl").read_text().splitlines())
+    # an unfinished run of the earlier files (cut as a kill leaves it) is not finished by the new ones
+    lines = (folder / "answers.jsonl").read_text().splitlines()
+    (folder / "answers.jsonl").write_text(lines[0] + "\n")
+    (folder / "summary.json").unlink()
+    snapshot = {f.name: f.read_bytes() for f in folder.iterdir() if f.is_file()}
+    r = _cli("tmgbench", "run", "--resume", str(folder), cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "is not the one the run started with" in r.stderr, r.stderr
+    assert {f.name: f.read_bytes() for f in folder.iterdir() if f.is_file()} == snapshot
 
 
 def test_import_is_lazy(model_dir):
