@@ -355,6 +355,31 @@ def write_runs_csv(out: Path, runs: list[dict[str, Any]]) -> None:
     write_csv_atomic(out / "runs.csv", write)
 
 
+def _check_one_games_file_one_games(run_folders: list[Path]) -> None:
+    """One line unless the runs that read the same games file saved the same games: the shards'
+    saved input digests agree by construction or by a hand edit, the games each run played do
+    not lie (a shard that ran after its games file changed, its digests copied from another)."""
+    import hashlib
+
+    played: dict[tuple[str, str], tuple[str, Path]] = {}
+    for folder in run_folders:
+        try:
+            meta = json.loads((folder / "run.json").read_text())
+            games = (folder / "games.json").read_bytes()
+        except (OSError, ValueError):
+            continue  # (no games file in this run: nothing to compare)
+        config = meta.get("config") if isinstance(meta, dict) else None
+        source = config.get("games_file") if isinstance(config, dict) else None
+        if not isinstance(source, str):
+            continue
+        digest, key = hashlib.sha256(games).hexdigest(), (str(meta.get("suite")), source)
+        first = played.setdefault(key, (digest, folder))
+        if first[0] != digest:
+            raise InputError(f"{folder}/games.json: its run played other games than {first[1]}, though both "
+                             f"read {source}: the shards did not play one suite (a games file changed between "
+                             "them, and a shard's suite_metadata.json inputs were edited to hide it)")
+
+
 def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path:
     """Merge the finished shards 1..n of one suite-file run: every run folder is copied into a new
     suite folder at the same relative path, and the metadata and runs.csv list all runs in the
@@ -395,6 +420,7 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
     runs = sorted(((f, r) for f, m in zip(folders, metas) for r in m["runs"]), key=lambda fr: plan.index(fr[1]["key"]))
     if [r["key"] for _, r in runs] != plan:
         raise InputError("the shards do not hold every run of the suite exactly once")
+    _check_one_games_file_one_games([f / r["folder"] for f, r in runs])
     out = stage_folder(output_dir, "suite_merged")  # renamed when complete
     try:
         merged_runs = []
