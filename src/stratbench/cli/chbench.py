@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from stratbench.cli.display import console, err_console, fmt, progress_bar
+from stratbench.cli.display import console, err_console, fmt, progress_bar, usage_unknown_note
 from stratbench.cli.options import (
     BaseUrl,
     Chat,
@@ -109,6 +109,8 @@ def chbench_run(
                               + (f"  strict parses {fmt(s['strict_parse_rate'])}, flexible {fmt(s['flexible_parse_rate'])}"
                                  if "strict_parse_rate" in s else ""))
         console.print(f"  tables: {folder}/levels.md, utilities_*.md; plot: level_distribution.png")
+        if note := usage_unknown_note(result.totals):
+            err_console.print(f"{folder}: {note}")
     if n_err:
         err_console.print(f"{n_err} rounds have errors (see rounds.jsonl); --resume {folder} retries them")
         return 1

@@ -46,6 +46,17 @@ def progress_bar(quiet: bool) -> Iterator[Progress | None]:
         yield p
 
 
+def usage_unknown_note(totals: Mapping[str, Any]) -> str:
+    """What a run's line adds when a provider reported no usable token counts for some calls
+    (run.json's ``model_usage_unknown``): the token counts (and cost) shown are then only the
+    reported part. Empty when every call's usage was reported."""
+    n = totals.get("model_usage_unknown")
+    if not n:
+        return ""
+    return (f"{n} calls whose provider reported no usable usage (their unreported tokens are not in the tokens"
+            + (" or the cost)" if "model_cost_usd" in totals else ")"))
+
+
 def fmt(x: Any, ci: Any = None, digits: int = 3) -> str:
     if x is None:
         return "—"

@@ -8,7 +8,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from stratbench.cli.display import console, err_console, nashgap_table, progress_bar
+from stratbench.cli.display import console, err_console, nashgap_table, progress_bar, usage_unknown_note
 from stratbench.cli.options import (
     BaseUrl,
     ChatTemplate,
@@ -152,9 +152,7 @@ def nashgap(
                 + (f", {t['model_cache_failures']} answers the cache could not serve or store"
                    if t.get("model_cache_failures") else "")
                 + (f", est. cost ${t['model_cost_usd']:.4f}" if "model_cost_usd" in t else "")
-                + (f", {t['model_usage_unknown']} calls whose provider reported no usable usage (their unreported "
-                   "tokens are not in the tokens" + (" or the cost)" if "model_cost_usd" in t else ")")
-                   if t.get("model_usage_unknown") else "")
+                + (f", {usage_unknown_note(t)}" if usage_unknown_note(t) else "")
             )
     if not quiet:
         console.print(nashgap_table(rows, "Nash-gap results (means over games, 95% bootstrap CIs)"))

@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 import typer
 
-from stratbench.cli.display import console, fmt, progress_bar
+from stratbench.cli.display import console, err_console, fmt, progress_bar, usage_unknown_note
 from stratbench.cli.options import (
     BaseUrl,
     Chat,
@@ -134,6 +134,8 @@ def tmgbench_run(
             if s.get("strict_parse_rate") is not None:
                 console.print(f"  strict answers {s['strict_parse_rate']:.1%}, flexible {s['flexible_parse_rate']:.1%}; "
                               f"strict accuracy {fmt(s.get('strict_accuracy_pct'), None, 1)}%")
+            if note := usage_unknown_note(result.totals):
+                err_console.print(f"{result.folder}: {note}")
         return 1 if result.n_errors else 0
     with progress_bar(quiet) as progress:
         result = get_suite("tmgbench").run(TmgbenchConfig(**kw), progress=progress, resume_dir=resume)
@@ -153,6 +155,8 @@ def tmgbench_run(
         for n in (0, 1, 2):
             console.print(f"  {n}-NE games: PAR {fmt(s.get(f'par_{n}_pct'), None, 1)}  "
                           f"ID {fmt(s.get(f'id_{n}_pct'), None, 1)}  BD {fmt(s.get(f'bd_{n}_pct'), None, 1)}")
+        if note := usage_unknown_note(result.totals):
+            err_console.print(f"{result.folder}: {note}")
     return 1 if result.n_errors else 0
 
 

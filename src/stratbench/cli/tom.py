@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from stratbench.cli.display import console, fmt
+from stratbench.cli.display import console, err_console, fmt, usage_unknown_note
 from stratbench.cli.options import (
     BaseUrl,
     ChatTemplate,
@@ -118,7 +118,10 @@ def tom_run(
                   f"{fmt(s['tom_accuracy'], s['tom_accuracy_ci95'])}, {s['n_episodes']} of {s['n_episodes_run']} "
                   f"episodes complete ({s['n_parse_failed_episodes']} stopped by a parse failure, "
                   f"{s['n_error_episodes']} by errors), parse failure rate {s['parse_failure_rate']:.3f}{strict}, "
-                  f"{s['tokens_evaluated_per_episode']:.0f} tokens evaluated per episode")
+                  f"{s['tokens_evaluated_per_episode']:.0f} tokens evaluated per episode"
+                  + (" (of the calls whose usage was reported)" if result.totals.get("model_usage_unknown") else ""))
+    if note := usage_unknown_note(result.totals):
+        err_console.print(f"{result.folder}: {note}")
     return 1 if result.n_errors else 0
 
 

@@ -222,6 +222,24 @@ def test_a_run_whose_server_reports_no_usage_says_so_and_resumes(tmp_path):
         assert code == 0, err
 
 
+@pytest.mark.parametrize("argv", [
+    ["tmgbench", "run", "--policy", "sample", "--games", "111"],
+    ["chbench", "run", "--opponents", "level-k:1", "--no-self-play", "--policy", "sample", "--rounds", "1",
+     "--games", "1", "--bootstrap", "2", "--restarts", "1"],
+    ["tom", "run", "--prompting", "LM", "--rounds", "2", "--episodes", "1"],
+], ids=["tmgbench", "chbench", "tom"])
+def test_every_suites_line_says_when_usage_went_unreported(tmp_path, argv):
+    """Not only Nash gap's line: a run whose token counts are only the reported part says so (fuzz 21 A D4)."""
+    model = ["--models" if argv[0] == "chbench" else "--model", "openai-compatible:fake-model"]
+    with FakeOpenAIServer(canned_text="1", fault_rate=1.0, fault_kinds=("usage:null",)) as server:
+        code, out, err = cli([*argv, *model, "--base-url", server.base_url, "--no-cache", "--retries", "0",
+                              "--output-dir", str(tmp_path / "o")], tmp_path)
+    assert code in (0, 1), err
+    (folder,) = (tmp_path / "o").iterdir()
+    n = json.loads((folder / "run.json").read_text())["totals"]["model_usage_unknown"]
+    assert n > 0 and f"{n} calls whose provider reported no usable usage" in err, err
+
+
 @pytest.mark.parametrize("mechanism", ["baseline", "chat"])
 def test_chbench_moves_of_unknown_usage_say_so(tmp_path, mechanism):
     """A CHBench move whose calls had no usable usage counts says its 0 tokens are no counts (fuzz 11
