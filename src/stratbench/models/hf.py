@@ -104,8 +104,9 @@ def _snapshot_dir(transformers: Any, model_id: str) -> Path | None:
 
 def _files_identity(folder: Path | None) -> str | None:
     """`<n> files:<digest>` of the name, size and modification time of every file at the top of
-    `folder` (weights, config, tokenizer): what a save into the folder changes, read without
-    reading the files (a checkpoint can be tens of GB)."""
+    `folder` (weights, config, tokenizer) but notes and logs (`.md`, `.log`, hidden files, which a
+    load never reads): what a save into the folder changes, read without reading the files (a
+    checkpoint can be tens of GB)."""
     if folder is None:
         return None
     rows = []
@@ -114,6 +115,8 @@ def _files_identity(folder: Path | None) -> str | None:
     except OSError:
         return None
     for f in names:
+        if f.name.startswith(".") or f.suffix.lower() in (".md", ".log", ".lock"):
+            continue
         try:
             st = f.stat()  # (a hub snapshot's files are links to its blobs: the blob's)
         except OSError:

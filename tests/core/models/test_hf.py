@@ -310,6 +310,7 @@ def test_a_checkpoint_saved_anew_is_another_model_to_the_cache_and_to_a_resume(m
     cfg["max_position_embeddings"] = 1024  # TMGBench's prompts (rotary positions: no weights change)
     (d / "config.json").write_text(json.dumps(cfg))
     before = HFModel(str(d), device="cpu").describe()["weights"]
+    (d / "README.md").write_text("notes written beside the checkpoint")  # read by no load
     assert before == HFModel(str(d), device="cpu").describe()["weights"]  # (the same files: the same)
     run_args = ("tmgbench", "run", "--model", f"hf:{d}", "--policy", "logprob", "--games", "111,112", "--seed", "1",
                 "--quiet")
