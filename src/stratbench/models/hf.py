@@ -462,8 +462,12 @@ class HFModel(LocalModel):
             budget = max(1, chunk * width // len(group))  # the rows path's logits memory, at most
             if self._tree:
                 return self._tree_scores(group, pmask, ppos, cache, scores, evaluated, budget)
-            tree = self._tree_scores(group, pmask, ppos, copy.deepcopy(cache), copy.deepcopy(scores),
-                                     list(evaluated), budget)
+            try:
+                tree = self._tree_scores(group, pmask, ppos, copy.deepcopy(cache), copy.deepcopy(scores),
+                                         list(evaluated), budget)
+            except Exception:  # noqa: BLE001 - e.g. positions built from a 2D mask (ALiBi: Bloom, MPT)
+                self._tree = False
+                return self._rows_scores(group, pmask, ppos, cache, scores, evaluated, rows, chunk)
             checked = self._rows_scores(group, pmask, ppos, cache, scores, evaluated, rows, chunk)
             tol = TREE_CHECK_TOL.get(self.dtype, 1e-2)
             self._tree = all(abs(a - b) <= tol for (x, _), (y, _) in zip(tree, checked)

@@ -629,6 +629,25 @@ def test_a_tree_that_disagrees_with_the_rows_is_never_used(model_dir):
         assert a.tokens_in == w.tokens_in
 
 
+def test_a_model_whose_positions_come_from_a_2d_mask_keeps_the_rows(tmp_path):
+    """Bloom builds its ALiBi biases from a 2D attention mask: the tree's 4D mask fails there, and
+    the first-use check then keeps the rows path (fuzz 22 A D1: every answer was an error)."""
+    tok = _build_tokenizer()
+    cfg = transformers.BloomConfig(vocab_size=len(tok), hidden_size=32, n_layer=2, n_head=4,
+                                   bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                                   pad_token_id=tok.pad_token_id)
+    torch.manual_seed(2)
+    transformers.BloomForCausalLM(cfg).save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    m = HFModel(str(tmp_path), device="cpu", batch_size=3)
+    reqs = [ScoreRequest(p, MIXED + (" action A", " action B2")) for p in PROMPTS[:4]]
+    res = run(m.score(reqs))
+    assert m._tree is False and all(r.ok for r in res), [r.error for r in res]
+    rows = run(_rows(tmp_path, 3).score(reqs))
+    for a, b in zip(res, rows):
+        assert a.logprobs == pytest.approx(b.logprobs, abs=SHARED_TOL) and a.tokens_in == b.tokens_in
+
+
 @pytest.fixture(scope="module")
 def sliding_dir(tmp_path_factory):
     """A tiny Mistral whose 4-token sliding window is shorter than every prompt here."""
