@@ -227,9 +227,14 @@ def test_a_run_whose_server_reports_no_usage_says_so_and_resumes(tmp_path):
     ["chbench", "run", "--opponents", "level-k:1", "--no-self-play", "--policy", "sample", "--rounds", "1",
      "--games", "1", "--bootstrap", "2", "--restarts", "1"],
     ["tom", "run", "--prompting", "LM", "--rounds", "2", "--episodes", "1"],
-], ids=["tmgbench", "chbench", "tom"])
+    ["tmgbench", "run", "--policy", "logprob", "--games", "111", "--chat-template", "<instruct gguf>"],
+], ids=["tmgbench", "chbench", "tom", "tmgbench-walk"])
 def test_every_suites_line_says_when_usage_went_unreported(tmp_path, argv):
-    """Not only Nash gap's line: a run whose token counts are only the reported part says so (fuzz 21 A D4)."""
+    """Not only Nash gap's line: a run whose token counts are only the reported part says so (fuzz 21 A D4),
+    and so does each record (a TMGBench top-k walk's too: fuzz 22 A R1)."""
+    from stratbench.models.llama import embedded_instruct_path
+
+    argv = [str(embedded_instruct_path()[0]) if a == "<instruct gguf>" else a for a in argv]
     model = ["--models" if argv[0] == "chbench" else "--model", "openai-compatible:fake-model"]
     with FakeOpenAIServer(canned_text="1", fault_rate=1.0, fault_kinds=("usage:null",)) as server:
         code, out, err = cli([*argv, *model, "--base-url", server.base_url, "--no-cache", "--retries", "0",
@@ -238,6 +243,9 @@ def test_every_suites_line_says_when_usage_went_unreported(tmp_path, argv):
     (folder,) = (tmp_path / "o").iterdir()
     n = json.loads((folder / "run.json").read_text())["totals"]["model_usage_unknown"]
     assert n > 0 and f"{n} calls whose provider reported no usable usage" in err, err
+    if argv[0] == "tmgbench":
+        answers = [json.loads(x) for x in (folder / "answers.jsonl").read_text().splitlines()]
+        assert answers and all(a["usage"].get("usage_unknown") is True for a in answers if a["status"] != "error")
 
 
 @pytest.mark.parametrize("mechanism", ["baseline", "chat"])

@@ -235,6 +235,8 @@ async def _answer(player: _Player, config: TmgbenchConfig, game: RGGame, repeat:
         if res.rendered is not None:
             rec["rendered_prompt"] = res.rendered
         rec["usage"] = {"tokens_in": res.tokens_in, "cached": res.cached, "n_tokens": res.n_tokens}
+        if res.usage_unknown:  # (its 0 is no count: run.json's model_usage_unknown counts it)
+            rec["usage"]["usage_unknown"] = True
         pol = scored_policy(res)
         if isinstance(pol, str):  # the call failed, or its numbers are no probabilities
             rec.update(status="error", error=pol)
