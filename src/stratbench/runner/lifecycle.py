@@ -630,6 +630,9 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
                 # cannot be written, a full disk, Ctrl-C)
                 with contextlib.suppress(OutputWriteError):
                     write_atomic(folder / "run.json", finished_meta)
+            else:  # stopped after the records, while summarising: this session's calls still count
+                with contextlib.suppress(OutputWriteError):
+                    save_usage(force=True)
             raise
     folder = _finish_folder(folder)
     return RunResult(folder, outcome.summaries, outcome.n_errors, meta["totals"])

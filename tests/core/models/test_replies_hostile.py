@@ -1007,3 +1007,35 @@ def test_chat_labels_with_their_own_leading_space_are_the_replys_first_word(serv
     model = _chat_model_answering(server, monkeypatch, "1", top)
     (res,) = run(model, "score", [ScoreRequest("Pick: ", (" 1", " 2", "3"))])
     assert res.logprobs == pytest.approx([math.log(0.91), math.log(0.08), float("-inf")]), res
+
+
+def test_a_run_stopped_while_summarising_keeps_that_sessions_usage(tmp_path, monkeypatch):
+    """Ctrl-C after the last record, while the summary is computed: the calls made are in run.json,
+    and the resume (which makes none) ends with the totals of an uninterrupted run (fuzz 22 B D2:
+    they read 0 calls, 0 tokens; a scorecard's cost.json and csv with them)."""
+    from stratbench.suites.nashgap.run import NashgapPlan
+
+    argv = ["nashgap", "--model", "openai-compatible:fake-model", "--policy", "sample", "--num-games", "2",
+            "--num-trials", "1", "--seed", "1", "--no-cache", "--quiet"]
+    keys = ("model_calls", "model_tokens_in", "model_tokens_out")
+    with FakeOpenAIServer(canned_text="Action: 1") as server:
+        code, out, err = cli([*argv, "--base-url", server.base_url, "--output-dir", str(tmp_path / "ref")], tmp_path)
+        assert code == 0, err
+        (ref,) = (tmp_path / "ref").iterdir()
+        want = {k: json.loads((ref / "run.json").read_text())["totals"][k] for k in keys}
+        assert want["model_calls"] > 0
+        real = NashgapPlan.summarise
+
+        def stopped(self, folder, records):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(NashgapPlan, "summarise", stopped)
+        code, out, err = cli([*argv, "--base-url", server.base_url, "--output-dir", str(tmp_path / "k")], tmp_path)
+        assert code == 130, err
+        (folder,) = (tmp_path / "k").iterdir()
+        meta = json.loads((folder / "run.json").read_text())
+        assert meta["status"] == "running" and {k: meta["totals"][k] for k in keys} == want
+        monkeypatch.setattr(NashgapPlan, "summarise", real)
+        code, out, err = cli(["nashgap", "--resume", str(folder), "--quiet"], tmp_path)
+        assert code == 0, err
+        assert {k: json.loads((folder / "run.json").read_text())["totals"][k] for k in keys} == want
