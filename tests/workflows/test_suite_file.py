@@ -534,3 +534,51 @@ def test_shards_differing_only_in_a_setting_none_of_them_reads_merge(tmp_path, c
         shutil.rmtree(st, ignore_errors=True)
     r = cli("merge", *shards, "--output-dir", str(tmp_path / "m"), "--quiet")
     assert r.returncode == 0, r.stderr
+
+
+def test_shards_run_on_two_machines_merge_report_and_resume_and_other_games_are_refused(tmp_path, cli):
+    """Shards of one suite file run where the file sits at another path (another machine): each
+    run's config names its own machine's games file, so the merged suite reports and resumes
+    without calling itself edited (fuzz 22 B D3); a shard that played other games is refused even
+    with its input digests copied from the other shard (fuzz 22 B D1)."""
+    import shutil
+
+    r = cli("nashgap", "--llm-type", "random", "--num-games", "3", "--seed", "1", "--output-dir",
+            str(tmp_path / "g"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    (games,) = (tmp_path / "g").glob("*/games.json")
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    (here / "g.json").write_bytes(games.read_bytes())
+    (here / "s.toml").write_text('seeds = [1, 2]\nmodels = ["random", "nash"]\n[nashgap]\nnum_trials = 2\n'
+                                 'games_file = "g.json"\n')
+    shutil.copytree(here, there)
+
+    def shard(where: Path, i: int) -> Path:
+        out = tmp_path / f"{where.name}{i}"
+        r = cli("suite", "run", str(where / "s.toml"), "--shard", f"{i}/2", "--output-dir", str(out), "--no-report",
+                "--quiet")
+        assert r.returncode == 0, r.stderr
+        (s,) = out.iterdir()
+        return s
+
+    a, b = shard(here, 1), shard(there, 2)
+    r = cli("merge", str(a), str(b), "--output-dir", str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    (merged,) = (tmp_path / "m").iterdir()
+    r = cli("report", str(merged))
+    assert r.returncode == 0 and "edited" not in r.stderr, r.stderr
+    r = cli("suite", "run", "--resume", str(merged), "--no-report", "--quiet")
+    assert r.returncode == 0, r.stderr
+    # the other machine's games file held other games; the shard's digests made to agree by hand
+    r = cli("nashgap", "--llm-type", "random", "--num-games", "3", "--seed", "2", "--output-dir",
+            str(tmp_path / "g2"), "--quiet")
+    (other,) = (tmp_path / "g2").glob("*/games.json")
+    (there / "g.json").write_bytes(other.read_bytes())
+    shutil.rmtree(tmp_path / "there2")
+    b = shard(there, 2)
+    meta = json.loads((b / "suite_metadata.json").read_text())
+    meta["inputs"] = json.loads((a / "suite_metadata.json").read_text())["inputs"]
+    (b / "suite_metadata.json").write_text(json.dumps(meta))
+    r = cli("merge", str(a), str(b), "--output-dir", str(tmp_path / "m2"), "--quiet")
+    assert r.returncode == 2 and "played other games" in r.stderr and not (tmp_path / "m2").exists(), r.stderr

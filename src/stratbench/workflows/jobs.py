@@ -197,6 +197,7 @@ def _check_planned_config(who: str, left: str, entry: dict[str, Any], saved: dic
     kept, as another run than the one planned."""
     from stratbench.redact import redact_json
     from stratbench.runner.lifecycle import PATH_KEYS, RUNTIME_KEYS, same_path
+    from stratbench.workflows.suite_plan import INPUT_KEYS
 
     # settings the run works out itself (a games file's run saves the number of games it holds)
     derived = getattr(job.config, "derived_keys", lambda: ())()
@@ -207,6 +208,9 @@ def _check_planned_config(who: str, left: str, entry: dict[str, Any], saved: dic
                 and k not in derived
                 and redact_json(v) != saved[k]
                 and not (k in PATH_KEYS and isinstance(v, str) and isinstance(saved[k], str) and same_path(v, saved[k]))
+                # an input file's path is the machine's (a shard run elsewhere): what it held is
+                # checked by the collection's input digests and the games its runs saved
+                and not (k in INPUT_KEYS and isinstance(v, str) and isinstance(saved[k], str))
                 # a price table that is gone, replaced on the collection's resume (it prices the
                 # cost, never a record): the finished run stands
                 and not (k == "price_table" and isinstance(saved[k], str) and not os.path.exists(saved[k]))):

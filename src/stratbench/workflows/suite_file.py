@@ -361,7 +361,7 @@ def _check_one_games_file_one_games(run_folders: list[Path]) -> None:
     not lie (a shard that ran after its games file changed, its digests copied from another)."""
     import hashlib
 
-    played: dict[tuple[str, str], tuple[str, Path]] = {}
+    played: dict[str, tuple[str, Path]] = {}
     for folder in run_folders:
         try:
             meta = json.loads((folder / "run.json").read_text())
@@ -372,11 +372,12 @@ def _check_one_games_file_one_games(run_folders: list[Path]) -> None:
         source = config.get("games_file") if isinstance(config, dict) else None
         if not isinstance(source, str):
             continue
-        digest, key = hashlib.sha256(games).hexdigest(), (str(meta.get("suite")), source)
+        # (one games_file setting per suite section; its path may differ by machine: not part of the key)
+        digest, key = hashlib.sha256(games).hexdigest(), str(meta.get("suite"))
         first = played.setdefault(key, (digest, folder))
         if first[0] != digest:
             raise InputError(f"{folder}/games.json: its run played other games than {first[1]}, though both "
-                             f"read {source}: the shards did not play one suite (a games file changed between "
+                             f"read the suite's games_file ({source}): the shards did not play one suite (a games file changed between "
                              "them, and a shard's suite_metadata.json inputs were edited to hide it)")
 
 
