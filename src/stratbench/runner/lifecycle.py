@@ -631,6 +631,8 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
                 with contextlib.suppress(OutputWriteError):
                     write_atomic(folder / "run.json", finished_meta)
             else:  # stopped after the records, while summarising: this session's calls still count
+                meta["status"] = "running"  # (a stop in the last write: the summary is not all there)
+                meta.pop("end_time", None)
                 with contextlib.suppress(OutputWriteError):
                     save_usage(force=True)
             raise
@@ -725,8 +727,9 @@ def check_same_player(plan: RunPlan, meta: RunMeta, folder: Path, flag: str = "-
     for spec, was in files_then.items():
         if files_now.get(spec, was) != was:
             raise InputError(f"{flag}{folder}: the model {spec} is not the one the run started with (its files "
-                             f"{was} in run.json, {files_now[spec]} now: saved anew or replaced since); finish the "
-                             "run with those files, or start a new one; the folder is left as it is")
+                             f"{was} in run.json, {files_now[spec]} now: a file saved anew, replaced, added or "
+                             "removed since; names, sizes and modification times are compared); finish the run "
+                             "with those files, or start a new one; the folder is left as it is")
     then, used = _template_digests(meta), _template_digests(probe)
     if then and used and {_content(t) for t in then} != {_content(t) for t in used}:  # (a copy by another name: the same)
         named = meta.get("config", {}).get("chat_template") if isinstance(meta.get("config"), dict) else None

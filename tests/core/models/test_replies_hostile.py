@@ -1039,3 +1039,25 @@ def test_a_run_stopped_while_summarising_keeps_that_sessions_usage(tmp_path, mon
         code, out, err = cli(["nashgap", "--resume", str(folder), "--quiet"], tmp_path)
         assert code == 0, err
         assert {k: json.loads((folder / "run.json").read_text())["totals"][k] for k in keys} == want
+        # stopped inside the last write of run.json: it says "running", never "finished" without
+        # its records' totals (fuzz 23 A D2), and the resume finishes it with the same totals
+        import stratbench.runner.lifecycle as lifecycle
+
+        write = lifecycle.write_json_atomic
+
+        def stop_at_the_finish(path, data, *a, **kw):
+            if isinstance(data, dict) and data.get("status") == "finished":
+                raise KeyboardInterrupt
+            return write(path, data, *a, **kw)
+
+        monkeypatch.setattr(lifecycle, "write_json_atomic", stop_at_the_finish)
+        code, out, err = cli([*argv, "--base-url", server.base_url, "--output-dir", str(tmp_path / "f")], tmp_path)
+        assert code == 130, err
+        monkeypatch.setattr(lifecycle, "write_json_atomic", write)
+        (folder,) = (tmp_path / "f").iterdir()
+        meta = json.loads((folder / "run.json").read_text())
+        assert meta["status"] == "running" and "end_time" not in meta and {k: meta["totals"][k] for k in keys} == want
+        code, out, err = cli(["nashgap", "--resume", str(folder), "--quiet"], tmp_path)
+        assert code == 0, err
+        meta = json.loads((folder / "run.json").read_text())
+        assert meta["status"] == "finished" and {k: meta["totals"][k] for k in keys} == want
