@@ -582,3 +582,37 @@ def test_shards_run_on_two_machines_merge_report_and_resume_and_other_games_are_
     (b / "suite_metadata.json").write_text(json.dumps(meta))
     r = cli("merge", str(a), str(b), "--output-dir", str(tmp_path / "m2"), "--quiet")
     assert r.returncode == 2 and "played other games" in r.stderr and not (tmp_path / "m2").exists(), r.stderr
+
+
+def test_shards_whose_chat_template_differed_are_refused_with_their_digests_copied(tmp_path, cli):
+    """A shard run where the suite file's chat template says something else: its input digest
+    tells, and so, with that digest copied from the other shard by hand, does the template digest
+    its runs saved (fuzz 23 B D1: the two templates' runs merged as one suite)."""
+    import shutil
+
+    from fake_openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer(canned_text="Action: 1") as server:
+        here, there = tmp_path / "here", tmp_path / "there"
+        here.mkdir()
+        (here / "t.jinja").write_text("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
+                                      "<|assistant|>")
+        (here / "s.toml").write_text(
+            f'seeds = [1, 2]\nmodels = [{{spec = "openai-compatible:m", base_url = "{server.base_url}", '
+            'label = "a", chat = true}]\n[nashgap]\nnum_games = 2\nnum_trials = 1\nchat_template = "t.jinja"\n')
+        shutil.copytree(here, there)
+        (there / "t.jinja").write_text((here / "t.jinja").read_text().replace("<|assistant|>", "<|assistant|>Answer: "))
+        shards = []
+        for i, where in ((1, here), (2, there)):
+            r = cli("suite", "run", str(where / "s.toml"), "--shard", f"{i}/2", "--output-dir",
+                    str(tmp_path / f"sh{i}"), "--no-report", "--quiet")
+            assert r.returncode == 0, r.stderr
+            (s,) = (tmp_path / f"sh{i}").iterdir()
+            shards.append(s)
+    r = cli("merge", *map(str, shards), "--output-dir", str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 2 and "the shards read different input files" in r.stderr, r.stderr
+    meta = json.loads((shards[1] / "suite_metadata.json").read_text())
+    meta["inputs"] = json.loads((shards[0] / "suite_metadata.json").read_text())["inputs"]
+    (shards[1] / "suite_metadata.json").write_text(json.dumps(meta))
+    r = cli("merge", *map(str, shards), "--output-dir", str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 2 and "another chat template" in r.stderr and not (tmp_path / "m").exists(), r.stderr

@@ -747,6 +747,11 @@ def _content(digest: str) -> str:
     return "sha256:" + digest.rsplit(":sha256:", 1)[-1]
 
 
+def template_contents(meta: Any) -> set[str]:
+    """The content digests (``sha256:…``) of the chat templates a run.json's players used."""
+    return {_content(t) for t in _template_digests(meta)}
+
+
 def _model_files(value: Any) -> dict[str, str]:
     """``{spec: identity}`` of the local models a run.json's players name (a model's ``describe()``:
     llama.cpp's ``file``, hf's ``weights``), wherever a suite keeps them."""

@@ -355,30 +355,49 @@ def write_runs_csv(out: Path, runs: list[dict[str, Any]]) -> None:
     write_csv_atomic(out / "runs.csv", write)
 
 
-def _check_one_games_file_one_games(run_folders: list[Path]) -> None:
-    """One line unless the runs that read the same games file saved the same games: the shards'
-    saved input digests agree by construction or by a hand edit, the games each run played do
-    not lie (a shard that ran after its games file changed, its digests copied from another)."""
+def _check_runs_read_one_input(runs: list[tuple[Path, dict[str, Any]]]) -> None:
+    """One line unless the runs that read one input saved the same thing from it: the shards'
+    saved input digests agree by construction or by a hand edit, what each run saved does not lie
+    (a shard that ran after an input changed, its digests copied from another). The games of
+    every run of a suite section with a games_file (one setting per section; its path may differ
+    by machine), and the chat template (its content digest in run.json) of every run of one model
+    in one section."""
     import hashlib
 
+    from stratbench.runner.lifecycle import template_contents
+
     played: dict[str, tuple[str, Path]] = {}
-    for folder in run_folders:
+    templates: dict[tuple[str, str], tuple[frozenset[str], Path]] = {}
+    for folder, entry in runs:
         try:
             meta = json.loads((folder / "run.json").read_text())
-            games = (folder / "games.json").read_bytes()
         except (OSError, ValueError):
-            continue  # (no games file in this run: nothing to compare)
-        config = meta.get("config") if isinstance(meta, dict) else None
+            continue  # (checked as each shard was read)
+        if not isinstance(meta, dict):
+            continue
+        suite, config = str(meta.get("suite")), meta.get("config")
+        used = frozenset(template_contents(meta))
+        if used:
+            first_t = templates.setdefault((suite, str(entry.get("model"))), (used, folder))
+            if first_t[0] != used:
+                raise InputError(f"{folder}/run.json: its run used another chat template than {first_t[1]} "
+                                 f"(the same model in the same section): the shards did not play one suite (a "
+                                 "template changed between them, and a shard's suite_metadata.json inputs were "
+                                 "edited to hide it)")
         source = config.get("games_file") if isinstance(config, dict) else None
         if not isinstance(source, str):
             continue
-        # (one games_file setting per suite section; its path may differ by machine: not part of the key)
-        digest, key = hashlib.sha256(games).hexdigest(), str(meta.get("suite"))
-        first = played.setdefault(key, (digest, folder))
+        try:
+            games = (folder / "games.json").read_bytes()
+        except OSError:
+            continue
+        digest = hashlib.sha256(games).hexdigest()
+        first = played.setdefault(suite, (digest, folder))
         if first[0] != digest:
             raise InputError(f"{folder}/games.json: its run played other games than {first[1]}, though both "
-                             f"read the suite's games_file ({source}): the shards did not play one suite (a games file changed between "
-                             "them, and a shard's suite_metadata.json inputs were edited to hide it)")
+                             f"read the suite's games_file ({source}): the shards did not play one suite (a games "
+                             "file changed between them, and a shard's suite_metadata.json inputs were edited to "
+                             "hide it)")
 
 
 def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path:
@@ -421,7 +440,7 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
     runs = sorted(((f, r) for f, m in zip(folders, metas) for r in m["runs"]), key=lambda fr: plan.index(fr[1]["key"]))
     if [r["key"] for _, r in runs] != plan:
         raise InputError("the shards do not hold every run of the suite exactly once")
-    _check_one_games_file_one_games([f / r["folder"] for f, r in runs])
+    _check_runs_read_one_input([(f / r["folder"], r) for f, r in runs])
     out = stage_folder(output_dir, "suite_merged")  # renamed when complete
     try:
         merged_runs = []
