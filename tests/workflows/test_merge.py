@@ -4,7 +4,10 @@ the unsharded run back, record for record and summary for summary."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -365,3 +368,29 @@ def test_merge_names_a_merged_run_given_as_a_shard(tmp_path):
     with pytest.raises(InputError) as e:
         merge_runs([shards[0], other], tmp_path / "m3")
     assert str(e.value) == f"{other} is a tmgbench atomic run but {shards[0]} is a nashgap run"
+
+
+def test_shards_of_one_run_scored_with_two_chat_templates_are_not_merged(tmp_path):
+    """The template file named by both shards' configs changed between them: their run.json's
+    template digests differ, and the merge refuses them (fuzz 24 D1: it kept shard 1's digest over
+    records half made with the other template)."""
+    from fake_openai_server import FakeOpenAIServer
+
+    tpl = tmp_path / "t.jinja"
+    body = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}<|assistant|>"
+    folders = []
+    with FakeOpenAIServer(canned_text="Action: 1") as server:
+        for i, tail in ((1, ""), (2, "Answer:")):
+            tpl.write_text(body + tail)
+            out = tmp_path / f"sh{i}"
+            r = subprocess.run([sys.executable, "-m", "stratbench", "nashgap", "--model", "openai-compatible:fake",
+                                "--base-url", server.base_url, "--chat", "--chat-template", str(tpl), "--policy",
+                                "sample", "--num-games", "4", "--num-trials", "1", "--seed", "1", "--no-cache",
+                                "--shard", f"{i}/2", "--output-dir", str(out), "--quiet"],
+                               capture_output=True, text=True, timeout=300, env=dict(os.environ, CI="1"))
+            assert r.returncode == 0, r.stderr
+            (folder,) = out.iterdir()
+            folders.append(folder)
+    with pytest.raises(InputError, match="another chat template"):
+        merge_runs(folders, tmp_path / "m")
+    assert not (tmp_path / "m").exists()

@@ -95,6 +95,21 @@ def check_same_versions(folders: Sequence[Path], metas: Sequence[dict[str, Any]]
                                  "with the other's)")
 
 
+def _check_same_templates(folders: Sequence[Path], metas: Sequence[dict[str, Any]]) -> None:
+    """InputError unless the shards' players used chat templates of the same content (their
+    run.json's template digests): a template file changed between shards made their records from
+    two prompts, though their configs name the same file."""
+    from stratbench.runner.lifecycle import template_contents
+
+    ref = template_contents(metas[0])
+    for folder, meta in zip(folders[1:], metas[1:]):
+        used = template_contents(meta)
+        if ref and used and used != ref:
+            raise InputError(f"{folder} rendered its prompts with another chat template than {folders[0]} "
+                             f"({', '.join(sorted(used))} vs {', '.join(sorted(ref))}): the template file changed "
+                             "between the shards; run them again with one template")
+
+
 def check_output_outside(folders: Sequence[Path], output_dir: str | Path, what: str = "shard folder") -> None:
     """InputError when ``output_dir`` is one of ``folders`` or inside one: a merge writes a new
     folder and never into its inputs."""
@@ -181,6 +196,7 @@ def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, mer
     metas = [_read_meta(p) for p in paths]
     check_same_run(paths, metas)
     check_same_versions(paths, metas)
+    _check_same_templates(paths, metas)
     shards = finished_shards(paths, metas, allow_partial=allow_partial)
     suite = metas[0]["suite"]
     order = sorted(range(len(paths)), key=lambda i: shards[i].index)
