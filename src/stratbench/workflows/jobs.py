@@ -26,9 +26,10 @@ __all__ = ["check_listed_runs", "family", "finished_runs", "run_jobs", "slug"]
 
 def slug(text: str) -> str:
     """A label as a folder name: one path component, never "." or ".." (a label ".." would put
-    the run beside its suite's folders instead of under them)."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60]
-    return name if name.strip(".") else "model"
+    the run beside its suite's folders instead of under them), never hidden (a label ".v2" made a
+    folder the report, like `ls`, passes over)."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60].lstrip(".-")
+    return name if name.strip(".-") else "model"
 
 
 def family(name: str) -> str:
