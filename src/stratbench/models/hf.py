@@ -227,7 +227,8 @@ class HFModel(LocalModel):
         if is_dir and not (local / "config.json").is_file():
             raise InputError(f"{self.spec}: no model found (config.json missing in {local})")
         if not is_dir and (local.exists() or self.path.startswith((".", "/", "~")) or self.path.count("/") > 1):
-            raise InputError(f"{self.spec}: no model found (no such directory {local})")
+            what = "not a directory" if local.exists() else "no such directory"
+            raise InputError(f"{self.spec}: no model found ({what}: {local})")
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:

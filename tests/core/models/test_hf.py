@@ -275,6 +275,11 @@ def test_missing_model_is_input_error(tmp_path):
             HFModel(path)
         msg = str(e.value)
         assert "\n" not in msg and msg.startswith(f"hf:{path}: no model found")
+    (tmp_path / "f").write_text("not a checkpoint")
+    with pytest.raises(InputError, match=r"not a directory: .*/f\)$"):  # (there, but a file: fuzz 24 M1)
+        HFModel(str(tmp_path / "f"))
+    with pytest.raises(InputError, match="no such directory: "):
+        HFModel(str(tmp_path / "nope"))
     with pytest.raises(InputError) as e:
         HFModel("no-such-org/no-such-model")
     assert "\n" not in str(e.value) and "no model found" in str(e.value)
