@@ -547,7 +547,8 @@ class HFModel(LocalModel):
                     ids[g, :real] = torch.tensor([nodes[a + i][0] for i in range(real)], dtype=torch.long)
                     pos[g, :real] = torch.tensor([base + nodes[a + i][2] for i in range(real)], dtype=torch.long)
                     allowed[g, :real, :n_prompt] = pmask[g].bool().cpu()
-                    allowed[g, :real, n_prompt:n_prompt + a + width] = ancestors[g][a:a + real, :a + width]
+                    seen = min(a + width, n_nodes[g])  # (this row's own nodes; its padding is seen by none)
+                    allowed[g, :real, n_prompt:n_prompt + seen] = ancestors[g][a:a + real, :seen]
             mask = torch.full(allowed.shape, low, dtype=dtype)
             mask.masked_fill_(allowed, 0.0)
             out, logits = self._forward(ids.to(self.device), mask[:, None].to(self.device), pos.to(self.device),
