@@ -752,38 +752,34 @@ def template_contents(meta: Any) -> set[str]:
     return {_content(t) for t in _template_digests(meta)}
 
 
-def _model_files(value: Any) -> dict[str, str]:
-    """``{spec: identity}`` of the local models a run.json's players name (a model's ``describe()``:
-    llama.cpp's ``file``, hf's ``weights``), wherever a suite keeps them."""
-    found: dict[str, str] = {}
+def _player_dicts(value: Any) -> Iterator[dict[str, Any]]:
+    """Every dict inside a run.json but its config, where a suite keeps its players' ``describe()``."""
     stack = [v for k, v in value.items() if k != "config"] if isinstance(value, dict) else []
     while stack:
         v = stack.pop()
         if isinstance(v, dict):
-            key = {"llama.cpp": "file", "hf": "weights"}.get(str(v.get("backend")))
-            if key and isinstance(v.get("spec"), str) and isinstance(v.get(key), str):
-                found[v["spec"]] = v[key]
+            yield v
             stack.extend(v.values())
         elif isinstance(v, list):
             stack.extend(v)
+
+
+def _model_files(value: Any) -> dict[str, str]:
+    """``{spec: identity}`` of the local models a run.json's players name (a model's ``describe()``:
+    llama.cpp's ``file``, hf's ``weights``), wherever a suite keeps them."""
+    found: dict[str, str] = {}
+    for v in _player_dicts(value):
+        key = {"llama.cpp": "file", "hf": "weights"}.get(str(v.get("backend")))
+        if key and isinstance(v.get("spec"), str) and isinstance(v.get(key), str):
+            found[v["spec"]] = v[key]
     return found
 
 
 def _template_digests(value: Any) -> set[str]:
     """The chat-template identities (``file:sha256:…``, a model's ``describe()``) a run.json's
     players name, wherever a suite keeps them (its config holds the path only)."""
-    found: set[str] = set()
-    stack = [v for k, v in value.items() if k != "config"] if isinstance(value, dict) else []
-    while stack:
-        v = stack.pop()
-        if isinstance(v, dict):
-            t = v.get("chat_template")
-            if isinstance(t, str) and _TEMPLATE_DIGEST.fullmatch(t):
-                found.add(t)
-            stack.extend(v.values())
-        elif isinstance(v, list):
-            stack.extend(v)
-    return found
+    return {t for v in _player_dicts(value)
+            if isinstance(t := v.get("chat_template"), str) and _TEMPLATE_DIGEST.fullmatch(t)}
 
 
 def merge_streams(plan: RunPlan, folders: Sequence[Path], out: Path) -> Outcome:
