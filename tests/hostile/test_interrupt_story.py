@@ -245,6 +245,95 @@ def test_an_interrupt_while_the_command_line_is_still_loading_is_one_line(how, t
     assert ours >= 2
 
 
+
+# The console script, with one import that receives the signal and does what a C extension's
+# initialisation can do with it (scipy's HiGHS wrapper did both, CI stop 36): swallow it, so the
+# command ran on to the end and exited 0, or turn it into "ImportError: initialization failed",
+# reported as a bug.
+_LIBRARY_SWALLOWS = """
+import builtins, os, signal, sys, time
+real = builtins.__import__
+done = []
+
+def take(name, *args, **kwargs):
+    if name.startswith("scipy") and not done:
+        done.append(name)
+        try:
+            os.kill(os.getpid(), signal.SIG%s)
+            time.sleep(5)  # the interrupt lands here
+            sys.exit("the signal never came")
+        except KeyboardInterrupt:
+            %s
+    return real(name, *args, **kwargs)
+
+builtins.__import__ = take
+from stratbench.cli.entry import run
+sys.argv = ["stratbench", "nashgap", "--model", "random", "--num-games", "20", "--seed", "1", "--quiet",
+            "--output-dir", "o"]
+run()
+"""
+
+
+@pytest.mark.parametrize("how", ["INT", "TERM"])
+@pytest.mark.parametrize("library", ["pass", 'raise ImportError("initialization failed") from None'],
+                         ids=["swallowed", "made-an-import-error"])
+def test_an_interrupt_a_library_swallows_while_loading_still_stops_the_command(library, how, tmp_path):
+    """A Ctrl-C (or kill) that lands while a library initialises is not lost with it: exit 130, the
+    interrupt's line, no folder — not a finished run with exit 0, nor an internal error."""
+    proc = subprocess.run([sys.executable, "-c", _LIBRARY_SWALLOWS % (how, library)], cwd=tmp_path,
+                          env=env(tmp_path / "cache"), text=True, capture_output=True, timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr)
+    assert proc.stderr.strip().splitlines()[-1].startswith("interrupted before any result folder"), proc.stderr
+    assert not list(tmp_path.glob("o/*"))
+
+
+
+_TASK_SWALLOWS = """
+import asyncio, os, signal, sys
+real = asyncio.run
+done = []
+
+def run_swallowing(main):
+    if done:
+        return real(main)
+    done.append(1)
+
+    async def library():
+        work = asyncio.ensure_future(main)
+        os.kill(os.getpid(), signal.SIGINT)  # asyncio's handler cancels this task ...
+        try:
+            await asyncio.sleep(5)
+            sys.exit("the signal never came")
+        except asyncio.CancelledError:
+            pass  # ... which goes on as if nothing came
+        return await work
+
+    return real(library())
+
+asyncio.run = run_swallowing
+from stratbench.cli.entry import run
+sys.argv = ["stratbench", "nashgap", "--model", "random", "--num-games", "20", "--seed", "1", "--quiet",
+            "--output-dir", "o"]
+run()
+"""
+
+
+def test_an_interrupt_whose_cancellation_a_task_swallows_still_stops_the_run(tmp_path):
+    """A Ctrl-C during the run whose cancellation some task swallowed (the run then finished its
+    records) stops the command as an interrupt: exit 130, the folder left to resume, not "finished"."""
+    proc = subprocess.run([sys.executable, "-c", _TASK_SWALLOWS], cwd=tmp_path, env=env(tmp_path / "cache"),
+                          text=True, capture_output=True, timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr)
+    line = proc.stderr.strip().splitlines()[-1]
+    [folder] = tmp_path.glob("o/run_*")
+    assert line.startswith("interrupted") and "continue with: stratbench" in line and folder.name in line, line
+    assert json.loads((folder / "run.json").read_text())["status"] == "running"
+    again = subprocess.run([sys.executable, "-m", "stratbench", *shlex.split(line.partition("continue with: stratbench ")[2])],
+                           cwd=tmp_path, env=env(tmp_path / "cache"), text=True, capture_output=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert json.loads((folder / "run.json").read_text())["status"] == "finished"
+
+
 def with_password(args: list[str], url: str) -> list[str]:
     """The printed command with the password put back where it shows ***."""
     from stratbench.redact import redact_url

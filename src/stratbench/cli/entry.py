@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 
+from stratbench import interrupts
 from stratbench.cli.signals import sigterm_as_interrupt
 
 INTERRUPTED_EARLY = "interrupted before anything was written; nothing to resume"
@@ -21,6 +22,8 @@ _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 def run() -> None:
     main_thread = threading.current_thread() is threading.main_thread()
+    if main_thread:
+        interrupts.watch()  # a Ctrl-C a library swallows later is still seen (stratbench.interrupts)
     block = main_thread and hasattr(signal, "pthread_sigmask")
     if block:
         signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)

@@ -267,6 +267,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {where}: {os_problem(e)}", file=sys.stderr)
         sys.exit(2)
     except Exception as e:  # a bug: one line and where the traceback is
+        from stratbench import interrupts
+
+        if interrupts.arrived():  # a Ctrl-C a library turned into its own error (an extension's
+            _interrupted(command, args, folders)  # "ImportError: initialization failed")
         if debug:
             raise
         report = _crash_report(e)

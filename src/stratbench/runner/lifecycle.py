@@ -35,6 +35,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+from stratbench import interrupts
 from stratbench.errors import BaseUrlNotApplicable, InputError, OutputWriteError
 from stratbench.files import first_not_utf8
 from stratbench.runner.folders import (
@@ -554,6 +555,7 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
             plan.prepare()
             absolute_paths(getattr(plan, "config", None))  # (run.json is read again from other folders)
             plan.open()
+            interrupts.checkpoint()  # a Ctrl-C a library swallowed while loading: no folder made
             spec = plan.folder_spec()
             folder = _new_folder(spec)
             stack.enter_context(folder_lock(folder))
@@ -572,6 +574,8 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
                 _check_no_units_added(meta, folder, streams, saved)
                 _check_counts(plan, meta, folder, streams, saved)
             remove_stale_tmp(folder)  # left by a write that was killed or refused (disk full)
+        if resume_dir is not None:
+            interrupts.checkpoint()  # (before the resumed run's run.json changes)
         plan.update_meta(meta, new=resume_dir is None)
         if finished_meta is None:  # (a finished run says "running" again only once a record changes)
             try:
@@ -617,6 +621,7 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
 
         try:
             records = asyncio.run(fill_all())
+            interrupts.checkpoint()  # a cancellation a library swallowed: stopped, not finished
             outcome = plan.summarise(folder, records)
             plan.finish_meta(meta)
             meta["end_time"] = now_iso()
