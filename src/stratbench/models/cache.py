@@ -23,7 +23,6 @@ import json
 import math
 import os
 import sqlite3
-import sys
 import threading
 import time
 from collections import Counter
@@ -39,6 +38,7 @@ from stratbench.models.base import (
     ScoreResult,
 )
 from stratbench.models.labels import LOGPROB_MAX, prefix_free
+from stratbench.models.notices import warn
 
 CACHE_VERSION = 1
 
@@ -100,13 +100,6 @@ def _say(e: BaseException) -> str:
     return text
 
 
-def _warn(message: str) -> None:
-    """One warning line on stderr: a control character in it (a STRATBENCH_CACHE_DIR holding a line
-    break) is shown escaped, so no second line can pass for another message."""
-    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-    print(f"warning: {shown}", file=sys.stderr)
-
-
 def _file_id(path: Path) -> tuple[int, int] | None:
     try:
         st = path.stat()
@@ -145,7 +138,7 @@ class ResponseCache:
             self.problem = "its path holds bytes that are not UTF-8 text (set STRATBENCH_CACHE_DIR to a UTF-8 path)"
             if self._name not in _named:
                 _named.add(self._name)
-                _warn(f"response cache {shown_path(self.path)}: {self.problem}; answers are kept, not cached")
+                warn(f"response cache {shown_path(self.path)}: {self.problem}; answers are kept, not cached")
             return
         self._open()
 
@@ -263,7 +256,7 @@ class ResponseCache:
                     old.rename(target.with_name(target.name + side))
                 except OSError:
                     old.unlink(missing_ok=True)
-        _warn(f"response cache {self.path}: {why}; moved aside to {target.name} and started afresh")
+        warn(f"response cache {self.path}: {why}; moved aside to {target.name} and started afresh")
         return True
 
     def _explain(self, e: BaseException) -> str:
@@ -288,7 +281,7 @@ class ResponseCache:
         if self._name in _named:
             return
         _named.add(self._name)
-        _warn(f"response cache {self.path}: {self.problem}; answers are kept, not cached")
+        warn(f"response cache {self.path}: {self.problem}; answers are kept, not cached")
 
     def _recover(self, e: sqlite3.Error) -> bool:
         """After a corruption found in use: move the database aside and start afresh."""
@@ -503,7 +496,7 @@ class CachedModel(LanguageModel):
     def _name_invalid(self, why: str) -> None:
         if not self._invalid_named:
             self._invalid_named = True
-            _warn(f"response cache {self.cache.path}: a cached answer is invalid ({why}); "
+            warn(f"response cache {self.cache.path}: a cached answer is invalid ({why}); "
                   "it is recomputed and overwritten")
 
     async def _through(self, kind: str, requests: Sequence[Any], call: Any, fields: tuple[str, ...],

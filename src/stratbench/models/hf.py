@@ -87,6 +87,7 @@ from stratbench.models.base import (
     ScoreResult,
     ends_answer,
 )
+from stratbench.models.notices import warn
 from stratbench.seeding import derive_seed
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -143,9 +144,14 @@ TREE_CHECK_TOL = {"float32": 1e-2, "bfloat16": 0.25, "float16": 0.25}
 def _tree_capable(model: Any) -> bool:
     """Whether every layer of `model` attends to the whole context with an eager or SDPA kernel,
     the two that take a 4D additive mask as given (a sliding window would need the window in that
-    mask too; flash and flex kernels take no such mask)."""
+    mask too; flash and flex kernels take no such mask), and places tokens by position ids (ALiBi
+    models — Bloom, MPT, Falcon with alibi — build their biases from a 2D mask)."""
     cfg = model.config
     if getattr(cfg, "_attn_implementation", None) not in ("eager", "sdpa"):
+        return False
+    attn = getattr(cfg, "attn_config", None)
+    alibi = getattr(attn, "alibi", None) if not isinstance(attn, dict) else attn.get("alibi")
+    if getattr(cfg, "model_type", "") == "bloom" or getattr(cfg, "alibi", False) or alibi:
         return False
     types = getattr(cfg, "layer_types", None)
     if types:
@@ -466,15 +472,25 @@ class HFModel(LocalModel):
             try:
                 tree = self._tree_scores(group, pmask, ppos, copy.deepcopy(cache), copy.deepcopy(scores),
                                          list(evaluated), budget)
-            except Exception:  # noqa: BLE001 - e.g. positions built from a 2D mask (ALiBi: Bloom, MPT)
+            except Exception as e:  # noqa: BLE001 - a model _tree_capable did not foresee
                 self._tree = False
+                self._tree_off(f"failed ({_one_line(e)})")
                 return self._rows_scores(group, pmask, ppos, cache, scores, evaluated, rows, chunk)
             checked = self._rows_scores(group, pmask, ppos, cache, scores, evaluated, rows, chunk)
             tol = TREE_CHECK_TOL.get(self.dtype, 1e-2)
-            self._tree = all(abs(a - b) <= tol for (x, _), (y, _) in zip(tree, checked)
-                             for a, b in zip(x, y))
+            gaps = [abs(a - b) for (x, _), (y, _) in zip(tree, checked) for a, b in zip(x, y)]
+            self._tree = all(d <= tol for d in gaps)  # (a NaN gap is no agreement)
+            if not self._tree:
+                worst = next((d for d in gaps if d != d), max(gaps))
+                self._tree_off(f"gave scores {worst:.3g} nat away from one row each (more than {tol})")
             return tree if self._tree else checked
         return self._rows_scores(group, pmask, ppos, cache, scores, evaluated, rows, chunk)
+
+    def _tree_off(self, why: str) -> None:
+        """Say that the token tree is off for this model, once: the numbers stay right (the rows
+        path's), but it is slower, and a tree that fails where it should not is a bug to see."""
+        warn(f"{self.spec}: scoring answers that share a prefix as one token tree {why}; each answer is "
+             "scored as its own row on this model instead (the same numbers, more tokens evaluated)")
 
     def _rows_scores(self, group: list[_Item], pmask: Any, ppos: Any, cache: Any, scores: list[list[float]],
                      evaluated: list[int], rows: list[tuple[int, int, list[int]]],

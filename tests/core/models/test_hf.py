@@ -617,9 +617,9 @@ def test_answers_sharing_prefixes_run_as_one_token_tree(model_dir, ref, batch_si
         assert x.logprobs == pytest.approx(y.logprobs, abs=SHARED_TOL)
 
 
-def test_a_tree_that_disagrees_with_the_rows_is_never_used(model_dir):
+def test_a_tree_that_disagrees_with_the_rows_is_never_used(model_dir, capsys):
     """The first multi-token group runs both ways; a model on which the tree gives other numbers
-    (one that ignored the 4D mask) keeps the rows path's scores, then and after."""
+    (one that ignored the 4D mask) keeps the rows path's scores, then and after, and says so once."""
     m = HFModel(str(model_dir), device="cpu", batch_size=4)
     real = m._tree_scores
 
@@ -630,15 +630,39 @@ def test_a_tree_that_disagrees_with_the_rows_is_never_used(model_dir):
     reqs = [ScoreRequest(p, MIXED + (" action A", " action B2")) for p in PROMPTS[:3]]
     first, later = run(m.score(reqs)), run(m.score(reqs))
     assert m._tree is False
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"warning: {m.spec}: ") and "0.5 nat away from one row each" in line, line
     rows = run(_rows(model_dir, 4).score(reqs))
     for a, b, w in zip(first, later, rows):
         assert a.logprobs == pytest.approx(w.logprobs, abs=SHARED_TOL) and b.logprobs == a.logprobs
         assert a.tokens_in == w.tokens_in
 
 
-def test_a_model_whose_positions_come_from_a_2d_mask_keeps_the_rows(tmp_path):
-    """Bloom builds its ALiBi biases from a 2D attention mask: the tree's 4D mask fails there, and
-    the first-use check then keeps the rows path (fuzz 22 A D1: every answer was an error)."""
+def test_a_tree_that_fails_on_a_model_falls_back_to_the_rows_and_says_so(model_dir, capsys):
+    """A model the capability check let through whose tree raises (a transformers release that
+    builds masks anew, a bug of ours: 5437289's hid so for two commits) is scored as rows — the
+    same numbers, no error record — with one warning line naming the failure."""
+    m = HFModel(str(model_dir), device="cpu", batch_size=4)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("The size of tensor a (7) must match\nthe size of tensor b (5)")
+
+    m._tree_scores = broken
+    reqs = [ScoreRequest(p, MIXED + (" action A", " action B2")) for p in PROMPTS[:3]]
+    res, again = run(m.score(reqs)), run(m.score(reqs))
+    assert m._tree is False and all(r.ok for r in res + again), [r.error for r in res + again]
+    rows = run(_rows(model_dir, 4).score(reqs))
+    for a, w in zip(res, rows):
+        assert a.logprobs == pytest.approx(w.logprobs, abs=SHARED_TOL) and a.tokens_in == w.tokens_in
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"warning: {m.spec}: ") and "failed (RuntimeError: The size of tensor a (7) must " \
+        "match the size of tensor b (5))" in line, line
+
+
+def test_a_model_whose_positions_come_from_a_2d_mask_keeps_the_rows(tmp_path, capsys):
+    """Bloom builds its ALiBi biases from a 2D attention mask: the tree's 4D mask cannot carry them,
+    so such a model scores as rows from the start, without a warning (fuzz 22 A D1: every answer
+    was an error)."""
     tok = _build_tokenizer()
     cfg = transformers.BloomConfig(vocab_size=len(tok), hidden_size=32, n_layer=2, n_head=4,
                                    bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
@@ -647,9 +671,11 @@ def test_a_model_whose_positions_come_from_a_2d_mask_keeps_the_rows(tmp_path):
     transformers.BloomForCausalLM(cfg).save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
     m = HFModel(str(tmp_path), device="cpu", batch_size=3)
+    assert m._tree is False
     reqs = [ScoreRequest(p, MIXED + (" action A", " action B2")) for p in PROMPTS[:4]]
     res = run(m.score(reqs))
     assert m._tree is False and all(r.ok for r in res), [r.error for r in res]
+    assert "warning" not in capsys.readouterr().err
     rows = run(_rows(tmp_path, 3).score(reqs))
     for a, b in zip(res, rows):
         assert a.logprobs == pytest.approx(b.logprobs, abs=SHARED_TOL) and a.tokens_in == b.tokens_in
