@@ -300,3 +300,24 @@ def test_a_report_never_writes_over_a_folder_that_is_not_a_report(results_dir: P
     build_report(results_dir, empty)
     build_report(results_dir, empty)  # our own report: replaced
     assert "my own page" not in (empty / "index.html").read_text()
+
+
+def test_an_unfinished_run_holding_summaries_shows_none_of_them(tmp_path: Path, xss_run: Path):
+    """A finished run resumed (to retry its errors) and stopped is `running` again with the summaries
+    of its last finish beside records that have changed since (fuzz 25 B F1: the report showed the
+    old mean Nash gap as the run's headline): its summaries, tables and figures are not shown, its
+    records and metadata are, and the page says why and how to finish it."""
+    run = tmp_path / "runs" / "resumed"
+    shutil.copytree(xss_run, run, ignore=shutil.ignore_patterns("report"))
+    summary = json.loads((run / "summary.json").read_text())
+    summary["mean_nash_gap"] = 1234.5678
+    (run / "summary.json").write_text(json.dumps(summary))
+    page = build_report(tmp_path / "runs").index.read_text(encoding="utf-8")
+    assert "<td>mean_nash_gap</td><td>1,234.6</td>" in page  # (build_report alone: no recomputation asked)
+    meta = json.loads((run / "run.json").read_text())
+    meta["status"] = "running"
+    (run / "run.json").write_text(json.dumps(meta))
+    page = build_report(tmp_path / "runs").index.read_text(encoding="utf-8")
+    assert "mean_nash_gap" not in page and "1,234.6" not in page and "<img" not in page
+    assert "were written when the run last finished, and it was resumed since (status running)" in page
+    assert "Sample records" in page and "trials.jsonl" in page

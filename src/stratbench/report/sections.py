@@ -248,10 +248,22 @@ def render_run(ctx: Ctx, run: RunDir) -> RunView:
     totals = totals_of(run)
     tokens, cost = tokens_cost(totals)
     parts: list[Any] = [el("p", p, class_="warn") for p in run.problems]
+    status = (run.run or {}).get("status", "unknown")
+    # an unfinished run holding summaries: a finished run resumed (to retry its errors) and stopped
+    # — its records have changed since those files were written (fuzz 25 B F1)
+    stale = run.run is not None and status != "finished" and any(p.name.startswith("summary") and p.suffix == ".json" for p in names)
+    entries: list[LeaderEntry]
     if run.withheld:  # no summary, table, figure or leaderboard entry from files the records contradict
         parts.append(el("p", "Its numbers are not shown: they are not what its records give.", class_="warn"))
         player, entries = run.player(), []
         names = [p for p in names if p.suffix in (".json", ".jsonl")]
+        pngs = []
+    elif stale:
+        parts.append(el("p", f"Its summaries, tables and figures are not shown: they were written when the run "
+                        f"last finished, and it was resumed since (status {status}), so its records have changed; "
+                        "finish it with --resume.", class_="warn"))
+        player, entries = run.player(), []
+        names = [p for p in names if not p.name.startswith("summary") and p.suffix not in (".png", ".md", ".csv")]
         pngs = []
     else:
         view = _suite_of(run).report_view(ctx, run, anchor)
@@ -287,7 +299,6 @@ def render_run(ctx: Ctx, run: RunDir) -> RunView:
     parts.append(el("details", el("summary", f"Files ({len(names)})"), table(
         ("file", "bytes"), [(p.name, p.stat().st_size) for p in names])))
 
-    status = (run.run or {}).get("status", "unknown")
     head = el("h3", el("a", run.rel, href=f"#{anchor}"), " ", el("span", run.suite, class_="pill"),
               " ", el("span", player, class_="pill model"),
               " ", el("span", str(status), class_="pill" + ("" if status == "finished" else " bad")))
