@@ -199,6 +199,11 @@ CORPUS: dict[str, object] = {
                                      b"{{ a|replace('a', a)|length }}",
     "template_expandtabs.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}"
                                  b"{{ ('\t' * 3000000).expandtabs(1000)|length }}",
+    # jinja's own text generator ran outside the checks: 110 s and 680 MB past a 2 s limit (fuzz 25 A F3)
+    "template_lipsum.jinja": b"{% set x = lipsum(600000, html=False) %}{% for m in messages %}{{ m.content }}"
+                             b"{% endfor %}",
+    # a resumed run would render other prompts than the run it finishes
+    "template_random.jinja": b"{% for m in messages %}{{ m.content }}{% endfor %}{{ [1, 2]|random }}",
     "template_a_text.gguf": b"{% for m in messages %}{{ m['content'] }}{% endfor %}",
     "template_config_empty.json": _json({"chat_template": "", "bos_token": "<s>"}),
     "model_a_text.gguf": b"not a model, only text\n",
@@ -341,6 +346,8 @@ FILE_CASES: list[tuple[str, list[str], str]] = [
     ("template_str_replace.jinja", _TEMPLATE, "replace(...) would build a text of 3,600,000,000 characters"),
     ("template_filter_replace.jinja", _TEMPLATE, "filter 'replace' would build a text of 3,600,000,000 characters"),
     ("template_expandtabs.jinja", _TEMPLATE, "expandtabs(...) would build a text of 3,003,000,000 characters"),
+    ("template_lipsum.jinja", _TEMPLATE, "'lipsum' is undefined"),
+    ("template_random.jinja", _TEMPLATE, "No filter named 'random'"),
     ("template_a_text.gguf", _TEMPLATE, "not a GGUF file"),
     ("template_config_empty.json", _TEMPLATE, "no chat_template in it"),
     ("model_a_text.gguf", _GGUF_MODEL, "not a GGUF file"),
