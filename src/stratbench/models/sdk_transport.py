@@ -29,12 +29,19 @@ __all__ = ["GuardedTransport", "guarded_client", "no_count", "too_large_cause"]
 _MAX_DIGITS = 30
 # a JSON object under one of these keys holds token counts (Anthropic: usage; Gemini: usageMetadata)
 _USAGE_KEYS = frozenset({"usage", "usageMetadata", "usage_metadata"})
+# a usage object's counts (Gemini: promptTokenCount …; Anthropic: input_tokens …, web_search_requests)
+_COUNT_ENDINGS = ("Count", "_tokens", "_requests")
+# why a reply stopped (Gemini: finishReason; Anthropic: stop_reason): a text, or the SDK fails on it
+_FINISH_KEYS = frozenset({"finishReason", "finish_reason", "stop_reason"})
 
 
 def no_count(body: bytes) -> bytes:
-    """`body` with every usage value that is no count (a bool, an integer of more digits than any
-    count) replaced by -1; the body unchanged when it needs nothing (or is no JSON: the SDK names
-    that)."""
+    """`body` with every usage value that is no count replaced by -1 — a bool, an integer of more
+    digits than any count, a fraction or a number past any count, a text or a list where a count
+    goes — a usage that is no object by an empty one, and a finish reason that is no text dropped;
+    the body unchanged when it needs nothing (or is no JSON: the SDK names that). Each of these made
+    the SDK throw the answer away (fuzz 25 A F2: pydantic refused 12.5 where Anthropic's route kept
+    the answer with its usage unknown)."""
     changed = False
 
     def parse_int(text: str) -> int:
@@ -49,15 +56,36 @@ def no_count(body: bytes) -> bytes:
     except (ValueError, RecursionError):
         return body
 
-    def fix(obj: Any, usage: bool) -> Any:
+    def no(value: Any) -> Any:
         nonlocal changed
+        changed = True
+        return value
+
+    def count(value: Any) -> Any:
+        """A value under a usage object's count key (`…Count`, `…_tokens`, `…_requests`)."""
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        if isinstance(value, float) and value.is_integer() and abs(value) < 10.0 ** _MAX_DIGITS:
+            return value
+        return no(-1)
+
+    def fix(obj: Any, usage: bool) -> Any:
         if isinstance(obj, dict):
-            return {k: fix(v, usage or k in _USAGE_KEYS) for k, v in obj.items()}
+            out = {}
+            for k, v in obj.items():
+                if k in _USAGE_KEYS and not isinstance(v, dict) and v is not None:
+                    out[k] = no({})
+                elif k in _FINISH_KEYS and v is not None and not isinstance(v, str):
+                    no(None)  # (left out: the SDK reads a missing reason as unknown)
+                elif usage and isinstance(k, str) and k.endswith(_COUNT_ENDINGS):
+                    out[k] = count(v)
+                else:
+                    out[k] = fix(v, usage or k in _USAGE_KEYS)
+            return out
         if isinstance(obj, list):
             return [fix(v, usage) for v in obj]
         if usage and isinstance(obj, bool):
-            changed = True
-            return -1
+            return no(-1)
         return obj
 
     try:

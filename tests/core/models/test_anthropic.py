@@ -205,7 +205,7 @@ def test_a_reply_that_is_no_message_is_an_error_never_an_answer(edit, said, tmp_
 
 @pytest.mark.parametrize("usage", [{"input_tokens": "abc", "output_tokens": 5}, {"input_tokens": float("nan"),
                                    "output_tokens": 5}, {"input_tokens": -1000000, "output_tokens": -5}, {},
-                                   {"input_tokens": 1e300, "output_tokens": 5.7}])
+                                   {"input_tokens": 1e300, "output_tokens": 5.7}, "many", [1, 2]])
 def test_usage_that_is_no_count_keeps_the_answer_and_is_unknown(usage):
     """The answer stands and the call counts; its usage is unknown (models.base), never negative, a
     ValueError, or an error that discards the answer."""

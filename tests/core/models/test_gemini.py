@@ -122,7 +122,13 @@ def test_a_key_gemini_refuses_stops_the_run_with_one_line(tmp_path, cli, monkeyp
 
 @pytest.mark.parametrize("usage", [{"promptTokenCount": -1000000, "candidatesTokenCount": 3},
                                    {"promptTokenCount": 5, "candidatesTokenCount": 3, "thoughtsTokenCount": -50},
-                                   None])
+                                   None,
+                                   # pydantic refused these, and the answer was lost (fuzz 25 A F2)
+                                   {"promptTokenCount": 12.5, "candidatesTokenCount": 3},
+                                   {"promptTokenCount": 1e300, "candidatesTokenCount": 3},
+                                   {"promptTokenCount": "many", "candidatesTokenCount": 3},
+                                   {"promptTokenCount": 5, "candidatesTokenCount": [3]},
+                                   "many"])
 def test_usage_that_is_no_count_keeps_the_answer_and_is_unknown(usage):
     """Negative counts (or none at all) are the call's unknown usage (models.base): never a negative
     total or cost; the answer stands. A count the API leaves out (it omits zeros) is 0 — but the
@@ -141,6 +147,19 @@ def test_usage_that_is_no_count_keeps_the_answer_and_is_unknown(usage):
     with FakeGeminiServer(edit=lambda a: {**a, "usageMetadata": {"promptTokenCount": 4, "candidatesTokenCount": 3}}) as s:
         (r,), _ = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=0)
     assert r.ok and not r.usage_unknown and (r.tokens_in, r.tokens_out) == (4, 3)
+
+
+@pytest.mark.parametrize("reason", [7, ["STOP"], {"x": 1}])
+def test_a_finish_reason_that_is_no_text_keeps_the_answer(reason):
+    """The SDK failed on a finishReason that is not a text ('int' object has no attribute 'upper')
+    and the answer was lost (fuzz 25 A F2): the reason is unknown, the answer stands."""
+    def edit(a):
+        a["candidates"][0]["finishReason"] = reason
+        return a
+
+    with FakeGeminiServer(edit=edit) as s:
+        (r,), totals = _generate(s, GenerateRequest("Q", max_tokens=20, chat=True), retries=0)
+    assert r.ok and r.text == "Action: 1" and totals.errors == 0, r
 
 
 def test_a_reply_trickled_past_the_timeout_ends_at_the_deadline():
