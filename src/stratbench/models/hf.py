@@ -283,6 +283,14 @@ class HFModel(LocalModel):
             raise InputError(f"{self.spec}: the checkpoint lacks {len(lost)} of the weights its config.json needs "
                              f"(e.g. {lost[0]}), which transformers would fill at random: a config and weights "
                              "of different models, or a checkpoint cut short")
+        # weights the checkpoint holds that its config does not use (a config naming fewer layers):
+        # transformers drops them, and a cut-down model would be scored as the checkpoint
+        unused = sorted(k for k in info.get("unexpected_keys") or () if isinstance(k, str)
+                        and k.endswith((".weight", ".bias")))
+        if unused:
+            raise InputError(f"{self.spec}: the checkpoint holds {len(unused)} weights its config.json does not use "
+                             f"(e.g. {unused[0]}), which transformers would drop: a config and weights of "
+                             "different models (a config naming fewer layers?)")
         try:
             model.to(self.device)
         except Exception as e:  # noqa: BLE001

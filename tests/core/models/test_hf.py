@@ -301,6 +301,20 @@ def test_a_checkpoint_lacking_weights_its_config_needs_is_refused(model_dir, tmp
     assert "\n" not in msg and "lacks" in msg and "model.layers.2." in msg, msg
 
 
+def test_a_checkpoint_holding_weights_its_config_does_not_use_is_refused(model_dir, tmp_path):
+    """A config naming fewer layers than the weights hold: transformers dropped the rest and a
+    cut-down model was scored as the checkpoint, exit 0 (fuzz 25 A F1); refused in one line."""
+    d = tmp_path / "extra"
+    shutil.copytree(model_dir, d)
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["num_hidden_layers"] -= 1
+    (d / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(InputError) as e:
+        HFModel(str(d), device="cpu")
+    msg = str(e.value)
+    assert "\n" not in msg and "does not use" in msg and "model.layers.1." in msg, msg
+
+
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "stratbench", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=300, env=dict(os.environ, CI="1", STRATBENCH_CACHE_DIR=str(cwd / "cache")))
