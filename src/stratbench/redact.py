@@ -24,7 +24,7 @@ import base64
 import re
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, quote_plus, urlsplit, urlunsplit
 
 #: what a password (or a userinfo without one) is replaced with
 MASK = "***"
@@ -32,6 +32,21 @@ MASK = "***"
 # scheme://userinfo@ — the userinfo runs to the last "@" before the end of the authority (the
 # first "/", "?", "#" or whitespace), as urllib.parse.urlsplit reads it
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/?#\s@]*(?:@[^/?#\s@]*)*)@")
+
+
+# scheme://user:…@ where the password holds a "/", "?" or "#" typed as is (a URL parser then finds
+# no credentials, and took the password for a port, a path or a fragment: fuzz 25 A F5): the
+# password runs to the last "@" before a space or a quote. Not applied where what follows the
+# ":" up to the first "/", "?" or "#" is a port (http://host:8000/v1/a@b is a path's "@").
+_LOOSE_USERINFO = re.compile(r"""(?i)\b([a-z][a-z0-9+.\-]*://)([^\s/?#@:'"]*):([^\s'"]*)@""")
+
+
+def _loose(text: str) -> str:
+    def mask(m: re.Match[str]) -> str:
+        head = re.split(r"[/?#]", m.group(3), maxsplit=1)[0]
+        return m.group(0) if head.isdigit() else f"{m.group(1)}{m.group(2)}:{MASK}@"
+
+    return _LOOSE_USERINFO.sub(mask, text)
 
 
 def _mask_userinfo(userinfo: str) -> str:
@@ -45,6 +60,13 @@ def redact_url(url: str) -> str:
     returned unchanged. Never raises, even for a malformed URL."""
     if not isinstance(url, str):
         return url
+    if "@" in url:
+        try:
+            found = "@" in urlsplit(url).netloc
+        except ValueError:
+            found = False
+        if not found and _loose(url) != url:  # a password holding "/", "?" or "#" as typed
+            return redact_url(_loose(url))
     if "?" in url or "#" in url:  # a query or fragment may carry a key (?api_key=…): never shown
         head = url.split("#", 1)[0].split("?", 1)[0]
         return redact_url(head) + ("?***" if "?" in url.split("#", 1)[0] else "") + ("#***" if "#" in url else "")
@@ -65,7 +87,7 @@ def redact_text(text: str) -> str:
     """``text`` with every ``scheme://userinfo@`` in it redacted as `redact_url` does."""
     if not isinstance(text, str) or "@" not in text:
         return text
-    return _USERINFO.sub(lambda m: f"{m.group(1)}{_mask_userinfo(m.group(2))}@", text)
+    return _loose(_USERINFO.sub(lambda m: f"{m.group(1)}{_mask_userinfo(m.group(2))}@", text))
 
 
 def redact_json(value: Any) -> Any:
@@ -88,8 +110,13 @@ def secret_forms(key: str | None = None, basic: str | None = None) -> list[str]:
     if basic:
         user, _, password = basic.partition(":")
         # a URL with a user name and no password (http://TOKEN@host/v1) carries a token as its user
-        forms += [password or user, base64.b64encode(basic.encode("utf-8")).decode("ascii")]
-    return [f for f in forms if f]
+        secret = password or user
+        forms += [secret, base64.b64encode(basic.encode("utf-8")).decode("ascii")]
+        # ... and as the URL holds it, percent-encoded ("@", ":" and "/" must be), which a server
+        # echoing the URL shows (fuzz 25 A F4)
+        for encoded in (quote(secret, safe=""), quote(secret), quote_plus(secret)):
+            forms += [encoded, re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), encoded)]
+    return list(dict.fromkeys(f for f in forms if f))
 
 
 #: the shortest secret masked in what a model said (`models.base`'s results): a shorter key or

@@ -42,7 +42,7 @@ from stratbench.models.openai_api import (
     OpenAICompatibleModel,
     check_base_url,
 )
-from stratbench.redact import is_redacted_url, redact_json, redact_text, redact_url
+from stratbench.redact import is_redacted_url, redact_json, redact_known, redact_text, redact_url, secret_forms
 
 PASSWORD = "Pa55-w0rd-do-not-leak"
 
@@ -539,6 +539,26 @@ def test_redaction_helpers():
     assert PASSWORD not in redact_text(str(argv)) and PASSWORD not in json.dumps(redact_json({"argv": argv}))
     assert redact_text("mail me@example.com, see http://host/a@b") == "mail me@example.com, see http://host/a@b"
     assert is_redacted_url("http://user:***@h/v1") and not is_redacted_url(f"http://user:{PASSWORD}@h/v1")
+    # a password holding "/", "?" or "#" typed as is: no URL parser finds it, every line masks it
+    # (fuzz 25 A F5: "port 'Top' is not a number" showed it whole)
+    for pw in ("Top/Secret9", "TopSecret#9", "Top?Secret9"):
+        url = f"http://u:{pw}@127.0.0.1:8000/v1"
+        assert redact_url(url) == "http://u:***@127.0.0.1:8000/v1"
+        assert "Secret9" not in redact_text(f"error: --base-url {url!r}: port 'Top' is not a number")
+    assert redact_url("http://host:8000/v1/a@b") == "http://host:8000/v1/a@b"  # a path's "@" after a port
+    # the password as a URL holds it, percent-encoded, is a known secret too (fuzz 25 A F4)
+    forms = secret_forms(None, "user:p@ss:w0rd/S3cretPW")
+    echoed = "rejected p%40ss%3Aw0rd%2FS3cretPW, p%40ss%3aw0rd%2fS3cretPW and p%40ss%3Aw0rd/S3cretPW"
+    assert "S3cretPW" not in redact_known(echoed, forms)
+
+
+def test_a_password_holding_a_slash_as_typed_is_not_in_the_refusal(tmp_path, cli):
+    """The URL's parser finds no credentials in http://u:Top/Secret9@host (the password reads as a
+    port and a path): the one refusal line masks it all the same (fuzz 25 A F5)."""
+    r = cli("nashgap", "--model", "openai-compatible:m", "--base-url", "http://u:Top/Secret9@127.0.0.1:8000/v1",
+            "--num-games", "1", "--output-dir", str(tmp_path / "o"), cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Secret9" not in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists()
 
 
 def test_url_credentials_are_sent_as_basic_auth_and_shown_nowhere(server, caplog):
