@@ -150,6 +150,15 @@ def merged_counts(out: Path, merged: Any) -> dict[str, int]:
     return {"records": len(records), "errors": int(errors)}
 
 
+def check_distinct(paths: Sequence[Path]) -> None:
+    """InputError naming a folder given twice (as itself, or by another path to it)."""
+    seen: dict[Path, Path] = {}
+    for p in paths:
+        first = seen.setdefault(p.resolve(), p)
+        if first is not p:
+            raise InputError(f"{p}: the same folder is given twice" + ("" if first == p else f" (as {first} too)"))
+
+
 def finished_shards(paths: Sequence[Path], metas: Sequence[dict[str, Any]], meta_file: str = "run.json",
                     what: str = "run", label: str = "shard", resume: str = "--resume",
                     allow_partial: bool = False) -> list[Shard]:
@@ -190,8 +199,7 @@ def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, mer
     paths = [Path(f) for f in folders]
     if not paths:
         raise InputError("merge needs the shard folders of one run")
-    if len({p.resolve() for p in paths}) != len(paths):
-        raise InputError("the same folder is given twice")
+    check_distinct(paths)
     check_output_outside(paths, output_dir)
     metas = [_read_meta(p) for p in paths]
     check_same_run(paths, metas)

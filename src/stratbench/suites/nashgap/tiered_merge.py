@@ -12,7 +12,13 @@ from typing import Any, Sequence
 from stratbench.errors import InputError
 from stratbench.runner.folders import discard_folder, now_iso, publish_folder, stage_folder
 from stratbench.runner.jsonl import write_json_atomic
-from stratbench.runner.merge import IGNORED_CONFIG_KEYS, check_same_run, finished_shards, merge_run_folders
+from stratbench.runner.merge import (
+    IGNORED_CONFIG_KEYS,
+    check_distinct,
+    check_same_run,
+    finished_shards,
+    merge_run_folders,
+)
 from stratbench.suites.nashgap.run import merge_shards
 from stratbench.suites.nashgap.tiered import (
     SUITE,
@@ -53,8 +59,7 @@ def merge_suite_shards(folders: Sequence[str | Path], output_dir: str | Path = "
     paths = [Path(f) for f in folders]
     if not paths:
         raise InputError("merge needs the shard folders of one tiered suite")
-    if len({p.resolve() for p in paths}) != len(paths):
-        raise InputError("the same folder is given twice")
+    check_distinct(paths)
     metas = [_read_suite_meta(p) for p in paths]
     ignored = IGNORED_CONFIG_KEYS | SUITE_IGNORED_CONFIG_KEYS
     check_same_run(paths, [{"suite": m["suite"],
