@@ -74,6 +74,7 @@ import inspect
 import os
 import stat
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -249,9 +250,17 @@ class HFModel(LocalModel):
         source = str(local) if is_dir else self.path
         bars = transformers.utils.logging.is_progress_bar_enabled()
         transformers.utils.logging.disable_progress_bar()  # no "Loading weights" bar over the CLI's display
+        # transformers' and torch's warnings while loading (its load report, "model of type …", a
+        # config's token ids, a pickle's protocol) would come before the one line a refusal is
+        # (fuzz 25 A F6); what matters of them is checked and said in that line
+        level = transformers.utils.logging.get_verbosity()
+        transformers.utils.logging.set_verbosity_error()
         try:
-            self._load(transformers, torch, source, is_dir)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._load(transformers, torch, source, is_dir)
         finally:
+            transformers.utils.logging.set_verbosity(level)
             if bars:
                 transformers.utils.logging.enable_progress_bar()
         self._versions = {"transformers": transformers.__version__, "torch": torch.__version__}
@@ -265,16 +274,12 @@ class HFModel(LocalModel):
             where = "" if is_dir else " (not a local directory, and not in the local Hugging Face cache)"
             raise InputError(f"{self.spec}: no model found{where}: {_one_line(e)}") from None
         dtype_kw = "dtype" if _version_tuple(transformers.__version__) >= (4, 56) else "torch_dtype"
-        level = transformers.utils.logging.get_verbosity()
-        transformers.utils.logging.set_verbosity_error()  # its load report: said here in one line instead
-        try:
+        try:  # (its load report is silenced by the caller: said here in one line instead)
             model, info = transformers.AutoModelForCausalLM.from_pretrained(
                 source, local_files_only=True, output_loading_info=True, **{dtype_kw: getattr(torch, self.dtype)}
             )
         except Exception as e:  # noqa: BLE001
             raise InputError(f"{self.spec}: cannot load the model: {_one_line(e)}") from None
-        finally:
-            transformers.utils.logging.set_verbosity(level)
         # weights the config needs but the checkpoint lacks (or holds in another shape) would be
         # filled at random: every score then a draw of the load, not the checkpoint's
         lost = [k if isinstance(k, str) else str(k[0]) for k in (*sorted(info.get("missing_keys") or (), key=str),

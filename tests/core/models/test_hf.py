@@ -320,6 +320,18 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           timeout=300, env=dict(os.environ, CI="1", STRATBENCH_CACHE_DIR=str(cwd / "cache")))
 
 
+@pytest.mark.parametrize("edit", [{"model_type": "nosuchmodel"}, {"vocab_size": 0}])
+def test_a_broken_checkpoint_is_one_line_without_the_libraries_warnings(model_dir, tmp_path, edit):
+    """transformers' warnings while loading ("You are using a model of type …", a config's token
+    ids) came before the refusal: 2-4 lines (fuzz 25 A F6); now the refusal alone."""
+    d = tmp_path / "broken"
+    shutil.copytree(model_dir, d)
+    (d / "config.json").write_text(json.dumps({**json.loads((d / "config.json").read_text()), **edit}))
+    r = _cli("nashgap", "--model", f"hf:{d}", "--num-games", "1", "--quiet", "--output-dir", "o", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith(f"error: hf:{d}") and r.stderr.count("\n") == 1, r.stderr
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_checkpoint_saved_anew_is_another_model_to_the_cache_and_to_a_resume(model_dir, tmp_path):
     """The next training step saved into the same folder: its answers are not served from the
     previous step's cache entries, and an unfinished run of the previous step is not finished by it."""
