@@ -49,6 +49,18 @@ def _loose(text: str) -> str:
     return _LOOSE_USERINFO.sub(mask, text)
 
 
+def unparsed_credentials(url: str) -> bool:
+    """Whether ``url`` holds a password that a URL parser does not find (one holding "/", "?" or
+    "#" typed as is: it reads as a port, a path or a fragment)."""
+    if "@" not in url:
+        return False
+    try:
+        found = "@" in urlsplit(url).netloc
+    except ValueError:
+        found = False
+    return not found and _loose(url) != url
+
+
 def _mask_userinfo(userinfo: str) -> str:
     user, sep, _ = userinfo.partition(":")
     return f"{user}:{MASK}" if sep else MASK
@@ -60,13 +72,8 @@ def redact_url(url: str) -> str:
     returned unchanged. Never raises, even for a malformed URL."""
     if not isinstance(url, str):
         return url
-    if "@" in url:
-        try:
-            found = "@" in urlsplit(url).netloc
-        except ValueError:
-            found = False
-        if not found and _loose(url) != url:  # a password holding "/", "?" or "#" as typed
-            return redact_url(_loose(url))
+    if unparsed_credentials(url):  # a password holding "/", "?" or "#" as typed
+        return redact_url(_loose(url))
     if "?" in url or "#" in url:  # a query or fragment may carry a key (?api_key=…): never shown
         head = url.split("#", 1)[0].split("?", 1)[0]
         return redact_url(head) + ("?***" if "?" in url.split("#", 1)[0] else "") + ("#***" if "#" in url else "")
@@ -146,4 +153,5 @@ def is_redacted_url(url: str) -> bool:
     return MASK in (parts.password, parts.username) and "@" in parts.netloc
 
 
-__all__ = ["CONTENT_MIN_SECRET", "MASK", "is_redacted_url", "redact_json", "redact_known", "redact_text", "redact_url", "secret_forms"]
+__all__ = ["CONTENT_MIN_SECRET", "MASK", "is_redacted_url", "redact_json", "redact_known", "redact_text", "redact_url", "secret_forms",
+           "unparsed_credentials"]

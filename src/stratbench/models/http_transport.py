@@ -17,7 +17,7 @@ import httpx
 
 from stratbench.errors import InputError
 from stratbench.models.retry import ResponseTooLarge
-from stratbench.redact import is_redacted_url, redact_url
+from stratbench.redact import is_redacted_url, redact_url, unparsed_credentials
 
 
 class Secret:
@@ -133,6 +133,8 @@ def check_base_url(url: str, who: str) -> None:
 
     if any(c.isspace() or unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn") for c in url):
         raise bad("contains whitespace or control characters")
+    if unparsed_credentials(url):  # (a parser's own words would show a piece of it as a "port")
+        raise bad("its password holds a '/', '?' or '#' as typed; percent-encode them (%2F, %3F, %23)")
     try:
         parts = urlsplit(url)
     except ValueError as e:

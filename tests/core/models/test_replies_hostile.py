@@ -558,6 +558,7 @@ def test_a_password_holding_a_slash_as_typed_is_not_in_the_refusal(tmp_path, cli
     r = cli("nashgap", "--model", "openai-compatible:m", "--base-url", "http://u:Top/Secret9@127.0.0.1:8000/v1",
             "--num-games", "1", "--output-dir", str(tmp_path / "o"), cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Secret9" not in r.stderr, r.stderr
+    assert "Top" not in r.stderr and "percent-encode" in r.stderr, r.stderr  # (not a "port 'Top'")
     assert not (tmp_path / "o").exists()
 
 
