@@ -154,9 +154,10 @@ def check_distinct(paths: Sequence[Path]) -> None:
     """InputError naming a folder given twice (as itself, or by another path to it)."""
     seen: dict[Path, Path] = {}
     for p in paths:
-        first = seen.setdefault(p.resolve(), p)
-        if first is not p:
+        first = seen.get(p.resolve())
+        if first is not None:
             raise InputError(f"{p}: the same folder is given twice" + ("" if first == p else f" (as {first} too)"))
+        seen[p.resolve()] = p
 
 
 def finished_shards(paths: Sequence[Path], metas: Sequence[dict[str, Any]], meta_file: str = "run.json",
