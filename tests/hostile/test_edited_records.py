@@ -314,7 +314,9 @@ def test_a_tom_shard_cut_after_it_finished_is_not_merged(tmp_path, cli, fake_ser
     lines = (one / "rounds.jsonl").read_text().splitlines()
     (one / "rounds.jsonl").write_text("\n".join(lines[:2]) + "\n")  # episode 0 loses its last two rounds
     r = cli("merge", str(one), str(two), "--output-dir", str(tmp_path / "m"))
-    assert r.returncode == 2 and "rounds.jsonl: the shards' records of episode 0 stop short" in r.stderr, r.stderr
+    # (the shard is named: merge reads each shard as its own run first)
+    assert r.returncode == 2 and f"{one}/rounds.jsonl: the run's records of episode 0 stop short (2 records) though " \
+        f"the run finished: it was cut or edited; finish the run again with --resume {one}" in r.stderr, r.stderr
     assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
     r = cli(*args[:-2], "--output-dir", str(tmp_path / "whole"))  # a whole run cut so: the records are named
     assert r.returncode == 0, r.stderr
@@ -681,3 +683,112 @@ def test_compare_of_an_atomic_run_whose_every_answer_failed_says_there_is_nothin
     r = cli("compare", str(folder), str(folder))
     assert r.returncode == 2 and "holds no scored record" in r.stderr, r.stderr
     assert "complex-form" not in r.stderr
+
+
+# -- one shard read as its own run: by the report, and by merge before it merges (fuzz 25 B F2-F4) ---
+
+def _nashgap_shards(tmp_path: Path, cli) -> list[Path]:
+    for i in (1, 2):
+        r = cli(*_NASHGAP, "--shard", f"{i}/2", "--output-dir", str(tmp_path / "sh"))
+        assert r.returncode == 0, r.stderr
+    return sorted((tmp_path / "sh").iterdir())
+
+
+def test_a_single_shards_edited_summary_is_left_out_of_the_report(tmp_path, cli):
+    """A finished shard's summary.json is the summary of its own records: recomputed by the shard's
+    own plan and compared, as a whole run's is (it was shown as saved)."""
+    shard, _ = _nashgap_shards(tmp_path, cli)
+    r = cli("report", str(shard), "--output", str(tmp_path / "clean"))
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr  # (a shard as written: no warning)
+    why = _edit_summary(shard)
+    r = cli("report", str(shard), "--output", str(tmp_path / "rep"))
+    assert r.returncode == 0, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("warning")]
+    assert f"{shard}/{why}" in line and "the report leaves out its numbers" in line, line
+    assert "987654" not in (tmp_path / "rep" / "index.html").read_text().replace("987654.321, the records", "")
+
+
+def _move_a_record(a: Path, b: Path) -> str:
+    first, *rest = (b / "trials.jsonl").read_text().splitlines(keepends=True)
+    (b / "trials.jsonl").write_text("".join(rest))
+    with open(a / "trials.jsonl", "a") as fh:
+        fh.write(first)
+    return f"{a}/trials.jsonl: line 5: a record for (1, 0), which this run does not have"
+
+
+def _edit_totals(a: Path, b: Path) -> str:
+    meta = json.loads((a / "run.json").read_text())
+    meta["totals"]["records"] += 1
+    (a / "run.json").write_text(json.dumps(meta))
+    return f"{a}/run.json: totals.records is 5, but the run's records count 4: run.json was edited"
+
+
+def _tear_the_last_line(a: Path, b: Path) -> str:
+    text = (b / "trials.jsonl").read_text()
+    (b / "trials.jsonl").write_text(text[: len(text) - 40])
+    return f"{b}/trials.jsonl: line 2 is cut short (a torn write, or a copy cut off), though the run finished; " \
+           f"finish it again with --resume {b}"
+
+
+def _cut_a_unit(a: Path, b: Path) -> str:
+    lines = (b / "trials.jsonl").read_text().splitlines(keepends=True)
+    (b / "trials.jsonl").write_text("".join(lines[:-1]))
+    meta = json.loads((b / "run.json").read_text())
+    meta["totals"]["records"] -= 1  # (the count kept in step: only the plan tells)
+    (b / "run.json").write_text(json.dumps(meta))
+    return f"{b}/trials.jsonl: the finished run holds only 1 of the run's 2 trials (none for trial (1, 1))"
+
+
+@pytest.mark.parametrize("edit", [_move_a_record, _edit_totals, _tear_the_last_line, _cut_a_unit],
+                         ids=["record moved between shards", "totals", "torn last line", "unit cut, count kept"])
+def test_merge_reads_each_shard_as_its_own_run(tmp_path, cli, edit):
+    """merge checked the union of the shards only: a record moved from one shard's file into the
+    other's, or an edited count, merged though resume, compare and the report refuse the shard; a
+    torn line was dropped with a message naming no shard."""
+    a, b = _nashgap_shards(tmp_path, cli)
+    said = edit(a, b)
+    before = {p: p.read_bytes() for f in (a, b) for p in f.iterdir()}
+    r = cli("merge", str(a), str(b), "--output-dir", str(tmp_path / "m"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and said in r.stderr, r.stderr
+    assert {p: p.read_bytes() for f in (a, b) for p in f.iterdir()} == before
+    assert not (tmp_path / "m").exists()
+    if edit is _tear_the_last_line:  # the command it names works: the shard is finished again, then merges
+        r = cli("nashgap", "--resume", str(b), "--quiet")
+        assert r.returncode == 0, r.stderr
+        r = cli("merge", str(a), str(b), "--output-dir", str(tmp_path / "m"), "--quiet")
+        assert r.returncode == 0, r.stderr
+
+
+def test_suite_file_shards_of_different_files_name_the_setting(tmp_path, cli):
+    for i, seeds in ((1, "[1, 2]"), (2, "[1, 3]")):
+        (tmp_path / f"s{i}.toml").write_text(f'seeds = {seeds}\nmodels = ["random"]\n[nashgap]\nnum_games = 2\n'
+                                             'num_trials = 2\n')
+        r = cli("suite", "run", str(tmp_path / f"s{i}.toml"), "--shard", f"{i}/2", "--output-dir",
+                str(tmp_path / f"sh{i}"), "--no-report", "--quiet")
+        assert r.returncode == 0, r.stderr
+    (a,), (b,) = (tmp_path / "sh1").iterdir(), (tmp_path / "sh2").iterdir()
+    r = cli("merge", str(a), str(b), "--output-dir", str(tmp_path / "m"))
+    assert r.returncode == 2 and r.stderr == f"error: {b} and {a} come from different suite files (seeds: [1, 3] " \
+                                             "vs [1, 2])\n", r.stderr
+
+
+@pytest.mark.parametrize("damage,said", [
+    (lambda p: p.write_text(p.read_text()[:40]), "suite_metadata.json is not valid JSON (a corrupt or truncated file)"),
+    (lambda p: p.unlink(), "not a suite-file folder (no suite_metadata.json)"),
+    (lambda p: p.write_text('{"suite": "nashgap", "config": {}}'),
+     "not a suite-file folder (its suite_metadata.json is not a suite file's)"),
+    (lambda p: p.write_text("[1, 2]"), "not a suite-file folder (its suite_metadata.json is not a suite file's)"),
+], ids=["truncated", "missing", "another kind", "a list"])
+def test_a_damaged_suite_metadata_is_named_on_resume_and_merge(tmp_path, cli, damage, said):
+    (tmp_path / "s.toml").write_text('seeds = [1, 2]\nmodels = ["random"]\n[nashgap]\nnum_games = 2\nnum_trials = 2\n')
+    for i in (1, 2):
+        r = cli("suite", "run", str(tmp_path / "s.toml"), "--shard", f"{i}/2", "--output-dir", str(tmp_path / "sh"),
+                "--no-report", "--quiet")
+        assert r.returncode == 0, r.stderr
+    a, b = sorted((tmp_path / "sh").iterdir())
+    damage(b / "suite_metadata.json")
+    r = cli("suite", "run", "--resume", str(b))
+    assert r.returncode == 2 and r.stderr == f"error: --resume {b}: {said}\n", r.stderr
+    r = cli("merge", str(a), str(b), "--output-dir", str(tmp_path / "m"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert not (tmp_path / "m").exists()

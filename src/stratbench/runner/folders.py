@@ -129,6 +129,45 @@ def enclosing_result_folder(path: str | Path) -> Path | None:
     return None
 
 
+#: the collections whose suite_metadata.json lists its runs' folders and status, and the command
+#: that resumes one (it finishes its runs, and tries their failed calls again, keeping its tables)
+COLLECTION_RESUME = {"scorecard": "stratbench scorecard --resume", "suite-file": "stratbench suite run --resume"}
+
+
+def check_not_a_listed_run(folder: Path) -> None:
+    """InputError when a finished run's ``folder`` is one a collection above it (a scorecard, a
+    suite file) lists as its finished run: resumed on its own, its records would change under the
+    collection's table and entry, and the collection would then be refused as edited by hand. The
+    collection's own resume finishes it again (it marks the run unfinished first); an unfinished
+    run inside a collection may be finished on its own (the collection resumes it in place)."""
+    import json
+
+    target = folder.resolve()
+    here = Path(os.path.abspath(folder))
+    for parent in list(here.parents)[:4]:
+        path = parent / "suite_metadata.json"
+        if not path.is_file():
+            continue
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+            return  # (the collection's own resume or report names that file)
+        if not isinstance(meta, dict) or meta.get("suite") not in COLLECTION_RESUME:
+            return
+        runs = meta.get("runs")
+        for r in runs if isinstance(runs, list) else []:
+            if isinstance(r, dict) and r.get("status") == "finished" and isinstance(r.get("folder"), str) \
+                    and r["folder"] and (parent / r["folder"]).resolve() == target:
+                rel = os.path.relpath(parent)
+                shown = str(parent) if Path(folder).is_absolute() or rel.startswith("..") else rel
+                what = "scorecard" if meta["suite"] == "scorecard" else "suite"
+                raise InputError(f"--resume {folder}: a finished run of the {what} {shown}, which lists it as "
+                                 f"finished; resume the {what} instead ({COLLECTION_RESUME[meta['suite']]} "
+                                 f"{shown}: it tries the run's failed calls again and writes its tables anew); "
+                                 "the folder is left as it is")
+        return
+
+
 def read_summary(path: Path, want: dict[str, type]) -> dict[str, Any]:
     """A finished run's summary file with the keys a merge reads of it (name → type), or one line
     naming the file and the first one missing (an emptied or cut summary), never a KeyError."""

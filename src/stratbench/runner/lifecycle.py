@@ -39,6 +39,7 @@ from stratbench import interrupts
 from stratbench.errors import BaseUrlNotApplicable, InputError, OutputWriteError
 from stratbench.files import first_not_utf8
 from stratbench.runner.folders import (
+    check_not_a_listed_run,
     check_suite_version,
     create_run_folder,
     now_iso,
@@ -353,6 +354,25 @@ def check_records(plan: RunPlan, folder: Path) -> dict[str, list[Record]]:
     return {s.file: read_stream(folder / s.file, s) for s in plan.streams()}
 
 
+def check_finished_units(plan: RunPlan, folder: Path, records: dict[str, list[Record]]) -> None:
+    """InputError naming the records file of a finished run (or shard) ``folder`` that lacks a unit
+    of its plan, or holds one cut short (``records``: :func:`check_records`'s). A finished run
+    wrote every unit whole: one missing was cut or moved out of the file since."""
+    for stream in plan.streams():
+        groups = _groups(records[stream.file], stream.record_unit)
+        want = {stream.unit_key(u) for u in stream.units}
+        if want - set(groups):
+            raise InputError(f"{folder / stream.file}: the finished run holds only {len(want & set(groups))} of the "
+                             f"run's {len(want)} {stream.unit_name} (none for {stream.unit_name[:-1]} "
+                             f"{_first(want - set(groups))!r}): records were cut or moved since it finished, or its "
+                             f"config was edited to more; finish it again with --resume {folder}")
+        for unit, group in groups.items():
+            if stream.unit_partial is not None and stream.unit_partial(group):
+                raise InputError(f"{folder / stream.file}: the run's records of {stream.unit_name[:-1]} {unit} stop "
+                                 f"short ({len(group)} records) though the run finished: it was cut or edited; "
+                                 f"finish the run again with --resume {folder}")
+
+
 def resume_file(path: Path, stream: Stream[Any], before_change: Callable[[], None] | None = None) -> set[Hashable]:
     """Cut a torn tail, keep the records of finished units (dropping the rest, and duplicates, from
     the file), and return the finished units' keys. ``before_change`` is called before the file
@@ -532,6 +552,8 @@ def execute(plan: RunPlan, progress: Progress | None = None, resume_dir: str | P
                 raise InputError(f"--resume {folder}: not a result folder")
             stack.enter_context(folder_lock(folder))
             meta = read_run_json(folder, "--resume ")  # type: ignore[assignment]
+            if meta.get("status") == "finished":
+                check_not_a_listed_run(folder)
             given_template = getattr(getattr(plan, "config", None), "chat_template", None)
             try:
                 plan.resume_from(meta, folder)
@@ -787,6 +809,14 @@ def _template_digests(value: Any) -> set[str]:
             if isinstance(t := v.get("chat_template"), str) and _TEMPLATE_DIGEST.fullmatch(t)}
 
 
+def _first(keys: set[Hashable]) -> Hashable:
+    """The first of a set of unit keys in a stable order (what a message names as an example)."""
+    try:
+        return min(keys)  # type: ignore[type-var]  # (tuples of ints: the first in play order)
+    except TypeError:
+        return min(keys, key=repr)
+
+
 def merge_streams(plan: RunPlan, folders: Sequence[Path], out: Path) -> Outcome:
     """Merge finished shards: each records file is the union of the shards' records in canonical
     order, checked to hold every unit of the unsharded plan exactly once, then summarised exactly
@@ -809,6 +839,7 @@ def merge_streams(plan: RunPlan, folders: Sequence[Path], out: Path) -> Outcome:
             raise InputError(f"{stream.file}: the shards hold {len(got & want)} of the run's {len(want)} {stream.unit_name}"
                              + (f" and {duplicated} twice" if duplicated else "")
                              + (f" and {len(got - want)} not in the run" if got - want else "")
+                             + (f" (none holds {stream.unit_name[:-1]} {_first(want - got)!r})" if want - got else "")
                              + "; merge every shard of one run once, each after it has finished")
         if stream.unit_partial is not None:
             for unit, group in _groups(recs, stream.record_unit).items():

@@ -186,16 +186,20 @@ def finished_shards(paths: Sequence[Path], metas: Sequence[dict[str, Any]], meta
 
 
 def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, merger: MergeFn,
-                      allow_partial: bool = False) -> Path:
+                      allow_partial: bool = False,
+                      check_shard: Callable[[Path, dict[str, Any]], object] | None = None) -> Path:
     """Merge the finished shards of one run into a new folder under `output_dir`; returns it.
 
     The folders must be finished runs of one suite and config (only the keys in
     :data:`IGNORED_CONFIG_KEYS` may differ) and exactly shards ``1/n … n/n``; ``merger(folders,
     out)`` — the suite's own merge, given the shards in shard order — writes the records and
     summaries, and this function writes the merged run.json (shard folders, machines and times,
-    summed totals). Everything is checked before the folder is created; the folder is written under
-    a hidden staging name and renamed when complete, and a merge that fails midway removes it: the
-    shards are only read, never changed.
+    summed totals). ``check_shard(folder, meta)`` first reads each shard as its own run (the
+    suite's record checks by that shard's plan): a record moved into another shard's file, an
+    edited count or a torn line is named with its shard, not merged around. Everything is checked
+    before the folder is created; the folder is written under a hidden staging name and renamed
+    when complete, and a merge that fails midway removes it: the shards are only read, never
+    changed.
     """
     paths = [Path(f) for f in folders]
     if not paths:
@@ -207,6 +211,9 @@ def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, mer
     check_same_versions(paths, metas)
     _check_same_templates(paths, metas)
     shards = finished_shards(paths, metas, allow_partial=allow_partial)
+    if check_shard is not None:
+        for p, meta in zip(paths, metas):
+            check_shard(p, meta)
     suite = metas[0]["suite"]
     order = sorted(range(len(paths)), key=lambda i: shards[i].index)
     paths = [paths[i] for i in order]

@@ -58,4 +58,7 @@ def merge_runs(folders: Sequence[str | Path], output_dir: str | Path = "results"
 
     for p in paths:  # a merge recomputes the summaries: only this code's definition of the suite can
         check_suite_version(read_run_json(p), suite.version, str(p))
-    return merge_run_folders(paths, output_dir, suite.merge, allow_partial=allow_partial)
+    from stratbench.workflows.verify import check_shard
+
+    return merge_run_folders(paths, output_dir, suite.merge, allow_partial=allow_partial,
+                             check_shard=lambda p, m: check_shard(p, m, suite))

@@ -110,12 +110,7 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
     if resume_dir:
         # a resumed suite finishes the plan saved in its folder: the file may have been edited since
         out = Path(resume_dir)
-        try:
-            meta = json.loads((out / "suite_metadata.json").read_text())
-            if meta.get("suite") != "suite-file" or not isinstance(meta.get("config"), dict):
-                raise KeyError
-        except (OSError, ValueError, KeyError, RecursionError, AttributeError):
-            raise InputError(f"--resume {out}: not a suite-file folder") from None
+        meta = _read_suite_metadata(out, f"--resume {out}")
         meta = migrate_run_json(meta, f"--resume {out}/suite_metadata.json")  # (a newer format refused)
         if meta.get("kind", "suite") != "suite" or meta.get("suite_version", 1) != 1:
             raise InputError(f"--resume {out}/suite_metadata.json: kind {meta.get('kind')!r}, suite_version "
@@ -400,6 +395,58 @@ def _check_runs_read_one_input(runs: list[tuple[Path, dict[str, Any]]]) -> None:
                              "hide it)")
 
 
+def _read_suite_metadata(folder: Path, where: str) -> dict[str, Any]:
+    """A suite-file folder's suite_metadata.json (a suite and a config), or InputError saying which
+    of missing, unreadable, not JSON or another kind of folder it is."""
+    path = folder / "suite_metadata.json"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{where}: not a suite-file folder (no suite_metadata.json)") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{where}: suite_metadata.json cannot be read ({type(e).__name__})") from None
+    try:
+        meta = json.loads(text)
+    except (ValueError, RecursionError):
+        raise InputError(f"{where}: suite_metadata.json is not valid JSON (a corrupt or truncated file)") from None
+    if not isinstance(meta, dict) or meta.get("suite") != "suite-file" or not isinstance(meta.get("config"), dict):
+        raise InputError(f"{where}: not a suite-file folder (its suite_metadata.json is not a suite file's)")
+    for key, types, what in _METADATA_FIELDS:
+        if key in meta and not isinstance(meta[key], types):
+            raise InputError(f"{where}: suite_metadata.json: {key} is {_short(meta[key])}, not {what} (edited by hand)")
+    if not all(isinstance(r, dict) for r in meta.get("runs", [])):
+        raise InputError(f"{where}: suite_metadata.json: runs holds an entry that is no object (edited by hand)")
+    return meta
+
+
+#: suite_metadata.json keys a suite run writes, with their types (a key a reader needs that is
+#: missing is named where it is read)
+_METADATA_FIELDS: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+    ("runs", list, "a list of run entries"), ("plan", list, "a list of runs"),
+    ("start_time", str, "a time"), ("end_time", (str, type(None)), "a time"), ("status", str, "a status"),
+    ("versions", dict, "the versions a run records"),
+)
+
+
+def _first_setting_difference(a: Any, b: Any, path: str = "") -> str:
+    """The first setting (``[section] key``) on which two saved suite-file configs differ, with both values."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b), key=str):
+            if _canonical(a.get(k)) != _canonical(b.get(k)):
+                return _first_setting_difference(a.get(k), b.get(k), f"{path}.{k}" if path else str(k))
+    shown = f"[{path.rsplit('.', 1)[0]}] {path.rsplit('.', 1)[1]}" if "." in path else (path or "the file")
+    return f"{shown}: {_short(a)} vs {_short(b)}"
+
+
+def _canonical(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, default=str)
+
+
+def _short(v: Any) -> str:
+    text = json.dumps(v, sort_keys=True, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path:
     """Merge the finished shards 1..n of one suite-file run: every run folder is copied into a new
     suite folder at the same relative path, and the metadata and runs.csv list all runs in the
@@ -410,16 +457,11 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
     from stratbench.runner.folders import discard_folder, publish_folder, stage_folder
     from stratbench.runner.merge import check_same_versions, finished_shards
 
-    metas = []
-    for f in folders:
-        try:
-            metas.append(json.loads((f / "suite_metadata.json").read_text()))
-        except (OSError, ValueError):
-            raise InputError(f"{f}: no readable suite_metadata.json") from None
-    if any(m.get("suite") != "suite-file" for m in metas):
-        raise InputError("cannot merge suite-file shards with other folders")
-    if any(json.dumps(m["config"], sort_keys=True) != json.dumps(metas[0]["config"], sort_keys=True) for m in metas):
-        raise InputError("the shards come from different suite files")
+    metas = [_read_suite_metadata(f, str(f)) for f in folders]
+    for f, m in zip(folders[1:], metas[1:]):
+        if _canonical(m["config"]) != _canonical(metas[0]["config"]):
+            raise InputError(f"{f} and {folders[0]} come from different suite files "
+                             f"({_first_setting_difference(m['config'], metas[0]['config'])})")
     # (a games file changed between shards; a setting one shard found absent is read by none of them)
     if "inputs" in metas[0] or any("inputs" in m for m in metas):
         planned = with_file_paths(metas[0]["config"], file_folder(metas[0].get("file") or folders[0] / "x"))
@@ -454,7 +496,8 @@ def merge_suite_file_shards(folders: list[Path], output_dir: str | Path) -> Path
             merged_runs.append({**r, "folder": str(dest.relative_to(out))})
         meta = dict(metas[0])
         meta.update(shard=None, runs=merged_runs, merged_from=[str(f) for f in folders],
-                    start_time=min(m["start_time"] for m in metas), end_time=max(m.get("end_time") or "" for m in metas),
+                    start_time=min(m.get("start_time") or "" for m in metas) or None,
+                    end_time=max(m.get("end_time") or "" for m in metas),
                     merged_at=now_iso(), totals=suite_totals(out, merged_runs))
         write_json_atomic(out / "suite_metadata.json", meta)
         write_runs_csv(out, meta["runs"])

@@ -12,6 +12,7 @@ is not judged: only what both hold can disagree.
 from __future__ import annotations
 
 import math
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from stratbench.errors import InputError
 from stratbench.runner.folders import read_run_json
 from stratbench.runner.merge import merged_counts
 
-__all__ = ["check_run", "is_whole"]
+__all__ = ["check_run", "check_shard", "is_whole"]
 
 #: relative tolerance between a saved and a recomputed number: the same records summarised on
 #: another machine differ in the last bits of a bootstrap or a sum, never by more
@@ -66,11 +67,13 @@ def is_whole(meta: dict[str, Any]) -> bool:
 def check_run(folder: Path) -> None:
     """InputError naming the file when a run's run.json, records or summaries are not what the
     run wrote (a newer format, a record no run writes, a summary value the records do not give).
-    Every record is read through the suite's checks whatever run.json says of the run; a finished,
-    whole run's summaries are also recomputed and compared. An unfinished run (running,
-    interrupted) and one shard of a run have no summary of the whole run to recompute: they are
-    shown as they stand, their status marked. A run of an older version of its suite is shown as
-    saved (this code computes that suite differently, so it cannot read its records as its own)."""
+    Every record is read through the suite's checks whatever run.json says of the run; a finished
+    run's summaries are also recomputed and compared — a whole run's by the suite's merge of the
+    one folder, one finished shard's by its own plan's summary of its records (what the shard wrote
+    when it finished). An unfinished run (running, interrupted) has no summary of its records to
+    recompute: it is shown as it stands, its status marked. A run of an older version of its suite
+    is shown as saved (this code computes that suite differently, so it cannot read its records as
+    its own)."""
     from stratbench.suites import suite_for_run
 
     meta = read_run_json(folder)
@@ -79,19 +82,21 @@ def check_run(folder: Path) -> None:
 
     if suite_version_of(meta, str(folder)) < suite.version:
         return  # measured by an older definition of the suite, which this code cannot recompute: shown as saved
-    try:  # every record as a resume reads it, by the plan of run.json's config (a finished run's too:
-        # a config edited to fewer units, or to another player, is named here, not merged around)
-        n_records = suite.check_records(folder)
-    except InputError as e:
-        raise InputError(_in(folder, str(e))) from None
-    if meta.get("status") != "finished" or not is_whole(meta):
-        # (one shard alone is no run a merge can recompute, nor is an unfinished run)
-        if meta.get("status") == "finished" and n_records is not None:  # (a running run counts none yet)
-            check_totals(folder, meta, {"records": n_records})
-        return
+    records = check_shard(folder, meta, suite)
+    if meta.get("status") != "finished":
+        return  # (an unfinished run: no summary of these records was written)
     with tempfile.TemporaryDirectory(prefix="stratbench-check-") as tmp:
         out = Path(tmp) / "run"
         out.mkdir()
+        if not is_whole(meta):  # one shard: its own plan summarises its records as it did when it finished
+            plan = suite.folder_plan(folder)
+            if plan is None or records is None:
+                return
+            sort = {s.file: s.sort_key for s in plan.streams()}
+            plan.summarise(out, {f: sorted(rs, key=sort[f]) for f, rs in records.items()})
+            _compare_summaries(folder, meta, out)
+            _compare_derived(folder, out)
+            return
         try:
             merged = suite.merge([folder], out)
         except InputError as e:
@@ -100,22 +105,126 @@ def check_run(folder: Path) -> None:
                 msg = msg.replace("the shards hold", "the finished run holds only").split("; merge every")[0]
             raise InputError(_in(folder, msg)) from None
         check_totals(folder, meta, merged_counts(out, merged))
-        # the summaries, and the per-game table compare reads (TMGBench's grids.json)
-        for again in [*sorted(out.glob("summary*.json")), *sorted(out.glob("grids.json"))]:
-            saved_file = folder / again.name
-            if not saved_file.is_file():
-                raise InputError(f"{saved_file}: missing (the run's records give one)")
+        _compare_summaries(folder, meta, out)
+        _compare_derived(folder, out)
+
+
+def check_shard(folder: Path, meta: dict[str, Any], suite: Any) -> dict[str, list[dict[str, Any]]] | None:
+    """InputError naming the file (and line) when a run's records are not what its own run — its
+    saved config, its own shard — could have written, whatever run.json says of it; for a finished
+    run, also a records file whose last line is cut short (a torn write, a copy cut off), and for a
+    finished shard a unit of its plan missing or cut short and a totals.records its records do not
+    count (a whole run's are checked by its recomputation, :func:`check_run`). What a merge
+    asks of each shard before it merges them (a record moved into another shard's file, an edited
+    count), and the report and compare of any run. Returns the records read (None: the suite has
+    no plan to read them by)."""
+    from stratbench.runner.jsonl import scan_jsonl
+    from stratbench.runner.lifecycle import check_finished_units, check_records
+
+    plan = suite.folder_plan(folder)
+    try:  # every record as a resume reads it, by the plan of run.json's config (a finished run's too:
+        # a config edited to fewer units, or to another player, is named here, not merged around)
+        if plan is None:
+            suite.check_records(folder)  # (no plan to read them by: their JSON only)
+            return None
+        records = check_records(plan, folder)
+    except InputError as e:
+        raise InputError(_in(folder, str(e))) from None
+    if meta.get("status") != "finished":
+        return records  # (a running run counts none yet, and may end in a torn line: its resume cuts it)
+    for path in sorted(folder / s.file for s in plan.streams()):
+        done, good_end, size = scan_jsonl(path)
+        if good_end < size:
+            raise InputError(f"{path}: line {len(done) + 1} is cut short (a torn write, or a copy cut off), "
+                             f"though the run finished; finish it again with --resume {folder}")
+    if not is_whole(meta):  # (a whole run's merge says the same, in its suite's words: check_run)
+        check_finished_units(plan, folder, records)
+        check_totals(folder, meta, {"records": sum(len(rs) for rs in records.values())})
+    return records
+
+
+#: files a run writes that are not what its summaries say again: its records (read by the suite's
+#: checks), run.json, and figures (drawn from the checked tables; pixels differ by matplotlib build)
+_NOT_DERIVED = frozenset({".jsonl", ".png", ".svg", ".pdf", ".tmp"})
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _compare_derived(folder: Path, out: Path) -> None:
+    """InputError naming the first other table a run wrote (CHBench's levels.md/.csv and fit.json,
+    ToM's curves.json, …: what the report shows or draws its figures from) that the recomputation
+    in ``out`` writes otherwise. JSON is compared as the summaries are; text tables number by
+    number, each to the last digit it prints (a number rounded on either side of a digit by
+    another machine's last bits is the same number). A file the run's folder lacks is not judged
+    (the report shows nothing of it)."""
+    done = {p.name for p in out.glob("summary*.json")} | {"grids.json", "run.json"}
+    for again in sorted(out.iterdir()):
+        saved_file = folder / again.name
+        if again.name in done or again.suffix in _NOT_DERIVED or not again.is_file() or not saved_file.is_file():
+            continue
+        if again.suffix == ".json":
             saved, recomputed = _read(saved_file), _read(again)
-            if isinstance(recomputed, dict) and recomputed:
-                # (an older release's summary may lack a key or two; one that lacks most is no summary)
-                missing = [k for k in recomputed if not isinstance(saved, dict) or k not in saved]
-                if 2 * len(missing) > len(recomputed):
-                    raise InputError(f"{saved_file}: lacks {len(missing)} of the {len(recomputed)} values its run's "
-                                     f"records give ({', '.join(missing[:3])}, …): the summary was edited by hand")
             if _differs(saved, recomputed):
-                _config_difference(folder, meta, saved_file, saved, recomputed)
                 raise InputError(f"{saved_file}: does not agree with the run's records "
-                                 f"({_first_difference(saved, recomputed)}): the summary or the records were edited by hand")
+                                 f"({_first_difference(saved, recomputed)}): the file or the records were edited by hand")
+            continue
+        try:
+            text, want = saved_file.read_text(encoding="utf-8"), again.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(f"{saved_file}: not readable ({type(e).__name__})") from None
+        where = _text_difference(text, want)
+        if where is not None:
+            raise InputError(f"{saved_file}: does not agree with the run's records ({where}): the file or the "
+                             "records were edited by hand")
+
+
+def _text_difference(saved: str, again: str) -> str | None:
+    """Where two text tables differ (None: the same words, and numbers equal to their printed digits)."""
+    a_lines, b_lines = saved.splitlines(), again.splitlines()
+    if len(a_lines) != len(b_lines):
+        return f"{len(a_lines)} lines where the records give {len(b_lines)}"
+    for n, (a, b) in enumerate(zip(a_lines, b_lines), 1):
+        if a == b:
+            continue
+        if _NUMBER.split(a) != _NUMBER.split(b):
+            return f"line {n} reads {a.strip()[:60]!r}, the records give {b.strip()[:60]!r}"
+        for x, y in zip(_NUMBER.findall(a), _NUMBER.findall(b)):
+            if x != y and not _same_printed(x, y):
+                return f"line {n} has {x} where the records give {y}"
+    return None
+
+
+def _same_printed(x: str, y: str) -> bool:
+    """Two printed numbers that differ by less than one unit of the last digit either prints."""
+    def unit(t: str) -> float:
+        mantissa, _, exp = t.lower().partition("e")
+        places = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        return float(10.0 ** (int(exp or 0) - places))
+
+    try:
+        return abs(float(x) - float(y)) <= 1.0001 * max(unit(x), unit(y))
+    except (OverflowError, ValueError):
+        return x == y
+
+
+def _compare_summaries(folder: Path, meta: dict[str, Any], out: Path) -> None:
+    """InputError naming the first saved summary (or TMGBench's grids.json, the per-game table
+    compare reads) of ``folder`` that is missing, or holds a value the recomputation in ``out``
+    does not give."""
+    for again in [*sorted(out.glob("summary*.json")), *sorted(out.glob("grids.json"))]:
+        saved_file = folder / again.name
+        if not saved_file.is_file():
+            raise InputError(f"{saved_file}: missing (the run's records give one)")
+        saved, recomputed = _read(saved_file), _read(again)
+        if isinstance(recomputed, dict) and recomputed:
+            # (an older release's summary may lack a key or two; one that lacks most is no summary)
+            missing = [k for k in recomputed if not isinstance(saved, dict) or k not in saved]
+            if 2 * len(missing) > len(recomputed):
+                raise InputError(f"{saved_file}: lacks {len(missing)} of the {len(recomputed)} values its run's "
+                                 f"records give ({', '.join(missing[:3])}, …): the summary was edited by hand")
+        if _differs(saved, recomputed):
+            _config_difference(folder, meta, saved_file, saved, recomputed)
+            raise InputError(f"{saved_file}: does not agree with the run's records "
+                             f"({_first_difference(saved, recomputed)}): the summary or the records were edited by hand")
 
 
 def check_totals(folder: Path, meta: dict[str, Any], counted: dict[str, int]) -> None:
