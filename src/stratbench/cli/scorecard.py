@@ -78,7 +78,11 @@ def scorecard(
     n_errors = sum(c["counts"].get("error", 0) for c in res.scorecard["cells"])
     failed = [f"{c['player']} on {c['suite']}" for c in res.scorecard["cells"] if c["status"] == "failed"]
     if n_errors:
-        err_console.print(f"{n_errors} records are errors (counted, never scored); see scorecard.csv")
+        import shlex
+
+        err_console.print(f"{n_errors} records are errors (counted, never scored; see scorecard.csv); "
+                          f"stratbench scorecard --resume {shlex.quote(str(res.folder))} tries them again",
+                          highlight=False, soft_wrap=True)
     if failed:  # parse failures alone are the model's answers, not a failed run: no exit code of their own
         err_console.print(f"{len(failed)} cells failed (nothing scored, no score): {', '.join(failed)}",
                           highlight=False, soft_wrap=True)

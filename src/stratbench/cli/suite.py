@@ -255,6 +255,11 @@ def run_file(
     else:
         console.print(f"suite — {res.folder}: {len(res.runs)} runs, {res.n_errors} errored records; "
                       f"runs.csv, suite_metadata.json" + (", report/index.html" if report else ""))
+    if res.n_errors:
+        import shlex
+
+        err_console.print(f"{res.n_errors} records are errors; stratbench suite run --resume "
+                          f"{shlex.quote(str(res.folder))} tries them again", highlight=False, soft_wrap=True)
     return 1 if res.n_errors else 0
 
 

@@ -20,6 +20,7 @@ from stratbench.runner.jsonl import write_json_atomic
 from stratbench.runner.lifecycle import on_run_folder
 from stratbench.suites import SUITES
 from stratbench.suites.base import Job
+from stratbench.workflows.suite_plan import has_errors
 
 __all__ = ["check_listed_runs", "family", "finished_runs", "run_jobs", "slug"]
 
@@ -49,6 +50,14 @@ def run_jobs(out: Path, meta: dict[str, Any], jobs: list[Job],
     done = {r["key"]: r for r in meta.get("runs", [])}
     if finished is None:
         finished = finished_runs(out, meta, jobs)
+    if meta.get("status") == "finished" and any(j.key not in finished for j in jobs):
+        # a finished collection with runs to finish again (their failed calls): unfinished until
+        # they are, its totals and tables (written again at the end) no longer what they say
+        meta["status"] = "running"
+        for key in ("end_time", "totals"):
+            meta.pop(key, None)
+        for name in STALE_WHEN_RUNNING:
+            (out / name).unlink(missing_ok=True)
     runs: list[dict[str, Any]] = []
     n_errors = 0
     for i, job in enumerate(jobs):
@@ -92,6 +101,11 @@ def run_jobs(out: Path, meta: dict[str, Any], jobs: list[Job],
         if on_run:
             on_run(entry)
     return runs, n_errors
+
+
+#: a collection's files written from its runs when it finishes: removed when a finished collection
+#: runs again (its runs' records change), written anew when it finishes
+STALE_WHEN_RUNNING = ("scorecard.json", "cost.json", "scorecard.csv", "runs.csv")
 
 
 def finished_runs(out: Path, meta: dict[str, Any], jobs: list[Job],
@@ -267,6 +281,9 @@ def _still_finished(out: Path, entry: dict[str, Any], job: Job,
                     f"{k} {_as_saved(entry.get(k))}, but the run's is {_as_saved(v)}")
             raise InputError(f"{who}: the run {entry['folder']} is listed with {said}: suite_metadata.json was "
                              f"edited{left}")
+    if flag and has_errors(entry):  # a resume tries a run's failed calls again, as the run's own resume does
+        print(f"note: {folder}: its {entry['errors']} errored records are tried again", file=sys.stderr)
+        return False
     return True
 
 

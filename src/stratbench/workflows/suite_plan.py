@@ -336,9 +336,17 @@ def check_job_models(jobs: Iterable[Job]) -> None:
 
 
 def pending_jobs(jobs: Iterable[Job], meta: dict[str, Any]) -> list[Job]:
-    """The jobs of a collection that are not finished yet (what a resume still runs)."""
-    done = {r.get("key") for r in meta.get("runs", []) if isinstance(r, dict) and r.get("status") == "finished"}
+    """The jobs of a collection that are not finished yet, or finished with failed calls (what a
+    resume still runs: a run's resume tries its errors again, `jobs.finished_runs`)."""
+    done = {r.get("key") for r in meta.get("runs", []) if isinstance(r, dict) and r.get("status") == "finished"
+            and not has_errors(r)}
     return [j for j in jobs if j.key not in done]
+
+
+def has_errors(entry: dict[str, Any]) -> bool:
+    """Whether a collection's run entry counts errored records (failed calls: a resume tries them again)."""
+    errors = entry.get("errors")
+    return isinstance(errors, int) and not isinstance(errors, bool) and errors > 0
 
 
 def check_no_redacted_urls(jobs: Iterable[Job], folder: Path, give_again: str) -> None:
