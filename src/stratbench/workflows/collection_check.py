@@ -14,7 +14,12 @@ from stratbench.suites.nashgap.tiered import check_tiered_folder
 from stratbench.workflows.scorecard import check_scorecard_runs
 from stratbench.workflows.suite_file import check_suite_file_folder
 
-__all__ = ["check_collection"]
+__all__ = ["COLLECTION_TABLES", "check_collection"]
+
+#: the tables a collection writes from its runs (a suite file's, a scorecard's, a tiered suite's):
+#: a folder holding one is a collection, whose suite_metadata.json says what they must be
+COLLECTION_TABLES = ("runs.csv", "scorecard.json", "big_table_all_runs.csv", "big_table_aggregated.csv",
+                     "big_table_aggregated.md")
 
 
 def check_collection(folder: Path) -> None:
@@ -28,7 +33,7 @@ def check_collection(folder: Path) -> None:
     try:
         meta = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        if (folder / "runs.csv").is_file() or (folder / "scorecard.json").is_file():
+        if any((folder / name).is_file() for name in COLLECTION_TABLES):
             raise InputError(f"{p}: missing (deleted?); the collection's list of runs cannot be checked") from None
         return
     except (OSError, ValueError, UnicodeDecodeError, RecursionError):
@@ -41,3 +46,6 @@ def check_collection(folder: Path) -> None:
         check_suite_file_folder(folder, migrate_run_json(meta, str(p)))
     elif meta.get("suite") == TIERED:
         check_tiered_folder(folder, meta)
+    else:  # (no collection writes another: its tables cannot be checked against its runs)
+        raise InputError(f"{p}: suite {str(meta.get('suite'))[:60]!r} is no collection's (a scorecard's, a suite "
+                         "file's or a tiered suite's): edited by hand?; its tables cannot be checked")
