@@ -425,6 +425,29 @@ def _yaml_loader() -> Any:
             finally:
                 self.depth -= 1
 
+        # YAML 1.1 forms that YAML 1.2 and TOML read otherwise (or not at all): ``010`` is 8 here
+        # and 10 there, ``1:30`` is 90, ``on`` is true. A settings file means one thing
+        # everywhere: these are refused, with the plain form to write
+        def construct_yaml_int(self, node: Any) -> Any:
+            text = str(node.value).replace("_", "").lstrip("+-")
+            if ":" in text or (len(text) > 1 and text[0] == "0" and text[1].isdigit()) or text.startswith("0b"):
+                raise ConstructorError(None, None, f"{node.value!r} is a YAML 1.1 number (octal, binary or base 60) "
+                                       "that other readers take otherwise; write it in decimal, or quote it",
+                                       node.start_mark)
+            return super().construct_yaml_int(node)
+
+        def construct_yaml_float(self, node: Any) -> Any:
+            if ":" in str(node.value):
+                raise ConstructorError(None, None, f"{node.value!r} is a YAML 1.1 base-60 number; write it in "
+                                       "decimal, or quote it", node.start_mark)
+            return super().construct_yaml_float(node)
+
+        def construct_yaml_bool(self, node: Any) -> Any:
+            if str(node.value).lower() not in ("true", "false"):
+                raise ConstructorError(None, None, f"{node.value!r} is a YAML 1.1 boolean that other readers take "
+                                       "as text; write true or false, or quote it", node.start_mark)
+            return super().construct_yaml_bool(node)
+
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             if isinstance(node, yaml.MappingNode):
                 self.flatten_mapping(node)
@@ -438,6 +461,9 @@ def _yaml_loader() -> Any:
                         seen.add(key)
             return super().construct_mapping(node, deep=deep)
 
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
+    Loader.add_constructor("tag:yaml.org,2002:float", Loader.construct_yaml_float)
+    Loader.add_constructor("tag:yaml.org,2002:bool", Loader.construct_yaml_bool)
     return Loader
 
 
