@@ -3,7 +3,7 @@ and the tabular R-max baseline."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -13,6 +13,7 @@ from stratbench.cli.options import (
     ChatTemplate,
     FixedSeed,
     OutputDir,
+    Quiet,
     ReasoningEffort,
     Resume,
     Retries,
@@ -38,6 +39,7 @@ def tom_baseline(
     output_dir: OutputDir = "results",
     shard: Shard = None,
     resume: Resume = None,
+    quiet: Quiet = False,
 ) -> int:
     """The tabular R-max baseline: regret per step vs the optimal T-step response, ToM accuracy."""
     from stratbench.suites.tom.baseline_run import BaselineConfig
@@ -45,6 +47,9 @@ def tom_baseline(
     cfg = BaselineConfig([g.strip() for g in game.split(",")], [p.strip() for p in partner.split(",")], episodes,
                          rounds, seed, output_dir, shard)
     result = get_suite("tom-baseline").run(cfg, resume_dir=resume)
+    if quiet:
+        print(result.folder)
+        return 0
     console.print(f"Tabular baseline — {result.folder}")
     for r in result.summary["settings"]:
         console.print(f"  {r['game']:>4} / {r['partner']:<14} regret/step {fmt(r['regret_per_step'], r['regret_per_step_ci95'])}"
@@ -96,6 +101,7 @@ def tom_run(
     shard: Shard = None,
     output_dir: OutputDir = "results",
     resume: Resume = None,
+    quiet: Quiet = False,
 ) -> int:
     """A model plays repeated games against a scripted partner; regret vs the optimal response."""
     from stratbench.suites.tom.model_run import TomRunConfig
@@ -109,6 +115,16 @@ def tom_run(
                        retries=retries, wait_for_server=wait_for_server, chat_template=chat_template,
                        reasoning_effort=reasoning_effort, think_tags=think_tags)
     result = get_suite("tom").run(cfg, resume_dir=resume)
+    if quiet:
+        print(result.folder)
+    else:
+        _print_run(result)
+    if note := usage_unknown_note(result.totals):
+        err_console.print(f"{result.folder}: {note}")
+    return 1 if result.n_errors else 0
+
+
+def _print_run(result: Any) -> None:
     s = result.summary
     strict = "" if s["strict_parse_rate"] is None else (
         f" (strict {s['strict_parse_rate']:.3f}, flexible {s['flexible_parse_rate']:.3f}; strict regret/step "
@@ -120,9 +136,6 @@ def tom_run(
                   f"{s['n_error_episodes']} by errors), parse failure rate {s['parse_failure_rate']:.3f}{strict}, "
                   f"{s['tokens_evaluated_per_episode']:.0f} tokens evaluated per episode"
                   + (" (of the calls whose usage was reported)" if result.totals.get("model_usage_unknown") else ""))
-    if note := usage_unknown_note(result.totals):
-        err_console.print(f"{result.folder}: {note}")
-    return 1 if result.n_errors else 0
 
 
 def register(app: typer.Typer) -> None:

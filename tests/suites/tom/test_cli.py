@@ -26,6 +26,20 @@ def test_tom_baseline_command(tmp_path, cli):
     assert bad.returncode == 2 and "chess" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_tom_commands_take_quiet_as_every_run_command_does(tmp_path, cli):
+    """(fuzz 26 A F2: the docs list --quiet for every run command; tom's had none)"""
+    from fake_openai_server import FakeOpenAIServer
+
+    r = cli("tom", "baseline", "--episodes", "3", "--rounds", "5", "--quiet", "--output-dir", str(tmp_path / "b"))
+    (folder,) = (tmp_path / "b").iterdir()
+    assert r.returncode == 0 and r.stdout == f"{folder}\n", r.stdout
+    with FakeOpenAIServer() as s:
+        r = cli("tom", "run", "--model", "openai-compatible:fake", "--base-url", s.base_url, "--prompting", "QA",
+                "--rounds", "4", "--quiet", "--output-dir", str(tmp_path / "r"))
+    (folder,) = (tmp_path / "r").iterdir()
+    assert r.returncode == 0 and r.stdout == f"{folder}\n", r.stdout
+
+
 def test_tom_run_embedded_lm_prompting(tmp_path, cli):
     pytest.importorskip("llama_cpp")
     r = cli("tom", "run", "--game", "rps", "--partner", "single_action", "--rounds", "12",
