@@ -968,7 +968,8 @@ def test_a_finished_tmgbench_run_whose_repeats_were_raised_is_refused(tmp_path, 
 
 
 @pytest.mark.parametrize("edit", ["none", "table value", "table player", "metadata runs", "merged",
-                                  "table value while running"])
+                                  "table value while running", "table value, metadata deleted",
+                                  "table value, metadata emptied", "table value, metadata renamed"])
 def test_a_tiered_suites_tables_are_checked_by_the_report(tmp_path, cli, edit):
     """The report showed a tiered suite's big tables and list of runs as they stood (fuzz 10 B D2):
     a mean Nash gap of 2.585 shown as 0.001, a player renamed. They are now recomputed from the
@@ -1003,10 +1004,22 @@ def test_a_tiered_suites_tables_are_checked_by_the_report(tmp_path, cli, edit):
         else:
             meta["status"] = "running"
         (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    if "metadata" in edit and edit != "metadata runs":  # the check skipped with it (fuzz 26 B F1)
+        meta = json.loads((folder / "suite_metadata.json").read_text())
+        if edit.endswith("deleted"):
+            (folder / "suite_metadata.json").unlink()
+        else:
+            (folder / "suite_metadata.json").write_text(json.dumps({} if edit.endswith("emptied")
+                                                                   else dict(meta, suite="tiered_suite_old")))
     r = cli("report", str(folder), "-o", str(tmp_path / "rep"), "--quiet", "--figures", "none")
     assert r.returncode == 0, r.stderr
     if edit in ("none", "merged"):
         assert "warning" not in r.stderr, r.stderr
+    elif "metadata" in edit and edit != "metadata runs":
+        said = {"deleted": "missing (deleted?)", "emptied": "suite 'None' is no collection's",
+                "renamed": "suite 'tiered_suite_old' is no collection's"}[edit.rsplit(" ", 1)[1]]
+        assert said in r.stderr and "leaves out the collection's tables" in r.stderr, r.stderr
+        assert "0.001" not in (tmp_path / "rep" / "index.html").read_text()
     else:
         assert "edited by hand" in r.stderr and "leaves out the collection's tables" in r.stderr, r.stderr
 
