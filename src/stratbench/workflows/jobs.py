@@ -56,6 +56,7 @@ def run_jobs(out: Path, meta: dict[str, Any], jobs: list[Job],
         meta["status"] = "running"
         for key in ("end_time", "totals"):
             meta.pop(key, None)
+        write_json_atomic(out / "suite_metadata.json", meta)  # (before its tables go: never finished without them)
         for name in STALE_WHEN_RUNNING:
             (out / name).unlink(missing_ok=True)
     runs: list[dict[str, Any]] = []
