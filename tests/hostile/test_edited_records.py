@@ -720,7 +720,8 @@ def _edit_totals(a: Path, b: Path) -> str:
     meta = json.loads((a / "run.json").read_text())
     meta["totals"]["records"] += 1
     (a / "run.json").write_text(json.dumps(meta))
-    return f"{a}/run.json: totals.records is 5, but the run's records count 4: run.json was edited"
+    return f"{a}/run.json: totals.records is 5, but the run's records count 4: records were cut since it finished " \
+           "(or run.json was edited)"
 
 
 def _tear_the_last_line(a: Path, b: Path) -> str:

@@ -139,7 +139,13 @@ def check_shard(folder: Path, meta: dict[str, Any], suite: Any) -> dict[str, lis
                              f"though the run finished; finish it again with --resume {folder}")
     if not is_whole(meta):  # (a whole run's merge says the same, in its suite's words: check_run)
         check_finished_units(plan, folder, records)
-        check_totals(folder, meta, {"records": sum(len(rs) for rs in records.values())})
+        n = sum(len(rs) for rs in records.values())
+        saved = meta.get("totals", {}).get("records") if isinstance(meta.get("totals"), dict) else None
+        if isinstance(saved, int) and not isinstance(saved, bool) and n < saved:  # (a unit that holds many records)
+            raise InputError(f"{folder}/run.json: totals.records is {saved}, but the run's records count {n}: records "
+                             f"were cut since it finished (or run.json was edited); finish it again with --resume "
+                             f"{folder}")
+        check_totals(folder, meta, {"records": n})
     return records
 
 
