@@ -793,3 +793,30 @@ def test_a_damaged_suite_metadata_is_named_on_resume_and_merge(tmp_path, cli, da
     r = cli("merge", str(a), str(b), "--output-dir", str(tmp_path / "m"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
     assert not (tmp_path / "m").exists()
+
+
+@pytest.mark.parametrize("how", ["fewer digits", "two units"])
+def test_a_derived_table_retyped_is_caught_but_not_a_last_digit_rounding(tmp_path, cli, how):
+    """Every table a run writes is compared with its records (fuzz 26 B F4); a number is the same
+    only when printed alike, to one unit of its last digit (fuzz 27 F1: '2.8437' retyped '2' passed)."""
+    import re
+
+    r = cli(*_CH, "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    r = cli("report", str(folder), "--output", str(tmp_path / "clean"), "--figures", "none")
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+    table = folder / "levels.md"
+    text = table.read_text()
+    m = re.search(r"(?<![\d.])\d+\.\d{2,}", text)  # a decimal number the table prints
+    assert m is not None, text
+    number, places = m.group(0), len(m.group(0).split(".")[1])
+    unit = 10 ** -places
+    edited = {"fewer digits": str(int(float(number))), "two units": f"{float(number) + 2 * unit:.{places}f}"}[how]
+    table.write_text(text[:m.start()] + edited + text[m.end():])
+    r = cli("report", str(folder), "--output", str(tmp_path / "rep"), "--figures", "none")
+    assert r.returncode == 0 and f"{table}: does not agree with the run's records" in r.stderr, r.stderr
+    if how == "two units":  # one unit of the last digit is the rounding of another machine's last bits
+        table.write_text(text[:m.start()] + f"{float(number) + unit:.{places}f}" + text[m.end():])
+        r = cli("report", str(folder), "--output", str(tmp_path / "rep1"), "--figures", "none")
+        assert r.returncode == 0 and "warning" not in r.stderr, r.stderr

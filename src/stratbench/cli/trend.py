@@ -99,8 +99,11 @@ def trend(
         console.print(trend_table(res.trend))
         console.print(f"trend: {res.folder}" + (f"\nreport: {res.report}" if res.report else ""))
     if res.n_errors:
-        err_console.print(f"{res.n_errors} records are errors (counted, never scored); see the checkpoints' "
-                          "scorecard.csv")
+        import shlex
+
+        err_console.print(f"{res.n_errors} records are errors (counted, never scored; see the checkpoints' "
+                          f"scorecard.csv); stratbench trend --resume {shlex.quote(str(res.folder))} tries them again",
+                          highlight=False, soft_wrap=True)
         raise typer.Exit(1)
 
 

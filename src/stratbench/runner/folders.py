@@ -129,43 +129,55 @@ def enclosing_result_folder(path: str | Path) -> Path | None:
     return None
 
 
-#: the collections whose suite_metadata.json lists its runs' folders and status, and the command
-#: that resumes one (it finishes its runs, and tries their failed calls again, keeping its tables)
-COLLECTION_RESUME = {"scorecard": "stratbench scorecard --resume", "suite-file": "stratbench suite run --resume"}
+#: the collections that list their runs (or a trend its checkpoints' scorecards) with a folder and a
+#: status: (metadata file, list key, folder key) and, by the file's "suite", what the collection is
+#: called, the command that resumes it, and whether that resume tries finished runs' failed calls again
+COLLECTION_LISTS = (("suite_metadata.json", "runs", "folder"), ("trend_metadata.json", "checkpoints", "scorecard"))
+COLLECTION_RESUME = {
+    "scorecard": ("scorecard", "stratbench scorecard --resume", True),
+    "suite-file": ("suite", "stratbench suite run --resume", True),
+    "tiered": ("tiered suite", "stratbench suite tiered --resume", False),
+    "trend": ("trend", "stratbench trend --resume", True),
+}
 
 
-def check_not_a_listed_run(folder: Path) -> None:
-    """InputError when a finished run's ``folder`` is one a collection above it (a scorecard, a
-    suite file) lists as its finished run: resumed on its own, its records would change under the
-    collection's table and entry, and the collection would then be refused as edited by hand. The
-    collection's own resume finishes it again (it marks the run unfinished first); an unfinished
-    run inside a collection may be finished on its own (the collection resumes it in place)."""
+def check_not_a_listed_run(folder: Path, what: str = "run") -> None:
+    """InputError when a finished run's (or a trend checkpoint's scorecard's) ``folder`` is one a
+    collection above it (a scorecard, a suite file, a tiered suite, a trend) lists as finished:
+    resumed on its own, its records would change under the collection's tables and entry, and the
+    collection would then be refused as edited by hand. The collection's own resume finishes it
+    again (it marks the run unfinished first); an unfinished run inside a collection may be
+    finished on its own (the collection resumes it in place). The folder is found by where it is
+    (a symlink to it, or to a folder above it, finds the same collection)."""
     import json
 
     target = folder.resolve()
-    here = Path(os.path.abspath(folder))
-    for parent in list(here.parents)[:4]:
-        path = parent / "suite_metadata.json"
-        if not path.is_file():
-            continue
-        try:
-            meta = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
-            return  # (the collection's own resume or report names that file)
-        if not isinstance(meta, dict) or meta.get("suite") not in COLLECTION_RESUME:
-            return
-        runs = meta.get("runs")
-        for r in runs if isinstance(runs, list) else []:
-            if isinstance(r, dict) and r.get("status") == "finished" and isinstance(r.get("folder"), str) \
-                    and r["folder"] and (parent / r["folder"]).resolve() == target:
-                rel = os.path.relpath(parent)
-                shown = str(parent) if Path(folder).is_absolute() or rel.startswith("..") else rel
-                what = "scorecard" if meta["suite"] == "scorecard" else "suite"
-                raise InputError(f"--resume {folder}: a finished run of the {what} {shown}, which lists it as "
-                                 f"finished; resume the {what} instead ({COLLECTION_RESUME[meta['suite']]} "
-                                 f"{shown}: it tries the run's failed calls again and writes its tables anew); "
-                                 "the folder is left as it is")
-        return
+    given = Path(os.path.abspath(folder))
+    seen: set[Path] = set()
+    for parent in [*list(given.parents)[:4], *list(target.parents)[:4]]:
+        for name, list_key, folder_key in COLLECTION_LISTS:
+            path = parent / name
+            if (path in seen) or not path.is_file():
+                continue
+            seen.add(path)
+            try:
+                meta = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+                continue  # (the collection's own resume or report names that file)
+            kind = COLLECTION_RESUME.get(str(meta.get("suite"))) if isinstance(meta, dict) else None
+            if kind is None:
+                continue
+            entries = meta.get(list_key)
+            for r in entries if isinstance(entries, list) else []:
+                if isinstance(r, dict) and r.get("status") == "finished" and isinstance(r.get(folder_key), str) \
+                        and r[folder_key] and (parent / r[folder_key]).resolve() == target:
+                    rel = os.path.relpath(parent)
+                    shown = str(parent) if Path(folder).is_absolute() or rel.startswith("..") else rel
+                    called, command, retries = kind
+                    does = f": it tries the {what}'s failed calls again and writes its tables anew" if retries else ""
+                    raise InputError(f"--resume {folder}: a finished {what} of the {called} {shown}, which lists it "
+                                     f"as finished; resume the {called} instead ({command} {shown}{does}); the "
+                                     "folder is left as it is")
 
 
 def read_summary(path: Path, want: dict[str, type]) -> dict[str, Any]:

@@ -144,6 +144,9 @@ class SuiteBase(Generic[C]):
     # the suite's definition (runner.schema.SUITE_VERSION_DOC); the RunPlans it runs write the same
     # number (RunPlan.version), which the contract test checks over every registered suite
     version: ClassVar[int] = 1
+    #: whether a finished run's summaries can be recomputed from its folder (its suite's merge of
+    #: the one folder): a run that fits play collected elsewhere (CHBench's fit) is shown as saved
+    recomputable: ClassVar[bool] = True
     #: every registered suite; the registry (``stratbench.suites``) sets it when it is imported, so
     #: that a suite can name another suite's scripted player without importing the registry (which
     #: imports this module)

@@ -35,7 +35,14 @@ from stratbench.checks import RULES, SEED, check_value
 from stratbench.errors import InputError
 from stratbench.models.prices import load_price_table
 from stratbench.render.csv_cells import csv_row
-from stratbench.runner.folders import create_run_folder, migrate_run_json, missing_dirs, now_iso, run_metadata
+from stratbench.runner.folders import (
+    check_not_a_listed_run,
+    create_run_folder,
+    migrate_run_json,
+    missing_dirs,
+    now_iso,
+    run_metadata,
+)
 from stratbench.runner.jsonl import write_csv_atomic, write_json_atomic
 from stratbench.runner.lifecycle import announce_folder
 from stratbench.runner.lock import folder_lock
@@ -254,6 +261,8 @@ def run_scorecard(models: Sequence[str | ScorecardModel] = (), budget: str = "qu
     if resume_dir is not None:
         out = Path(resume_dir)
         meta = _read_meta(out, "--resume ")
+        if meta.get("status") == "finished":  # (a trend's checkpoint: the trend resumes it, its tables follow)
+            check_not_a_listed_run(out, "scorecard")
         ms, budget, seed = _from_config(meta["config"], f"--resume {out}")
         saved_prices = meta["config"].get("price_table")
         if isinstance(saved_prices, str) and saved_prices.strip() and not os.path.exists(saved_prices):

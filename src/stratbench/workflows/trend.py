@@ -453,7 +453,8 @@ def run_trend(models: Sequence[str] = (), steps: Sequence[int] = (), step_from: 
         out = Path()
     # what will run, checked as a scorecard checks its models, before anything is created or changed
     entries = {c["step"]: c for c in meta.get("checkpoints", [])}
-    todo = [c for c in old if entries[c.step].get("status") != "finished"] + new
+    # (a finished checkpoint whose scorecard holds failed calls is resumed too: they are tried again)
+    todo = [c for c in old if entries[c.step].get("status") != "finished" or _holds_errors(out, entries[c.step])] + new
     found: dict[int, Path | None] = {}
     for c in todo:
         found[c.step] = _found_scorecard(out, c, entries[c.step], "--resume") if c.step in entries else None
@@ -540,6 +541,23 @@ def run_trend(models: Sequence[str] = (), steps: Sequence[int] = (), step_from: 
         raise
     index = report(out) if report is not None else None
     return TrendResult(out, trend, table, n_errors, index)
+
+
+def _holds_errors(out: Path, entry: dict[str, Any]) -> bool:
+    """Whether a finished checkpoint's scorecard counts errored records (failed calls) in a cell;
+    an unreadable scorecard.json is named where the scorecard is read (`_found_scorecard`)."""
+    import json
+
+    folder = entry.get("scorecard")
+    if not isinstance(folder, str) or not folder:
+        return False
+    try:
+        card = json.loads((out / folder / "scorecard.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return False
+    cells = card.get("cells") if isinstance(card, dict) else None
+    return any(isinstance(c, dict) and isinstance(c.get("counts"), dict)
+               and isinstance(n := c["counts"].get("error"), int) and n > 0 for c in cells or [])
 
 
 def analyse(out: Path, meta: dict[str, Any]) -> dict[str, Any]:

@@ -85,6 +85,8 @@ def check_run(folder: Path) -> None:
     records = check_shard(folder, meta, suite)
     if meta.get("status") != "finished":
         return  # (an unfinished run: no summary of these records was written)
+    if not getattr(suite, "recomputable", True):  # (a CHBench fit of play collected elsewhere)
+        return
     with tempfile.TemporaryDirectory(prefix="stratbench-check-") as tmp:
         out = Path(tmp) / "run"
         out.mkdir()
@@ -159,8 +161,8 @@ def _compare_derived(folder: Path, out: Path) -> None:
     """InputError naming the first other table a run wrote (CHBench's levels.md/.csv and fit.json,
     ToM's curves.json, …: what the report shows or draws its figures from) that the recomputation
     in ``out`` writes otherwise. JSON is compared as the summaries are; text tables number by
-    number, each to the last digit it prints (a number rounded on either side of a digit by
-    another machine's last bits is the same number). A file the run's folder lacks is not judged
+    number, each to one unit of the last digit it prints (a number rounded on either side of a
+    digit by another machine's last bits is the same number; its digits are not another layout). A file the run's folder lacks is not judged
     (the report shows nothing of it)."""
     done = {p.name for p in out.glob("summary*.json")} | {"grids.json", "run.json"}
     for again in sorted(out.iterdir()):
@@ -200,16 +202,21 @@ def _text_difference(saved: str, again: str) -> str | None:
 
 
 def _same_printed(x: str, y: str) -> bool:
-    """Two printed numbers that differ by less than one unit of the last digit either prints."""
-    def unit(t: str) -> float:
+    """Two numbers printed alike (the same decimals, the same exponent form) that differ by at most
+    one unit of their last digit — a rounding another machine's last bits tip the other way.
+    Integers (counts) are compared exactly, and a number retyped with fewer digits is not the same."""
+    def layout(t: str) -> tuple[int, bool]:
         mantissa, _, exp = t.lower().partition("e")
-        places = len(mantissa.split(".")[1]) if "." in mantissa else 0
-        return float(10.0 ** (int(exp or 0) - places))
+        return (len(mantissa.split(".")[1]) if "." in mantissa else -1), bool(exp)
 
+    places, exponent = layout(x)
+    if layout(y) != (places, exponent) or (places < 0 and not exponent):
+        return False
     try:
-        return abs(float(x) - float(y)) <= 1.0001 * max(unit(x), unit(y))
+        unit = 10.0 ** (int(x.lower().partition("e")[2] or 0) - max(places, 0))
+        return abs(float(x) - float(y)) <= 1.0001 * unit
     except (OverflowError, ValueError):
-        return x == y
+        return False
 
 
 def _compare_summaries(folder: Path, meta: dict[str, Any], out: Path) -> None:

@@ -47,3 +47,7 @@ def test_chbench_fit_command_recovers_lambda(tmp_path, cli):
         assert len(f["level_k"]["alpha"]) == 4 and f["level_k"]["k_hat"] == 4
     bad = cli("chbench", "fit", "--data", str(tmp_path / "missing.csv"), "--output-dir", str(tmp_path / "y"))
     assert bad.returncode == 2 and "missing.csv" in bad.stderr
+    # the report shows the fit as saved: no merge recomputes a fit of play collected elsewhere (fuzz 27 F2:
+    # it was withheld as "merging chbench fit runs is not supported")
+    r = cli("report", str(folder), "--output", str(tmp_path / "rep"), "--figures", "none")
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr

@@ -201,6 +201,7 @@ class ChbenchFitSuite(_ChbenchEntry["FitConfig"]):
     in_suite_files = False
     name = "chbench-fit"
     kinds = ("fit",)
+    recomputable = False  # (its input is a play file of its own, which no merge reads again)
     description = "Level-K and Poisson CH fits of play collected anywhere"
     cli = None  # the chbench command group runs both kinds
     scorecard = None  # the scorecard part belongs to the suite's main entry
