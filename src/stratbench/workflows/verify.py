@@ -162,8 +162,8 @@ def _compare_derived(folder: Path, out: Path) -> None:
     ToM's curves.json, …: what the report shows or draws its figures from) that the recomputation
     in ``out`` writes otherwise. JSON is compared as the summaries are; text tables number by
     number, each to one unit of the last digit it prints (a number rounded on either side of a
-    digit by another machine's last bits is the same number; its digits are not another layout). A file the run's folder lacks is not judged
-    (the report shows nothing of it)."""
+    digit by another machine's last bits is the same number; its digits are not another layout).
+    A file the run's folder lacks is not judged (the report shows nothing of it)."""
     done = {p.name for p in out.glob("summary*.json")} | {"grids.json", "run.json"}
     for again in sorted(out.iterdir()):
         saved_file = folder / again.name
