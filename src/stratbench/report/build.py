@@ -314,10 +314,13 @@ def build_report(path: str | Path, output: str | Path | None = None, max_records
 
 def _withhold_failing(folders: Sequence[RunDir | SuiteDir], check: Callable[[Path], None] | None, what: str) -> None:
     """Each folder that ``check`` refuses is shown withheld (its problem named, ``what`` left out),
-    with one warning line: the report never shows an edited folder's numbers as they stand."""
+    with one warning line: the report never shows an edited folder's numbers as they stand. A
+    folder already withheld (a run with a file it cannot read) is not checked again."""
     if check is None:
         return
     for f in folders:
+        if f.withheld:
+            continue
         try:
             check(f.path)
         except InputError as e:
@@ -326,11 +329,32 @@ def _withhold_failing(folders: Sequence[RunDir | SuiteDir], check: Callable[[Pat
             print(f"warning: {e}; the report leaves out {what}", file=sys.stderr)
 
 
+def _refusing_unreadable(check: Callable[[Path], None] | None,
+                         unreadable: list[RunDir]) -> Callable[[Path], None] | None:
+    """``check`` of a collection, refusing first one that holds a run whose files cannot be read:
+    the collection's check would read them (a pipe blocks for good), and its tables stand on them."""
+    if check is None or not unreadable:
+        return check
+
+    def checked(path: Path) -> None:
+        top = path.resolve()
+        for r in unreadable:
+            if r.path == top or top in r.path.parents:
+                raise InputError(f"{path}: its run {r.rel} has a result file the report cannot read")
+        check(path)
+    return checked
+
+
 def _write_report(root: Path, out: Path, runs: list[RunDir], suites: list[SuiteDir], max_records: int,
                   figures: str, check_scorecard: Callable[[Path], None] | None = None,
                   check_run: Callable[[Path], None] | None = None,
                   check_suite: Callable[[Path], None] | None = None) -> list[Path]:
     """Render the page and its PNGs into ``out``; the PNGs written."""
+    unreadable = [r for r in runs if r.withheld]  # (discover withholds a run whose files cannot be read)
+    for r in unreadable:
+        print(f"warning: {r.problems[0]}; the report leaves out its numbers", file=sys.stderr)
+    check_suite = _refusing_unreadable(check_suite, unreadable)
+    check_scorecard = _refusing_unreadable(check_scorecard, unreadable)
     _withhold_failing(suites, check_suite, "the collection's tables and list of runs")
     _withhold_failing(runs, check_run, "its numbers")
     run_figs = figures == "all" or (figures == "auto" and len(runs) <= AUTO_RUN_FIGURES)

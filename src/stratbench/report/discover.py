@@ -3,9 +3,11 @@
 A report is often made of a folder that is incomplete (a run still going, a shard, a folder copied
 by hand), so every reader here returns what it could read plus a note of what it could not, and
 never writes to the result folder. What the machine will not let it read is another matter: a
-folder that cannot be listed, or a records file (``*.jsonl``) or JSON file of a run that cannot be
-opened (permission, a symlink loop, a dangling link, a pipe), is an InputError naming it — never a
-silently smaller report.
+folder that cannot be listed, or a records file (``*.jsonl``) or JSON file of a collection that
+cannot be opened (permission, a symlink loop, a dangling link, a pipe), is an InputError naming it —
+never a silently smaller report. Such a file in one run's folder withholds that run instead (listed,
+the file named, no numbers; the caller warns): one damaged run among fifty should not cost the
+report of the other forty-nine, and its files are never read again (a pipe would block).
 
 Each real folder is visited once: symbolic links to folders are followed, but a link back into the
 tree (a loop) or a second link to the same folder does not count its runs again. Hidden folders
@@ -94,6 +96,18 @@ def _check_run_files(entries: list[Path]) -> None:
             _check_readable(p)
 
 
+def _first_unreadable(entries: list[Path]) -> tuple[Path, str] | None:
+    """(file, the problem) for the first records file, JSON file or table (``.md``, ``.csv``: what
+    the report shows of a run) of a run folder that cannot be read."""
+    for p in entries:
+        if p.suffix in (".jsonl", ".json", ".md", ".csv"):
+            try:
+                _check_readable(p)
+            except InputError as e:
+                return p, str(e)
+    return None
+
+
 def _rel(path: Path, root: Path) -> str:
     """Path shown for a folder: relative to root, or root's own name for root itself."""
     r = path.relative_to(root).as_posix()
@@ -105,7 +119,8 @@ def discover(root: str | Path, exclude: Path | None = None) -> tuple[list[RunDir
 
     A folder with nothing recognisable still yields one "unknown" run for root, so the report
     shows what is there. Raises InputError when root does not exist or is not a folder, and when
-    a folder under it cannot be listed or a run's records or JSON file cannot be read. Each real
+    a folder under it cannot be listed or a collection's records or JSON file cannot be read (a
+    run's such file: that run comes back withheld, the file named in its problems). Each real
     folder is searched once (symlink loops and second links to a folder are skipped).
     """
     root = Path(root)
@@ -142,8 +157,14 @@ def discover(root: str | Path, exclude: Path | None = None) -> tuple[list[RunDir
             meta, prob = read_json(d / "suite_metadata.json") if "suite_metadata.json" in names else (None, None)
             tables = [p for p in entries if p.name.startswith("big_table") and p.suffix in (".csv", ".md")]
             suites.append(SuiteDir(d, _rel(d, root), meta, tables, [prob] if prob else []))
+        elif _is_run_dir(names) and (bad := _first_unreadable(entries)) is not None:
+            run = None
+            if "run.json" in names and _first_unreadable([d / "run.json"]) is None:
+                got, _ = read_json(d / "run.json")  # who ran it, for the listing
+                run = got if isinstance(got, dict) else None
+            family, entry = infer_suite(d, run)
+            runs.append(RunDir(d, _rel(d, root), run, family, [bad[1]], entry, withheld=True))
         elif _is_run_dir(names):
-            _check_run_files(entries)
             run, prob = read_json(d / "run.json")
             problems = [prob] if prob and "run.json" in names else []
             if "run.json" in names and prob is None and not isinstance(run, dict):

@@ -1,0 +1,115 @@
+"""A result file the report cannot read (a folder, a pipe, a device, a symlink loop or a dangling
+link where a run's records, JSON or table should be): that run is listed withheld with one
+warning naming the file, and the other runs are still reported (fuzz 27 F6: the whole report
+stopped at exit 2, or a table replaced the same way was skipped without a word). A collection
+that holds such a run shows no table, and nothing blocks on a pipe. A collection's own file that
+cannot be read is still one line and exit 2: there is nothing of it to show."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+_NASHGAP = ["nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet"]
+_CH = ["chbench", "run", "--models", "level-k:2", "--opponents", "level-k:1", "--rounds", "3", "--games", "1,2",
+       "--seed", "5", "--quiet"]
+_TOMB = ["tom", "baseline", "--game", "rps", "--partner", "single_action", "--episodes", "3", "--rounds", "5",
+         "--seed", "1"]
+
+
+def _folder(path: Path) -> str:
+    path.unlink()
+    path.mkdir()
+    return "is a directory, not a file"
+
+
+def _pipe(path: Path) -> str:
+    path.unlink()
+    os.mkfifo(path)
+    return "not a regular file"
+
+
+def _device(path: Path) -> str:
+    path.unlink()
+    path.symlink_to("/dev/zero")
+    return "not a regular file"
+
+
+def _loop(path: Path) -> str:
+    path.unlink()
+    path.symlink_to(path.name)
+    return "symlink loop"
+
+
+def _dangling(path: Path) -> str:
+    path.unlink()
+    path.symlink_to("gone" + path.suffix)
+    return "file not found"
+
+
+CASES = {
+    "nashgap-records-loop": (_NASHGAP, "trials.jsonl", _loop),
+    "nashgap-records-dangling": (_NASHGAP, "trials.jsonl", _dangling),
+    "nashgap-run-json-folder": (_NASHGAP, "run.json", _folder),
+    "chbench-fit-pipe": (_CH, "fit.json", _pipe),
+    "chbench-fit-folder": (_CH, "fit.json", _folder),
+    "chbench-levels-pipe": (_CH, "levels.md", _pipe),
+    "chbench-levels-device": (_CH, "levels.md", _device),
+    "chbench-levels-csv-folder": (_CH, "levels.csv", _folder),
+    "tom-curves-folder": (_TOMB, "curves.json", _folder),
+    "tom-curves-pipe": (_TOMB, "curves.json", _pipe),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
+def test_a_run_with_a_file_the_report_cannot_read_is_withheld_and_the_others_shown(tmp_path, cli, case):
+    args, name, damage = case
+    parent = tmp_path / "runs"
+    r = cli(*args, "--output-dir", str(parent / "a"))
+    assert r.returncode == 0, r.stderr
+    (good,) = (parent / "a").iterdir()
+    bad = parent / "b" / good.name
+    shutil.copytree(good, bad)
+    why = damage(bad / name)
+    r = cli("report", str(parent), "--output", str(tmp_path / "rep"), timeout=120)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("warning")]
+    assert f"{bad / name}: {why}" in line and "the report leaves out its numbers" in line, line
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert page.count("Its numbers are not shown") == 1  # the damaged copy only; the intact run is shown
+    assert f"b/{good.name}" in page and f"a/{good.name}" in page
+
+
+def test_a_scorecard_holding_a_run_with_a_pipe_for_records_shows_no_table(tmp_path, cli):
+    from fake_openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer() as server:
+        r = cli("scorecard", "--model", "openai-compatible:fake", "--base-url", server.base_url, "--budget", "smoke",
+                "--seed", "2", "--no-report", "--quiet", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    records = sorted(folder.glob("tom/openai-compatible-fake/*/rounds.jsonl"))[0]
+    _pipe(records)
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"), timeout=120)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert f"{records}: not a regular file" in r.stderr
+    assert "has a result file the report cannot read; the report leaves out the scorecard's table" in r.stderr
+    assert "the scorecard is not shown" in (tmp_path / "rep" / "index.html").read_text()
+
+
+def test_a_collections_own_file_that_cannot_be_read_is_one_line_and_exit_2(tmp_path, cli):
+    from fake_openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer() as server:
+        r = cli("scorecard", "--model", "openai-compatible:fake", "--base-url", server.base_url, "--budget", "smoke",
+                "--seed", "2", "--no-report", "--quiet", "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    _folder(folder / "scorecard.json")
+    r = cli("report", str(folder), "-o", str(tmp_path / "rep"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "scorecard.json: is a directory, not a file" in r.stderr
+    assert not (tmp_path / "rep").exists()
