@@ -246,6 +246,12 @@ def _dry_run(fn: Callable[..., Any], kwargs: dict[str, Any], prices: dict[str, A
     kwargs = {**kwargs, "output_dir": scratch}
     if "no_cache" in kwargs:
         kwargs["no_cache"] = True
+    # (the scratch folder is thrown away: a report of it would cost minutes — a CHBench suite's fits
+    # are recomputed to check them — and show nothing)
+    if "report" in kwargs:
+        kwargs["report"] = False
+    if "no_report" in kwargs:
+        kwargs["no_report"] = True
     quiet = console.quiet, err_console.quiet
     console.quiet = err_console.quiet = True
     try:

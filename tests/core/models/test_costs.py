@@ -564,3 +564,14 @@ def test_an_unfinished_suite_whose_price_table_is_gone_resumes_with_another(tmp_
     runs = [json.loads(p.read_text()) for p in folder.glob("nashgap/*/*/run.json")]
     assert len(runs) == 2 and all(x["status"] == "finished" for x in runs)
     assert any(x["config"]["price_table"] == str(new) for x in runs)
+
+
+@pytest.mark.parametrize("flag,wanted", [("report", False), ("no_report", True)])
+def test_a_dry_run_writes_no_report_of_its_scratch_folder(flag, wanted):
+    """The dry run's folder is thrown away: its report (minutes for a CHBench suite, whose fits are
+    recomputed to check them — pass 26 B F6) is never asked for, whatever the command's flag."""
+    from stratbench.cli.plan import _dry_run
+
+    seen: dict[str, object] = {}
+    _dry_run(lambda **kw: seen.update(kw), {flag: not wanted, "output_dir": "x"}, {})
+    assert seen[flag] is wanted and seen["output_dir"] != "x"
