@@ -60,7 +60,7 @@ ErrorType = type[InputError]
 __all__ = [
     "MAX_BYTES", "MAX_CELL", "MAX_DEPTH", "MAX_DIR_ENTRIES", "MAX_INT_DIGITS", "MAX_ROWS",
     "CsvTable", "NonEmptyText", "Text", "check_field_types", "check_text", "check_tree", "display",
-    "format_location", "list_dir", "os_problem", "parse_json", "read_bytes", "read_csv", "read_json", "show",
+    "file_problem", "format_location", "list_dir", "os_problem", "parse_json", "read_bytes", "read_csv", "read_json", "show",
     "read_mapping", "read_text", "read_toml", "read_yaml", "validate", "validation_message",
 ]
 
@@ -122,6 +122,30 @@ def _stat(path: Path, name: str, error: ErrorType) -> os.stat_result:
         raise error(f"{name}: {os_problem(e)}") from None
     except ValueError:  # an embedded NUL character
         raise error(f"{name}: the path contains a NUL character") from None
+
+
+def file_problem(path: str | Path) -> str | None:
+    """What stops ``path`` being read as a regular file, in a few words, or None: it is one, and a
+    byte of it can be read. Opened without blocking and checked on the open descriptor, so a named
+    pipe never blocks the caller and a link to a device (``/dev/zero``) is never read endlessly."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        return os_problem(e)
+    except ValueError:
+        return "the path contains a NUL character"
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            return "is a directory, not a file"
+        if not stat.S_ISREG(mode):
+            return f"{_kind(mode)}, not a regular file"
+        os.read(fd, 1)
+    except OSError as e:
+        return os_problem(e)
+    finally:
+        os.close(fd)
+    return None
 
 
 # ----------------------------------------------------------------------------- bytes and text

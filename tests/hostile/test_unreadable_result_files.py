@@ -29,13 +29,13 @@ def _folder(path: Path) -> str:
 def _pipe(path: Path) -> str:
     path.unlink()
     os.mkfifo(path)
-    return "not a regular file"
+    return "a named pipe, not a regular file"
 
 
 def _device(path: Path) -> str:
     path.unlink()
     path.symlink_to("/dev/zero")
-    return "not a regular file"
+    return "a device, not a regular file"
 
 
 def _loop(path: Path) -> str:
@@ -95,7 +95,7 @@ def test_a_scorecard_holding_a_run_with_a_pipe_for_records_shows_no_table(tmp_pa
     _pipe(records)
     r = cli("report", str(folder), "-o", str(tmp_path / "rep"), timeout=120)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
-    assert f"{records}: not a regular file" in r.stderr
+    assert f"{records}: a named pipe, not a regular file" in r.stderr
     assert "has a result file the report cannot read; the report leaves out the scorecard's table" in r.stderr
     assert "the scorecard is not shown" in (tmp_path / "rep" / "index.html").read_text()
 
@@ -113,3 +113,67 @@ def test_a_collections_own_file_that_cannot_be_read_is_one_line_and_exit_2(tmp_p
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "scorecard.json: is a directory, not a file" in r.stderr
     assert not (tmp_path / "rep").exists()
+
+
+# -- merge, compare and resume open nothing that is not a regular file (fuzz 28 B F1-F3) ----------
+
+def _snapshot(root: Path) -> dict[str, str]:
+    """Every entry under root: a file's bytes, a link's target, or its kind (a pipe is never read)."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        out[rel] = ("link:" + os.readlink(p) if p.is_symlink() else "dir" if p.is_dir()
+                    else p.read_bytes().hex() if p.is_file() else "special")
+    return out
+
+
+def _stray(path: Path) -> str:
+    path.write_text("")
+    return _pipe(path)
+
+
+# (name, what to damage in run A or shard 2, how, the command's words with {a} {b} {s1} {s2})
+REFUSED = {
+    "compare-records-pipe": ("trials.jsonl", _pipe, ["compare", "{a}", "{b}"]),
+    "compare-run-json-device": ("run.json", _device, ["compare", "{a}", "{b}"]),
+    "compare-stray-records-pipe": ("stray.jsonl", _stray, ["compare", "{a}", "{b}"]),
+    "merge-records-device": ("trials.jsonl", _device, ["merge", "{s1}", "{s2}", "--output-dir", "{out}"]),
+    "merge-summary-pipe": ("summary.json", _pipe, ["merge", "{s1}", "{s2}", "--output-dir", "{out}"]),
+    "resume-summary-pipe": ("summary.json", _pipe, ["nashgap", "--resume", "{a}"]),
+    "resume-records-device": ("trials.jsonl", _device, ["nashgap", "--resume", "{a}"]),
+    "resume-shard-run-json-pipe": ("run.json", _pipe, ["nashgap", "--resume", "{s2}"]),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED.values()), ids=list(REFUSED))
+def test_merge_compare_and_resume_refuse_a_file_that_is_not_a_regular_file(tmp_path, cli, case):
+    name, damage, argv = case
+    for args, where in ((_NASHGAP, "a"), (_NASHGAP, "b"), (_NASHGAP + ["--shard", "1/2"], "s"),
+                        (_NASHGAP + ["--shard", "2/2"], "s")):
+        r = cli(*args, "--output-dir", str(tmp_path / where))
+        assert r.returncode == 0, r.stderr
+    (a,), (b,) = (tmp_path / "a").iterdir(), (tmp_path / "b").iterdir()
+    s1, s2 = sorted((tmp_path / "s").iterdir())
+    target = s2 if "{s1}" in argv or "{s2}" in argv else a
+    why = damage(target / name)
+    before = _snapshot(tmp_path)
+    words = [w.format(a=a, b=b, s1=s1, s2=s2, out=tmp_path / "merged") for w in argv]
+    r = cli(*words, timeout=60)  # (a pipe opened for reading blocks: the test would time out)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert f"{target / name}: {why}" in r.stderr and "--resume" not in r.stderr, r.stderr
+    assert _snapshot(tmp_path) == before
+
+
+def test_compare_of_scorecards_refuses_a_pipe_in_one_of_their_runs(tmp_path, cli):
+    from fake_openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer() as server:
+        for out in ("a", "b"):
+            r = cli("scorecard", "--model", "openai-compatible:fake", "--base-url", server.base_url, "--budget",
+                    "smoke", "--seed", "2", "--no-report", "--quiet", "--output-dir", str(tmp_path / out))
+            assert r.returncode == 0, r.stderr
+    (a,), (b,) = (tmp_path / "a").iterdir(), (tmp_path / "b").iterdir()
+    records = sorted(b.glob("tom/openai-compatible-fake/*/rounds.jsonl"))[0]
+    _pipe(records)
+    r = cli("compare", str(a), str(b), timeout=60)
+    assert r.returncode == 2 and f"{records}: a named pipe, not a regular file" in r.stderr, r.stderr

@@ -30,6 +30,13 @@ def compare(
 
         raise InputError("--output: give a file name (got an empty path)")
     out = check_output_file(output, (run_a, run_b)) if output else None
+    from pathlib import Path
+
+    from stratbench.runner.folders import check_result_files
+
+    for folder in (run_a, run_b):  # (before any file is opened: a pipe there would block the compare)
+        if Path(folder).is_dir():
+            check_result_files(folder, below=True)
     cards = is_scorecard_folder(run_a), is_scorecard_folder(run_b)
     if any(cards):
         from stratbench.errors import InputError

@@ -62,6 +62,10 @@ def plannable(fn: F | None = None, *, prices_for_ceiling: bool = False) -> Any:
         dry_run = kwargs.pop("dry_run", False)
         max_cost = kwargs.pop("max_cost", None)
         prices_path = kwargs.get("price_table") if own_prices else kwargs.pop("price_table", None)
+        if kwargs.get("resume") and os.path.isdir(str(kwargs["resume"])):
+            from stratbench.runner.folders import check_result_files
+
+            check_result_files(str(kwargs["resume"]), below=True)  # (a pipe there would block the resume)
         if prices_path is not None and not str(prices_path).strip():  # (not "no table", silently)
             raise InputError("--price-table: empty; give a JSON file (or leave the flag out)")
         if prices_path and kwargs.get("resume") and not dry_run:

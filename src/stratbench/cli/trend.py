@@ -88,6 +88,12 @@ def trend(
         from stratbench.cli.resume_flags import refuse_output_dir_and_check_url
 
         refuse_output_dir_and_check_url(ctx, "--resume" if resume else "--add", str(resume or add), base_url)
+        from pathlib import Path
+
+        from stratbench.runner.folders import check_result_files
+
+        if Path(str(resume or add)).is_dir():  # (a pipe among its files would block the trend)
+            check_result_files(str(resume or add), below=True)
     res = run_trend(model or [], steps=step or [], step_from=step_from, tokens=tokens or [], budget=budget,
                     seed=seed, output_dir=output_dir, resume_dir=resume, add_to=add, chat=chat, base_url=base_url,
                     no_cache=no_cache, report=not no_report, on_run=said, timeout=timeout, retries=retries,

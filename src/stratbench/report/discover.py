@@ -17,14 +17,12 @@ tree (a loop) or a second link to the same folder does not count its runs again.
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from stratbench.errors import InputError
-from stratbench.files import os_problem
+from stratbench.files import file_problem, os_problem
 from stratbench.render.views import RunDir, read_json
 from stratbench.suites import suite_for_run, suite_of_files
 
@@ -72,20 +70,9 @@ def _is_run_dir(names: set[str]) -> bool:
 
 def _check_readable(path: Path) -> None:
     """InputError naming ``path`` unless it is a regular file that can be opened and read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as e:
-        raise InputError(f"{path}: {os_problem(e)} (a result file the report cannot read)") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            what = "is a directory, not a file" if stat.S_ISDIR(mode) else "not a regular file"
-            raise InputError(f"{path}: {what} (a result file the report cannot read)")
-        os.read(fd, 1)
-    except OSError as e:
-        raise InputError(f"{path}: {os_problem(e)} (a result file the report cannot read)") from None
-    finally:
-        os.close(fd)
+    problem = file_problem(path)
+    if problem is not None:
+        raise InputError(f"{path}: {problem} (a result file the report cannot read)")
 
 
 def _check_run_files(entries: list[Path]) -> None:

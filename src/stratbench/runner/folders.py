@@ -194,6 +194,39 @@ def read_summary(path: Path, want: dict[str, type]) -> dict[str, Any]:
     return sm  # type: ignore[no-any-return]
 
 
+#: the files of a result folder its readers open: records, JSON files and tables
+RESULT_SUFFIXES = frozenset({".jsonl", ".json", ".md", ".csv"})
+
+
+def check_result_files(folder: str | Path, prefix: str = "", *, below: bool = False) -> None:
+    """InputError naming the first records file, JSON file or table of ``folder`` (and, ``below``,
+    of the folders under it: a collection's runs) that is not a regular file that can be read — a
+    folder, a named pipe, a device, a dangling link or a symlink loop in its place. What every
+    command that reads a result folder (resume, merge, compare) asks first: a pipe would block it
+    for good, and a link to ``/dev/zero`` would be read until memory runs out. Staging files
+    (``*.tmp``) and hidden folders are not result files."""
+    from stratbench.files import file_problem
+
+    stack, seen = [Path(folder)], set()
+    while stack:
+        d = stack.pop()
+        try:
+            st = d.stat()
+            entries = sorted(d.iterdir())
+        except OSError:
+            continue  # (a folder that cannot be listed: the reader that needs it names it)
+        if (st.st_dev, st.st_ino) in seen:
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        for p in entries:
+            if p.suffix in RESULT_SUFFIXES:
+                problem = file_problem(p)
+                if problem is not None:
+                    raise InputError(f"{prefix}{p}: {problem} (a result file that cannot be read)")
+            elif below and not p.name.startswith(".") and p.is_dir() and len(seen) < 5000:
+                stack.append(p)
+
+
 def read_run_json(folder: str | Path, prefix: str = "") -> dict[str, Any]:
     """A result folder's run.json, checked against its written schema (`runner.schema.RunMeta`),
     or one InputError line (`prefix` names the flag, e.g. "--resume ") — the one reader behind
@@ -204,6 +237,7 @@ def read_run_json(folder: str | Path, prefix: str = "") -> dict[str, Any]:
     from stratbench.runner.validation import check_schema
 
     f = Path(folder)
+    check_result_files(f, prefix)
     try:
         raw = (f / "run.json").read_bytes()
     except OSError:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from stratbench.errors import InputError, OutputWriteError
-from stratbench.files import first_not_utf8, os_problem
+from stratbench.files import file_problem, first_not_utf8, os_problem
 
 TMP_SUFFIX = ".tmp"
 
@@ -109,6 +109,9 @@ def scan_jsonl(path: str | Path) -> tuple[list[dict[str, Any]], int, int]:
     p = Path(path)
     if not p.exists() and not p.is_symlink():
         return [], 0, 0
+    problem = file_problem(p)  # (a pipe would block the read; a link to /dev/zero never end it)
+    if problem is not None:
+        raise InputError(f"{p}: {problem}")
     try:
         data = p.read_bytes()
     except OSError as e:
@@ -158,13 +161,19 @@ def read_jsonl(path: str | Path, repair: bool = False) -> list[dict[str, Any]]:
     return records
 
 
+#: bytes of a records file's first line that :func:`first_record` reads at most
+MAX_FIRST_LINE = 64 * 2**20
+
+
 def first_record(path: str | Path) -> dict[str, Any] | None:
     """The first line of a records file as a JSON object, or None (no file, no such line): what a
     config check peeks at to say whether run.json or the records were edited (the records
     themselves are read, and checked, by the caller's reader)."""
+    if file_problem(path) is not None:
+        return None
     try:
         with open(path, "rb") as fh:
-            rec = json.loads(fh.readline())
+            rec = json.loads(fh.readline(MAX_FIRST_LINE))
     except (OSError, ValueError, RecursionError):
         return None
     return rec if isinstance(rec, dict) else None

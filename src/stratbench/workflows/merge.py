@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from stratbench.errors import InputError
-from stratbench.runner.folders import is_staging, read_run_json
+from stratbench.runner.folders import check_result_files, is_staging, read_run_json
 from stratbench.runner.merge import check_output_outside, merge_run_folders
 from stratbench.suites import suite_for_run
 
@@ -37,6 +37,9 @@ def merge_runs(folders: Sequence[str | Path], output_dir: str | Path = "results"
                 and not (p / "suite_metadata.json").is_file():
             raise InputError(f"{p}: not a result folder (no run.json or suite_metadata.json)")
     check_output_outside(paths, output_dir)  # before anything is read: never write into an input
+    for p in paths:  # (a pipe among a shard's files would block the merge; /dev/zero never end it)
+        if p.is_dir() and not is_staging(p.name):
+            check_result_files(p, below=True)
     for p in paths:
         if is_staging(p.name):
             raise InputError(f"{p}: the staging folder of a merge or report that never finished (killed?), "
