@@ -55,9 +55,26 @@ def _cut_records(folder: Path) -> str:
     return "the finished run holds only 5 of the run's 6 trials"
 
 
+def _add_summary_key(folder: Path) -> str:  # (shown by the report as a measured metric, with its CI)
+    s = json.loads((folder / "summary.json").read_text())
+    s.update(mean_fake_score=987654.321, mean_fake_score_ci95=[987654.0, 987655.0])
+    (folder / "summary.json").write_text(json.dumps(s))
+    return "summary.json: does not agree with the run's records (mean_fake_score is 987654.321, a value the records do not give"
+
+
+def _delete_summary_keys(folder: Path) -> str:  # (the failure counts gone: failures hidden)
+    s = json.loads((folder / "summary.json").read_text())
+    for key in ("status_counts", "parse_failure_rate"):
+        s.pop(key)
+    (folder / "summary.json").write_text(json.dumps(s))
+    return "summary.json: lacks 2 of the"
+
+
 @pytest.mark.parametrize("edit", [_edit_summary, _edit_run_json(status="exploded"), _edit_run_json(format_version=3),
-                                  _edit_record("game_id", 99), _edit_record("nash_gap", -12345), _cut_records],
-                         ids=["summary-value", "status", "newer-format", "record-game", "record-gap", "cut-records"])
+                                  _edit_record("game_id", 99), _edit_record("nash_gap", -12345), _cut_records,
+                                  _add_summary_key, _delete_summary_keys],
+                         ids=["summary-value", "status", "newer-format", "record-game", "record-gap", "cut-records",
+                              "summary-key-added", "summary-keys-deleted"])
 def test_a_report_leaves_out_the_numbers_of_an_edited_run(tmp_path, cli, edit):
     r = cli("nashgap", "--model", "random", "--num-games", "3", "--num-trials", "2", "--seed", "5", "--quiet",
             "--output-dir", str(tmp_path / "o"))
@@ -820,3 +837,58 @@ def test_a_derived_table_retyped_is_caught_but_not_a_last_digit_rounding(tmp_pat
         table.write_text(text[:m.start()] + f"{float(number) + unit:.{places}f}" + text[m.end():])
         r = cli("report", str(folder), "--output", str(tmp_path / "rep1"), "--figures", "none")
         assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
+def _edit_totals(**change: int):
+    def edit(folder: Path) -> None:
+        meta = json.loads((folder / "run.json").read_text())
+        meta["totals"].update(change)
+        (folder / "run.json").write_text(json.dumps(meta))
+    return edit
+
+
+def _add_chbench_player(folder: Path) -> None:
+    s = json.loads((folder / "summary.json").read_text())
+    per_player = s["mechanisms"]["baseline"]
+    per_player["gpt-fake"] = dict(next(iter(per_player.values())))
+    (folder / "summary.json").write_text(json.dumps(s))
+
+
+def _add_fit_player(folder: Path) -> None:
+    fit = json.loads((folder / "fit.json").read_text())
+    key = next(k for k, v in fit.items() if isinstance(v, dict))
+    fit[key] = {**fit[key], "gpt-fake": 2.999}
+    (folder / "fit.json").write_text(json.dumps(fit))
+
+
+@pytest.mark.parametrize("args,edit,why", [
+    (_TOMB, _edit_totals(settings=7), "run.json: totals.settings is 7, but the run's records count 1"),
+    (_CH, _edit_totals(matches=99), "run.json: totals.matches is 99, but the run's records count"),
+    (_CH, _add_chbench_player, "summary.json: does not agree with the run's records (mechanisms.baseline.gpt-fake is"),
+    (_CH, _add_fit_player, "fit.json: does not agree with the run's records ("),
+], ids=["tom-baseline-settings", "chbench-matches", "chbench-player-added", "chbench-fit-player-added"])
+def test_counts_and_players_added_by_hand_withhold_the_run(tmp_path, cli, args, edit, why):
+    """run.json's counts that the records give (not only records and errors), and a player or key
+    a summary or table holds that the records do not give, are edits (fuzz 28 B F4, F6)."""
+    r = cli(*args, "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    edit(folder)
+    r = cli("report", str(folder), "--output", str(tmp_path / "rep"))
+    assert r.returncode == 0, r.stderr
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("warning")]
+    assert why in line and "the report leaves out its numbers" in line, line
+
+
+def test_a_merged_baseline_counts_its_settings_once(tmp_path, cli):
+    """Shards of a ToM baseline each play every setting: the merged run.json counts each once (it
+    summed the shards' counts), and its report shows it (fuzz 28 B F6's check found it)."""
+    for i in (1, 2):
+        r = cli(*_TOMB, "--shard", f"{i}/2", "--output-dir", str(tmp_path / "s"))
+        assert r.returncode == 0, r.stderr
+    r = cli("merge", *map(str, sorted((tmp_path / "s").iterdir())), "--output-dir", str(tmp_path / "m"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    (merged,) = (tmp_path / "m").iterdir()
+    assert json.loads((merged / "run.json").read_text())["totals"]["settings"] == 1
+    r = cli("report", str(merged), "--output", str(tmp_path / "rep"))
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr

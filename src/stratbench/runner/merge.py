@@ -138,6 +138,16 @@ def _sum_totals(metas: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def suite_counts(merged: Any) -> dict[str, int]:
+    """The counts a suite's summary of the records adds to run.json's totals (ToM's episodes,
+    CHBench's matches, the baseline's settings), as the merged records give them: not the shards'
+    sums (shards that each play every setting would count each setting once per shard)."""
+    from stratbench.runner.lifecycle import Outcome
+
+    extra = merged.totals if isinstance(merged, Outcome) else {}
+    return {k: v for k, v in extra.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
 def merged_counts(out: Path, merged: Any) -> dict[str, int]:
     """records and errors of the merged folder itself (not the shards' sums, which count a record
     twice when shards were re-run): records are the lines of its JSONL files; errors what the
@@ -238,7 +248,7 @@ def merge_run_folders(folders: Sequence[str | Path], output_dir: str | Path, mer
         meta["merged_at"] = now_iso()
         meta["command"] = sys.argv
         meta["status"] = "finished"
-        meta["totals"] = {**_sum_totals(metas), **merged_counts(out, merged)}
+        meta["totals"] = {**_sum_totals(metas), **suite_counts(merged), **merged_counts(out, merged)}
         meta.pop("resumed_at", None)
         write_json_atomic(out / "run.json", meta)
         with signals_held():  # (a Ctrl-C now lands once the folder is named: it is complete, nothing lost)

@@ -4,9 +4,13 @@ it shows a run's numbers.
 A summary file is small and easy to edit by hand; the records are what the run measured. The
 check recomputes the summaries exactly as a merge would — the suite's own merge of the one folder,
 written into a scratch folder (every record read back through the suite's checks, as a resume
-reads them) — and compares every value the saved summary holds with the recomputed one. A value
-the recomputation does not have (a summary written by an older release with keys since removed)
-is not judged: only what both hold can disagree.
+reads them) — and compares the two whole: every value, and the keys themselves. A key the
+records do not give (a player or a metric added by hand) is shown by the report as if measured,
+and one they give that the file lacks (a failure count deleted) hides what was measured: either
+is an edit. (A run of an older definition of its suite is not recomputed at all: it is shown as
+saved, :func:`check_run`.) run.json's counts that the records give — records, errors and the
+suite's own (episodes, matches, settings) — are checked too; calls, tokens and cost are not
+countable again from the records.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 
 from stratbench.errors import InputError
 from stratbench.runner.folders import read_run_json
-from stratbench.runner.merge import merged_counts
+from stratbench.runner.merge import merged_counts, suite_counts
 
 __all__ = ["check_run", "check_shard", "is_whole"]
 
@@ -34,8 +38,8 @@ def _differs(saved: Any, again: Any) -> bool:
         return saved is not again
     if isinstance(saved, (int, float)) and isinstance(again, (int, float)):
         return not math.isclose(saved, again, rel_tol=REL_TOL, abs_tol=ABS_TOL)
-    if isinstance(saved, dict) and isinstance(again, dict):
-        return any(k in again and _differs(v, again[k]) for k, v in saved.items())
+    if isinstance(saved, dict) and isinstance(again, dict):  # (a key the records do not give: added by hand)
+        return saved.keys() != again.keys() or any(_differs(v, again[k]) for k, v in saved.items())
     if isinstance(saved, list) and isinstance(again, list):
         return len(saved) != len(again) or any(_differs(a, b) for a, b in zip(saved, again))
     return bool(saved != again)
@@ -43,14 +47,25 @@ def _differs(saved: Any, again: Any) -> bool:
 
 def _first_difference(saved: Any, again: Any, path: str = "") -> str:
     if isinstance(saved, dict) and isinstance(again, dict):
+        at = f"{path}." if path else ""
         for k, v in saved.items():
-            if k in again and _differs(v, again[k]):
-                return _first_difference(v, again[k], f"{path}.{k}" if path else str(k))
+            if k not in again:
+                return f"{at}{k} is {_short(v)}, a value the records do not give"
+            if _differs(v, again[k]):
+                return _first_difference(v, again[k], f"{at}{k}")
+        for k in again:
+            if k not in saved:
+                return f"{at}{k} is missing, the records give {_short(again[k])}"
     if isinstance(saved, list) and isinstance(again, list) and len(saved) == len(again):
         for i, (a, b) in enumerate(zip(saved, again)):
             if _differs(a, b):
                 return _first_difference(a, b, f"{path}[{i}]")
     return f"{path or 'the file'} is {saved!r}, the records give {again!r}"
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def is_whole(meta: dict[str, Any]) -> bool:
@@ -106,7 +121,7 @@ def check_run(folder: Path) -> None:
             if "the shards hold" in msg:  # (the merge's words for records missing from a finished run)
                 msg = msg.replace("the shards hold", "the finished run holds only").split("; merge every")[0]
             raise InputError(_in(folder, msg)) from None
-        check_totals(folder, meta, merged_counts(out, merged))
+        check_totals(folder, meta, {**suite_counts(merged), **merged_counts(out, merged)})
         _compare_summaries(folder, meta, out)
         _compare_derived(folder, out)
 
@@ -229,11 +244,11 @@ def _compare_summaries(folder: Path, meta: dict[str, Any], out: Path) -> None:
             raise InputError(f"{saved_file}: missing (the run's records give one)")
         saved, recomputed = _read(saved_file), _read(again)
         if isinstance(recomputed, dict) and recomputed:
-            # (an older release's summary may lack a key or two; one that lacks most is no summary)
             missing = [k for k in recomputed if not isinstance(saved, dict) or k not in saved]
-            if 2 * len(missing) > len(recomputed):
+            if missing:  # (a failure count deleted hides the failures: fuzz 28 B F5)
                 raise InputError(f"{saved_file}: lacks {len(missing)} of the {len(recomputed)} values its run's "
-                                 f"records give ({', '.join(missing[:3])}, …): the summary was edited by hand")
+                                 f"records give ({', '.join(missing[:3])}{', …' if len(missing) > 3 else ''}): "
+                                 "the summary was edited by hand")
         if _differs(saved, recomputed):
             _config_difference(folder, meta, saved_file, saved, recomputed)
             raise InputError(f"{saved_file}: does not agree with the run's records "
@@ -241,9 +256,10 @@ def _compare_summaries(folder: Path, meta: dict[str, Any], out: Path) -> None:
 
 
 def check_totals(folder: Path, meta: dict[str, Any], counted: dict[str, int]) -> None:
-    """InputError naming run.json when its totals.records or totals.errors are not what the run's
-    records count (``counted``). The model's calls, tokens and cost cannot be counted again from
-    the records (a cached answer costs nothing; a retried call counts twice): they stay as saved."""
+    """InputError naming run.json when one of its totals that the run's records count
+    (``counted``: records, errors, the suite's own counts) is not what they count. The model's
+    calls, tokens and cost cannot be counted again from the records (a cached answer costs
+    nothing; a retried call counts twice): they stay as saved."""
     totals = meta.get("totals")
     if not isinstance(totals, dict):
         return
