@@ -246,6 +246,7 @@ def test_a_resumed_suite_file_takes_a_server_that_moved_from_the_file_given_agai
         write(new.base_url, games=4)
         r = cli("suite", "run", str(f), "--resume", str(folder), "--no-report", "--quiet")
         assert r.returncode == 2 and "differs from the plan saved" in r.stderr, r.stderr
+        assert "drop the file argument" in r.stderr  # (its URL has no credentials: the saved plan finishes)
         write(new.base_url)
         r = cli("suite", "run", str(f), "--resume", str(folder), "--no-report", "--quiet")
         assert r.returncode == 0, r.stderr
@@ -254,6 +255,28 @@ def test_a_resumed_suite_file_takes_a_server_that_moved_from_the_file_given_agai
     assert meta["status"] == "finished" and old_url in json.dumps(meta["config"])
     (run,) = meta["runs"]
     assert len((folder / run["folder"] / "trials.jsonl").read_text().splitlines()) == 3
+
+
+def test_an_edited_file_of_a_suite_whose_url_has_credentials_is_sent_back_to_the_first_file(tmp_path, cli):
+    """The saved plan keeps no password, so only the file the suite started with can finish it: the
+    refusal of an edited file says to put that one back, not to drop the file argument (which is
+    refused in turn for the missing password; fuzz 28 A F1)."""
+    from fake_openai_server import FakeOpenAIServer
+
+    f = tmp_path / "s.toml"
+    with FakeOpenAIServer(canned_text="Action: 1") as server:
+        url = server.base_url.replace("http://", "http://user:PW@")
+        for games in (3, 4):
+            f.write_text(f'seeds = [1]\nmodels = [{{spec = "openai-compatible:m", base_url = "{url}"}}]\n'
+                         f'[nashgap]\nnum_games = {games}\nnum_trials = 1\npolicy = "sample"\nno_cache = true\n')
+            if games == 3:
+                server.script("ok", *["401"] * 20)
+                r = cli("suite", "run", str(f), "--output-dir", str(tmp_path / "out"), "--no-report", "--quiet")
+                assert r.returncode == 2 and "HTTP 401" in r.stderr, r.stderr
+                (folder,) = (tmp_path / "out").iterdir()
+        r = cli("suite", "run", str(f), "--resume", str(folder), "--no-report", "--quiet")
+    assert r.returncode == 2 and "put back the file the suite was started with" in r.stderr, r.stderr
+    assert "drop the file argument" not in r.stderr and "PW" not in r.stderr
 
 
 def test_a_sections_server_is_its_http_models_and_not_the_local_players(tmp_path):
@@ -616,3 +639,15 @@ def test_shards_whose_chat_template_differed_are_refused_with_their_digests_copi
     (shards[1] / "suite_metadata.json").write_text(json.dumps(meta))
     r = cli("merge", *map(str, shards), "--output-dir", str(tmp_path / "m"), "--quiet")
     assert r.returncode == 2 and "another chat template" in r.stderr and not (tmp_path / "m").exists(), r.stderr
+
+
+def test_an_unknown_tmgbench_game_is_named_as_the_files_key(tmp_path):
+    """Not as the flag ``--games`` the user never typed (fuzz 28 A F3)."""
+    import pytest
+
+    from stratbench.errors import InputError
+
+    f = tmp_path / "s.toml"
+    f.write_text('seeds = [1]\nmodels = [{spec = "uniform"}]\n[tmgbench]\ngames = "1,2"\n')
+    with pytest.raises(InputError, match=r"^.*s\.toml: \[tmgbench\] games: unknown TMGBench game id '1'$"):
+        plan_suite_file(f)

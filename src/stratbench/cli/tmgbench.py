@@ -136,7 +136,7 @@ def tmgbench_run(
                               f"strict accuracy {fmt(s.get('strict_accuracy_pct'), None, 1)}%")
             if note := usage_unknown_note(result.totals):
                 err_console.print(f"{result.folder}: {note}")
-        return 1 if result.n_errors else 0
+        return _errors_line(result.n_errors, "tasks", result.folder)
     with progress_bar(quiet) as progress:
         result = get_suite("tmgbench").run(TmgbenchConfig(**kw), progress=progress, resume_dir=resume)
     s = result.summary
@@ -157,7 +157,20 @@ def tmgbench_run(
                           f"ID {fmt(s.get(f'id_{n}_pct'), None, 1)}  BD {fmt(s.get(f'bd_{n}_pct'), None, 1)}")
         if note := usage_unknown_note(result.totals):
             err_console.print(f"{result.folder}: {note}")
-    return 1 if result.n_errors else 0
+    return _errors_line(result.n_errors, "records", result.folder)
+
+
+def _errors_line(n_errors: int, what: str, folder: Any) -> int:
+    """Exit 1 with the line every run command prints when calls failed: how many, and the resume
+    that tries them again (a script's log says why the command failed, --quiet or not)."""
+    if not n_errors:
+        return 0
+    import shlex
+
+    err_console.print(f"{n_errors} {what} are errors (failed calls, counted, never scored); stratbench tmgbench run "
+                      f"--resume {shlex.quote(str(folder))} tries them again", soft_wrap=True, highlight=False,
+                      markup=False)
+    return 1
 
 
 @stories_app.command("generate")

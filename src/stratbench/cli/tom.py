@@ -121,7 +121,14 @@ def tom_run(
         _print_run(result)
     if note := usage_unknown_note(result.totals):
         err_console.print(f"{result.folder}: {note}")
-    return 1 if result.n_errors else 0
+    if result.n_errors:  # (a script's log says why the command failed, --quiet or not)
+        import shlex
+
+        err_console.print(f"{result.n_errors} episodes hold errors (failed calls, counted, never scored); stratbench "
+                          f"tom run --resume {shlex.quote(str(result.folder))} tries them again", soft_wrap=True,
+                          highlight=False, markup=False)
+        return 1
+    return 0
 
 
 def _print_run(result: Any) -> None:

@@ -123,9 +123,14 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
             # moved is now: base URLs are runtime settings (no run's key or record holds them)
             given = read_suite_file(path)
             if _without_urls(redact_json(given)) != _without_urls(data):
+                # (a plan whose URLs were saved without their credentials cannot be finished without a
+                # file that gives them: "drop the file argument" would send the user to the refusal
+                # that asks for the file again — fuzz 28 A F1)
+                way = ("put back the file the suite was started with (its base URLs carry credentials the folder "
+                       "does not keep) and give it again" if "***" in json.dumps(data)
+                       else "drop the file argument to finish the saved plan")
                 raise InputError(f"{path}: differs from the plan saved in {out}/suite_metadata.json (not only in "
-                                 "base URLs); drop the file argument to finish the saved plan, or run the new "
-                                 "file as a new suite")
+                                 f"base URLs); {way}, or run the new file as a new suite")
             data = given
         # relative file settings from the file's folder: the file given again, or its path saved when
         # the suite started (absolute; a folder made before that saved it as given, seen from here)

@@ -95,6 +95,13 @@ class TmgbenchSuite(SuiteBase["TmgbenchConfig"]):
                     raise InputError(f"{where}: [{self.name}] {', '.join(extra)} apply to complex forms only")
                 else:
                     jobs.append(Job(self.name, m.label, s, cfg))
+        if jobs and getattr(jobs[0].config, "games", None) is not None:  # (named as the file's key, not a flag)
+            from stratbench.suites.tmgbench.run import selected_games
+
+            try:
+                selected_games(jobs[0].config.games)
+            except InputError as e:
+                raise InputError(f"{where}: [{self.name}] games{str(e).removeprefix('--games')}") from None
         if jobs and jobs[0].config.setting == "story":  # the stories are read before any folder exists
             from stratbench.suites.tmgbench.run import load_units, selected_games
 
