@@ -83,14 +83,20 @@ def test_a_run_with_a_file_the_report_cannot_read_is_withheld_and_the_others_sho
     assert f"b/{good.name}" in page and f"a/{good.name}" in page
 
 
-def test_a_scorecard_holding_a_run_with_a_pipe_for_records_shows_no_table(tmp_path, cli):
+def _scorecard(out: Path, cli) -> Path:
+    """A smoke scorecard of a model behind the fake server: its folder."""
     from fake_openai_server import FakeOpenAIServer
 
     with FakeOpenAIServer() as server:
         r = cli("scorecard", "--model", "openai-compatible:fake", "--base-url", server.base_url, "--budget", "smoke",
-                "--seed", "2", "--no-report", "--quiet", "--output-dir", str(tmp_path / "o"))
+                "--seed", "2", "--no-report", "--quiet", "--output-dir", str(out))
     assert r.returncode == 0, r.stderr
-    (folder,) = (tmp_path / "o").iterdir()
+    (folder,) = out.iterdir()
+    return folder
+
+
+def test_a_scorecard_holding_a_run_with_a_pipe_for_records_shows_no_table(tmp_path, cli):
+    folder = _scorecard(tmp_path / "o", cli)
     records = sorted(folder.glob("tom/openai-compatible-fake/*/rounds.jsonl"))[0]
     _pipe(records)
     r = cli("report", str(folder), "-o", str(tmp_path / "rep"), timeout=120)
@@ -101,13 +107,7 @@ def test_a_scorecard_holding_a_run_with_a_pipe_for_records_shows_no_table(tmp_pa
 
 
 def test_a_collections_own_file_that_cannot_be_read_is_one_line_and_exit_2(tmp_path, cli):
-    from fake_openai_server import FakeOpenAIServer
-
-    with FakeOpenAIServer() as server:
-        r = cli("scorecard", "--model", "openai-compatible:fake", "--base-url", server.base_url, "--budget", "smoke",
-                "--seed", "2", "--no-report", "--quiet", "--output-dir", str(tmp_path / "o"))
-    assert r.returncode == 0, r.stderr
-    (folder,) = (tmp_path / "o").iterdir()
+    folder = _scorecard(tmp_path / "o", cli)
     _folder(folder / "scorecard.json")
     r = cli("report", str(folder), "-o", str(tmp_path / "rep"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
@@ -165,14 +165,9 @@ def test_merge_compare_and_resume_refuse_a_file_that_is_not_a_regular_file(tmp_p
 
 
 def test_compare_of_scorecards_refuses_a_pipe_in_one_of_their_runs(tmp_path, cli):
-    from fake_openai_server import FakeOpenAIServer
-
-    with FakeOpenAIServer() as server:
-        for out in ("a", "b"):
-            r = cli("scorecard", "--model", "openai-compatible:fake", "--base-url", server.base_url, "--budget",
-                    "smoke", "--seed", "2", "--no-report", "--quiet", "--output-dir", str(tmp_path / out))
-            assert r.returncode == 0, r.stderr
-    (a,), (b,) = (tmp_path / "a").iterdir(), (tmp_path / "b").iterdir()
+    a = _scorecard(tmp_path / "a", cli)
+    b = tmp_path / "b" / a.name
+    shutil.copytree(a, b)  # (the same scorecard: compared, every difference would be 0)
     records = sorted(b.glob("tom/openai-compatible-fake/*/rounds.jsonl"))[0]
     _pipe(records)
     r = cli("compare", str(a), str(b), timeout=60)
