@@ -305,3 +305,50 @@ def test_two_models_of_one_spec_in_different_tiers_are_fine(tmp_path):
     p = tmp_path / "ok.toml"
     p.write_text('use_dummy = true\nmodels = [{spec = "random", tier = "A"}, {spec = "random", tier = "B"}]\n')
     assert [m.tier for m in load_suite_file(p).models] == ["A", "B"]
+
+
+def _small(out: Path) -> TieredConfig:
+    return TieredConfig(num_games_per_bucket=3, num_trials=2, seeds=[1], providers=["openai"],
+                        bucket_ids=["2x2_lowVar_pure", "3x3_midVar_mixed"], use_dummy=True, output_dir=str(out))
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_second_run_of_a_cell_copied_beside_the_suites_own_is_never_taken_for_it(tmp_path):
+    """The cell's folder was the first by name that carried its tag: a run copied in beside the
+    suite's own was merged, resumed and tabled in its place (fuzz 29 A F1)."""
+    import shutil
+
+    from stratbench.suites.nashgap.tiered import check_tiered_folder
+
+    done = run_tiered_suite(_small(tmp_path / "o"))
+    listed = done.folder / done.runs[0]["folder"]
+    shutil.copytree(listed, listed.parent / "pure_and_mixed_20000101_000000_copy")
+    before = _files(done.folder)
+    with pytest.raises(InputError, match=r"2 runs of the cell .*: remove the one its suite_metadata.json does not list"):
+        run_tiered_suite(TieredConfig(), resume_dir=done.folder)
+    meta = json.loads((done.folder / "suite_metadata.json").read_text())
+    with pytest.raises(InputError, match=r"2 runs of the cell"):
+        check_tiered_folder(done.folder, meta)
+    assert _files(done.folder) == before
+
+
+def test_a_resume_of_a_suite_whose_saved_plan_was_edited_is_refused(tmp_path):
+    """Cells already run keep their settings: a plan edited to fewer games would play the cells
+    left with 2 beside cells of 3, in one table (fuzz 29 A F2)."""
+    def stop_after_one(cell, result, folder):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_tiered_suite(_small(tmp_path / "o"), on_cell=stop_after_one)
+    (folder,) = (tmp_path / "o").iterdir()
+    meta = json.loads((folder / "suite_metadata.json").read_text())
+    meta["config"]["num_games_per_bucket"] = 2
+    (folder / "suite_metadata.json").write_text(json.dumps(meta))
+    before = _files(folder)
+    with pytest.raises(InputError, match=r"suite_metadata.json: its plan gives the cell .* num_games 2, but its run "
+                                         r".* was run with 3: suite_metadata.json was edited by hand"):
+        run_tiered_suite(TieredConfig(), resume_dir=folder)
+    assert _files(folder) == before

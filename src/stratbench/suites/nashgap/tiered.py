@@ -423,11 +423,42 @@ def nashgap_config(config: TieredConfig, cell: Cell, models_dir: Path) -> Nashga
     )
 
 
+#: the settings of a cell's Nash-gap run that shape its records (what a resumed suite's saved plan
+#: must give each cell that has a folder already)
+CELL_KEYS = ("num_games", "num_trials", "num_rows", "num_cols", "payoff_min", "payoff_max", "bucket", "seed",
+             "model", "policy", "order_rotations", "temperature", "max_tokens", "chat", "combined", "mixed_strategy")
+
+
+def check_cells_are_the_plans(config: TieredConfig, cells: list[Cell], models_dir: Path, where: str) -> None:
+    """InputError naming suite_metadata.json when a cell already run (finished or not) was run with
+    other settings than the saved plan gives it now: the plan was edited by hand, and resuming it
+    would play the cells left with the edited settings beside the earlier ones (a table of cells
+    of 6 games and of 3; fuzz 29 A F2), and a merge would describe its runs wrongly. ``where``:
+    the suite folder as the message names it. Nothing has changed yet."""
+    for cell in cells:
+        run_folder, _ = find_cell_folder(models_dir / cell.key, cell.tag)
+        if run_folder is None:
+            continue
+        try:
+            saved = json.loads((run_folder / "run.json").read_text())["config"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # (the cell's own resume names its run.json)
+        planned = json.loads(json.dumps(asdict(nashgap_config(config, cell, models_dir))))
+        for key in CELL_KEYS:
+            if isinstance(saved, dict) and key in saved and saved[key] != planned.get(key):
+                raise InputError(f"{where}/suite_metadata.json: its plan gives the cell {cell.tag} of "
+                                 f"{cell.key} {key} {planned.get(key)!r}, but its run {run_folder.name} was run with "
+                                 f"{saved[key]!r}: suite_metadata.json was edited by hand; the folder is left as it is")
+
+
 def find_cell_folder(model_dir: Path, tag: str) -> tuple[Path | None, bool]:
     """The Nash-gap folder of a cell inside its model folder (found by the tag in its run.json),
-    and whether it finished."""
+    and whether it finished. Two folders that carry the cell's tag are one line: a suite holds
+    one run per cell, and taking the first by name merged, resumed and tabled a run copied in
+    beside the suite's own (fuzz 29 A F1)."""
     if not model_dir.is_dir():
         return None, False
+    found: list[tuple[Path, bool]] = []
     for p in sorted(model_dir.iterdir()):
         meta = p / "run.json"
         if not meta.is_file():
@@ -436,9 +467,13 @@ def find_cell_folder(model_dir: Path, tag: str) -> tuple[Path | None, bool]:
             m = json.loads(meta.read_text())
         except ValueError:
             continue
-        if m.get("config", {}).get("folder_tag") == tag:
-            return p, m.get("status") == "finished"
-    return None, False
+        if isinstance(m, dict) and isinstance(m.get("config"), dict) and m["config"].get("folder_tag") == tag:
+            found.append((p, m.get("status") == "finished"))
+    if len(found) > 1:
+        raise InputError(f"{model_dir}: {len(found)} runs of the cell {tag} ({found[0][0].name}, {found[1][0].name}); "
+                         "a tiered suite holds one run per cell: remove the one its suite_metadata.json does not "
+                         "list (copied in by hand?)")
+    return found[0] if found else (None, False)
 
 
 # -- tables -------------------------------------------------------------------------------------
@@ -736,6 +771,8 @@ def run_tiered_suite(
     announce_folder(folder)  # an interrupted suite is resumed by its own folder, not a cell's
     models_dir = folder / "models"
     cells = _cells(config, entries)
+    if resume_dir is not None:
+        check_cells_are_the_plans(config, cells, models_dir, f"--resume {folder}")
     overall = progress.add_task("suite", total=len(cells)) if progress is not None else None
 
     runs: dict[tuple[int, str, str], dict[str, Any]] = {
@@ -831,6 +868,7 @@ def check_tiered_folder(folder: Path, meta: dict[str, Any]) -> None:
     rows: list[dict[str, Any]] = []
     per_game: dict[tuple[Any, ...], dict[str, list[float]]] = {}
     listed = []
+    check_cells_are_the_plans(config, _cells(config, entries), folder / "models", str(folder))
     for cell in _cells(config, entries):
         run_folder, finished = find_cell_folder(folder / "models" / cell.key, cell.tag)
         if run_folder is None or not finished:

@@ -25,6 +25,7 @@ from stratbench.suites.nashgap.tiered import (
     TieredConfig,
     _cells,
     aggregate,
+    check_cells_are_the_plans,
     collect_cell,
     find_cell_folder,
     suite_totals,
@@ -70,6 +71,9 @@ def merge_suite_shards(folders: Sequence[str | Path], output_dir: str | Path = "
     order = sorted(range(len(paths)), key=lambda i: shards[i].index)
     paths, metas, shards = [paths[i] for i in order], [metas[i] for i in order], [shards[i] for i in order]
 
+    for p, m in zip(paths, metas):  # (each shard's saved plan is the one its cells ran)
+        own = TieredConfig.from_json(m["config"])
+        check_cells_are_the_plans(own, _cells(own, own.model_entries()), p / "models", str(p))
     config = TieredConfig.from_json(metas[0]["config"])
     config.shard = None
     config.output_dir = str(output_dir)
