@@ -515,9 +515,11 @@ def test_a_damaged_trend_metadata_is_one_line_exit_2_and_changes_nothing(first, 
     assert _snapshot(folder) == before
 
 
-def test_a_refused_resume_of_a_finished_trend_leaves_its_metadata_as_it_was(first, tmp_path):
-    """An edited scorecard.json found by the analysis: one line, and trend_metadata.json is not
-    left marked running (fuzz 10 B LEFT)."""
+def test_an_edited_checkpoint_scorecard_is_refused_by_add_before_anything_and_rewritten_by_resume(first, tmp_path):
+    """An edited scorecard.json: --add refuses in one line before its new checkpoint runs (it ran
+    and listed it, then refused: fuzz 29 A F5), naming trend --resume, which rewrites it from its
+    records (the scorecard's own --resume is refused inside a trend; the lines sent the user round
+    in a loop). The refusal leaves trend_metadata.json as it was (fuzz 10 B LEFT)."""
     folder = tmp_path / "trend"
     shutil.copytree(first.folder, folder, symlinks=True)
     (card,) = folder.glob("ckpt_1000/scorecard_*/scorecard.json")
@@ -525,9 +527,16 @@ def test_a_refused_resume_of_a_finished_trend_leaves_its_metadata_as_it_was(firs
     data["cells"][0]["value"] = 0.0
     card.write_text(json.dumps(data))
     before = _snapshot(folder)
-    p = _cli("--resume", str(folder), "--no-report", cwd=tmp_path)
-    assert p.returncode == 2 and "disagrees with its records" in p.stderr, p.stderr
+    p = _cli("--add", str(folder), "--model", _spec("ckpt-7"), "--step", "7", "--base-url", URL, "--no-report",
+             cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "disagrees with its records" in p.stderr and f"stratbench trend --resume {folder} first" in p.stderr
     assert _snapshot(folder) == before
+    p = _cli("--resume", str(folder), "--no-report", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    saved = json.loads((first.folder / card.relative_to(folder)).read_text())
+    assert json.loads(card.read_text())["cells"] == saved["cells"]
+    assert json.loads((folder / "trend.json").read_text())["suites"] == first.trend["suites"]
 
 
 # -- the report in a browser ----------------------------------------------------------------------

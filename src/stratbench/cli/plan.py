@@ -177,6 +177,8 @@ def _implied_price_table(kwargs: dict[str, Any]) -> str | None:
             return None  # (the command names the file's problem itself)
         if kwargs.get("file"):  # a suite file's sections: relative to its folder
             config = with_file_paths(config, file_folder(path))
+        elif isinstance(config, dict) and isinstance(config.get("price_table"), str) and config["price_table"].strip():
+            config = {**config, "price_table": os.path.join(file_folder(path), config["price_table"])}  # (tiered)
     for where in (config, config.get("nashgap") if isinstance(config, dict) else None):
         if isinstance(where, dict) and isinstance(where.get("price_table"), str):
             return str(where["price_table"])

@@ -455,6 +455,18 @@ def run_trend(models: Sequence[str] = (), steps: Sequence[int] = (), step_from: 
     entries = {c["step"]: c for c in meta.get("checkpoints", [])}
     # (a finished checkpoint whose scorecard holds failed calls is resumed too: they are tried again)
     todo = [c for c in old if entries[c.step].get("status") != "finished" or _holds_errors(out, entries[c.step])] + new
+    # a finished checkpoint whose scorecard.json its records no longer give (edited by hand): found
+    # before anything runs — --add ran and listed its new checkpoint, then refused (fuzz 29 A F5) —
+    # and rewritten from its records by --resume (the scorecard's own --resume is refused inside a
+    # trend: the line it printed sent the user round in a loop)
+    for c in [c for c in old if c not in todo]:
+        problem = _scorecard_problem(out, entries[c.step])
+        if problem is not None and add_to is not None:
+            raise InputError(f"{problem}; rewrite it from its records with stratbench trend --resume "
+                             f"{shlex.quote(str(out))} first, then add")
+        if problem is not None:
+            todo.insert(0, c)
+    todo.sort(key=lambda c: (c in new, c.step))
     found: dict[int, Path | None] = {}
     for c in todo:
         found[c.step] = _found_scorecard(out, c, entries[c.step], "--resume") if c.step in entries else None
@@ -541,6 +553,19 @@ def run_trend(models: Sequence[str] = (), steps: Sequence[int] = (), step_from: 
         raise
     index = report(out) if report is not None else None
     return TrendResult(out, trend, table, n_errors, index)
+
+
+def _scorecard_problem(out: Path, entry: dict[str, Any]) -> str | None:
+    """Why a finished checkpoint's scorecard.json is not what its records give (the scorecard's
+    check, without its advice to resume the scorecard alone), or None."""
+    folder = entry.get("scorecard")
+    if not isinstance(folder, str) or not folder:
+        return None  # (named where the scorecard is read: `_found_scorecard`, `analyse`)
+    try:
+        check_scorecard(out / folder)
+    except InputError as e:
+        return str(e).split("; the file was edited, or its runs were;")[0]
+    return None
 
 
 def _holds_errors(out: Path, entry: dict[str, Any]) -> bool:

@@ -352,3 +352,14 @@ def test_a_resume_of_a_suite_whose_saved_plan_was_edited_is_refused(tmp_path):
                                          r".* was run with 3: suite_metadata.json was edited by hand"):
         run_tiered_suite(TieredConfig(), resume_dir=folder)
     assert _files(folder) == before
+
+
+def test_a_relative_price_table_of_a_tiered_suite_file_is_read_beside_it_and_saved_absolute(tmp_path, monkeypatch):
+    """As a suite file's: read from the working folder, another table there priced the rest of a
+    suite resumed elsewhere (fuzz 29 A F3)."""
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "p.json").write_text("{}")
+    (tmp_path / "conf" / "t.toml").write_text('use_dummy = true\nprice_table = "p.json"\n')
+    monkeypatch.chdir(tmp_path)
+    cfg = load_suite_file("conf/t.toml")
+    assert cfg.price_table == str(tmp_path / "conf" / "p.json")

@@ -10,6 +10,7 @@ tiers. Unknown keys are errors (a typo would otherwise silently change nothing).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,11 @@ def load_suite_file(path: str | Path) -> TieredConfig:
         if dup:
             tier = f" in tier {dup[0][0]}" if dup[0][0] != NO_TIER else ""
             raise InputError(f"{name}: models: {dup[0][1]!r} appears twice{tier} (give the models distinct labels)")
+    if isinstance(kw.get("price_table"), str) and kw["price_table"].strip() and not Path(kw["price_table"]).is_absolute():
+        # (a file the suite file names lies beside it, as a suite file's do; saved absolute, a resume
+        # from another folder reads the same table — read from the working folder, another table
+        # there priced the rest of the suite: fuzz 29 A F3)
+        kw["price_table"] = os.path.abspath(p.parent / kw["price_table"])
     cfg = TieredConfig(**kw)
     cfg.config_file = str(p)
     # Tier maps are checked here so a malformed file fails with its own name in the message.
