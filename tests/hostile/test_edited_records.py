@@ -892,3 +892,24 @@ def test_a_merged_baseline_counts_its_settings_once(tmp_path, cli):
     assert json.loads((merged / "run.json").read_text())["totals"]["settings"] == 1
     r = cli("report", str(merged), "--output", str(tmp_path / "rep"))
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("args,name,source", [
+    (_TOMB, "summary_2.json", "summary.json"),  # (rendered as a second headline table)
+    (_CH, "utilities_memory.md", "utilities_baseline.md"),  # (a table of a mechanism never played)
+    (_CH, "level_distribution_memory.png", "level_distribution.png"),  # (a figure it never drew)
+    (_NASHGAP, "summary_mixed_strategy.json", "summary.json"),  # (a mode never played: compared)
+], ids=["second-summary", "unplayed-table", "figure", "unplayed-mode"])
+def test_a_file_added_to_a_finished_run_withholds_it_and_compare_refuses_it(tmp_path, cli, args, name, source):
+    """Only files the records give are the run's: one added by hand (or copied from another run)
+    was shown, or compared, as the run's own (fuzz 29 B F1/F2)."""
+    r = cli(*args, "--output-dir", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    (folder,) = (tmp_path / "o").iterdir()
+    assert not (folder / name).exists()
+    (folder / name).write_bytes((folder / source).read_bytes() if source else b'{"421": {"par": 1.0}}')
+    r = cli("report", str(folder), "--output", str(tmp_path / "rep"))
+    (line,) = [x for x in r.stderr.splitlines() if x.startswith("warning")]
+    assert r.returncode == 0 and f"{folder / name}: a file the run's records do not give" in line, r.stderr
+    r = cli("compare", str(folder), str(folder))
+    assert r.returncode == 2 and f"{folder / name}: a file the run's records do not give" in r.stderr, r.stderr

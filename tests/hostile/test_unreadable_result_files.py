@@ -172,3 +172,20 @@ def test_compare_of_scorecards_refuses_a_pipe_in_one_of_their_runs(tmp_path, cli
     _pipe(records)
     r = cli("compare", str(a), str(b), timeout=60)
     assert r.returncode == 2 and f"{records}: a named pipe, not a regular file" in r.stderr, r.stderr
+
+
+def test_report_opens_no_pipe_of_a_tiered_suite_or_of_its_output_folder(tmp_path, cli):
+    """A tiered suite's big table or the output folder's index.html as a pipe blocked the report
+    for good (fuzz 29 B F3/F4): one line each, exit 2."""
+    r = cli("suite", "tiered", "--use-dummy", "--num-games-per-bucket", "2", "--num-trials", "1", "--seeds", "1",
+            "--bucket-ids", "2x2_lowVar_pure", "--providers", "openai", "--output-dir", str(tmp_path / "t"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    (suite,) = (tmp_path / "t").iterdir()
+    _pipe(suite / "big_table_all_runs.csv")
+    r = cli("report", str(suite), "-o", str(tmp_path / "rep"), timeout=60)
+    assert r.returncode == 2 and "big_table_all_runs.csv: a named pipe, not a regular file" in r.stderr, r.stderr
+    out = tmp_path / "out"
+    out.mkdir()
+    os.mkfifo(out / "index.html")
+    r = cli("report", str(tmp_path / "t"), "-o", str(out), timeout=60)
+    assert r.returncode == 2 and "not a stratbench report" in r.stderr, r.stderr

@@ -25,7 +25,7 @@ from typing import Any
 
 import stratbench
 from stratbench.errors import InputError
-from stratbench.files import os_problem
+from stratbench.files import file_problem, os_problem
 from stratbench.render.html import Html, el, fmt_num, join, kv_table, table
 from stratbench.render.views import RunDir
 from stratbench.report.discover import SuiteDir, discover
@@ -109,7 +109,10 @@ def _check_output(out: Path) -> None:
 
 
 def _is_ours(out: Path) -> bool:
-    """Whether ``out`` holds a report of ours (its index.html carries the marker)."""
+    """Whether ``out`` holds a report of ours (its index.html carries the marker; a pipe or a
+    device in its place is not opened: it would block, or never end)."""
+    if file_problem(out / "index.html") is not None:
+        return False
     try:
         with open(out / "index.html", encoding="utf-8", errors="replace") as fh:
             return MARKER in fh.read(2000)

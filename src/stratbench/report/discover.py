@@ -76,10 +76,10 @@ def _check_readable(path: Path) -> None:
 
 
 def _check_run_files(entries: list[Path]) -> None:
-    """Every records file and JSON file of a run or suite folder (``*.jsonl``, ``*.json``) is a
-    file that can be read."""
+    """Every records file, JSON file and table of a collection folder (``*.jsonl``, ``*.json``,
+    ``*.md``, ``*.csv``: a tiered suite's big tables are read too) is a file that can be read."""
     for p in entries:
-        if p.suffix in (".jsonl", ".json"):
+        if p.suffix in (".jsonl", ".json", ".md", ".csv"):
             _check_readable(p)
 
 

@@ -113,6 +113,7 @@ def check_run(folder: Path) -> None:
             plan.summarise(out, {f: sorted(rs, key=sort[f]) for f, rs in records.items()})
             _compare_summaries(folder, meta, out)
             _compare_derived(folder, out)
+            _check_nothing_added(folder, out, {"run.json", "games.json", *sort})
             return
         try:
             merged = suite.merge([folder], out)
@@ -124,6 +125,7 @@ def check_run(folder: Path) -> None:
         check_totals(folder, meta, {**suite_counts(merged), **merged_counts(out, merged)})
         _compare_summaries(folder, meta, out)
         _compare_derived(folder, out)
+        _check_nothing_added(folder, out, {"run.json"})
 
 
 def check_shard(folder: Path, meta: dict[str, Any], suite: Any) -> dict[str, list[dict[str, Any]]] | None:
@@ -232,6 +234,24 @@ def _same_printed(x: str, y: str) -> bool:
         return abs(float(x) - float(y)) <= 1.0001 * unit
     except (OverflowError, ValueError):
         return False
+
+
+#: what the report shows or a reader reads of a run's folder: records, JSON files, tables, figures
+_SHOWN = frozenset({".jsonl", ".json", ".md", ".csv", ".png"})
+
+
+def _check_nothing_added(folder: Path, out: Path, kept: set[str]) -> None:
+    """InputError naming the first file of a finished run that the recomputation in ``out`` does
+    not write and the run does not keep besides (``kept``: run.json, a shard's records and games):
+    a file put there by hand — a second summary, a table of a mechanism never played, another
+    run's grids.json, a heat map — was shown or compared as the run's own (fuzz 29 B F1/F2).
+    Hidden files and staging files (``*.tmp``) are not the run's results."""
+    again = {p.name for p in out.iterdir()}
+    for p in sorted(folder.iterdir()):
+        if p.name in again or p.name in kept or p.name.startswith(".") or p.suffix not in _SHOWN:
+            continue
+        raise InputError(f"{p}: a file the run's records do not give (added by hand, or copied from another "
+                         "run); remove it")
 
 
 def _compare_summaries(folder: Path, meta: dict[str, Any], out: Path) -> None:
