@@ -301,6 +301,10 @@ def check_suite_file_folder(folder: Path, meta: dict[str, Any]) -> None:
         if missing:
             raise InputError(f"{p}: totals has no {' or '.join(missing)} (edited by hand)")
         again = suite_totals(folder, [r for r in meta.get("runs", []) if isinstance(r, dict)])
+        added = sorted(set(totals) - set(again))
+        if added:  # (a total no run counts, shown by the report: fuzz 29 B F7)
+            raise InputError(f"{p}: totals.{added[0]} is {totals[added[0]]!r:.40}, which none of its runs counts "
+                             "(edited by hand)")
         for k, v in again.items():
             saved = totals.get(k)
             if k in totals and not (isinstance(saved, (int, float)) and not isinstance(saved, bool)
