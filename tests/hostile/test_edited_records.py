@@ -886,8 +886,8 @@ def test_a_merged_baseline_counts_its_settings_once(tmp_path, cli):
     for i in (1, 2):
         r = cli(*_TOMB, "--shard", f"{i}/2", "--output-dir", str(tmp_path / "s"))
         assert r.returncode == 0, r.stderr
-    r = cli("merge", *map(str, sorted((tmp_path / "s").iterdir())), "--output-dir", str(tmp_path / "m"), "--quiet")
-    assert r.returncode == 0, r.stderr
+    r = cli("merge", *map(str, sorted((tmp_path / "s").iterdir())), "--output-dir", str(tmp_path / "m"))
+    assert r.returncode == 0 and "tom baseline merged from 2 shards" in " ".join(r.stdout.split()), r.stderr
     (merged,) = (tmp_path / "m").iterdir()
     assert json.loads((merged / "run.json").read_text())["totals"]["settings"] == 1
     r = cli("report", str(merged), "--output", str(tmp_path / "rep"))

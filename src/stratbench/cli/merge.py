@@ -28,7 +28,8 @@ def merge(
     if quiet:
         print(out)
         return code
-    what = f"suite of {t.get('runs', len(meta.get('runs', [])))} runs" if suite_folder else "run"
+    what = f"suite of {t.get('runs', len(meta.get('runs', [])))} runs" if suite_folder else \
+        "baseline" if meta.get("kind") == "baseline" else "run"  # (tom baseline: not "tom run")
     console.print(f"{out}: {meta['suite']} {what} merged from {len(folders)} shards — "
                   f"{t.get('records', 0)} records, {t.get('errors', 0)} errors, "
                   f"{t.get('model_calls', 0)} model calls")
