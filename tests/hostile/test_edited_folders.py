@@ -819,7 +819,10 @@ def test_a_suite_folder_whose_metadata_was_deleted_is_reported_with_a_warning(tm
     (lambda m: m.update(shard="1/2"), "runs lists 'nashgap|random|2|', which its shard '1/2' does not play"),
     # a total none of its runs counts, shown by the report (fuzz 29 B F7)
     (lambda m: m["totals"].update(model_cost_usd=99.0), "totals.model_cost_usd is 99.0, which none of its runs counts"),
-], ids=["totals", "a run's errors", "totals while running", "totals emptied", "relabelled a shard", "total added"])
+    # named as suite_metadata.json's, not the suite file's (fuzz 29 B F6)
+    (lambda m: m["config"].update(zz_added=1), "suite_metadata.json: its config is not a suite file's ("),
+], ids=["totals", "a run's errors", "totals while running", "totals emptied", "relabelled a shard", "total added",
+        "config key added"])
 def test_a_suite_folders_edited_counts_are_named_by_the_report(tmp_path, cli, finished_suite_file, edit, said):
     """(fuzz 10 B D6: the report showed them as they stood)"""
     folder = _edited_suite_copy(tmp_path, finished_suite_file, edit)

@@ -142,7 +142,13 @@ def run_suite_file(path: str | Path | None = None, output_dir: str | None = None
             planned = _with_price_table_for_gone(planned, price_table, out)
             _refuse_gone_templates(planned, out)
             _refuse_changed_inputs(planned, meta, out)
-        jobs = plan_suite_data(planned, Path(meta.get("file") or out))
+        try:
+            jobs = plan_suite_data(planned, Path(meta.get("file") or out))
+        except InputError as e:  # (the saved plan, not the file, when no file is given again: fuzz 29 B F6)
+            if path is not None:
+                raise
+            raise InputError(f"--resume {out}/suite_metadata.json: its saved plan is not a suite file's ({e}); "
+                             "edited by hand? the folder is left as it is") from None
         if [j.key for j in jobs] != meta.get("plan"):
             raise InputError(f"--resume {out}: the saved plan no longer gives the same runs with this version "
                              "of stratbench; run the suite again")
@@ -279,7 +285,10 @@ def check_suite_file_folder(folder: Path, meta: dict[str, Any]) -> None:
     if not isinstance(meta.get("config"), dict) or not isinstance(file, (str, type(None))):
         raise InputError(f"{p}: not a suite file's metadata (its config or file is not what a suite run writes)")
     data = _without_gone_price_tables(with_file_paths(meta["config"], file_folder(file or folder / "x")))
-    jobs = plan_suite_data(data, Path(file or folder))
+    try:
+        jobs = plan_suite_data(data, Path(file or folder))
+    except InputError as e:  # (named as the metadata's: the suite file is not what was read)
+        raise InputError(f"{p}: its config is not a suite file's ({e}); edited by hand?") from None
     if [j.key for j in jobs] != meta.get("plan"):
         raise InputError(f"{p}: its plan is not the runs its config gives (edited by hand, or written by another "
                          "version of stratbench)")
