@@ -24,6 +24,7 @@ from typing import Any
 from stratbench.errors import InputError
 from stratbench.files import file_problem, os_problem
 from stratbench.render.views import RunDir, read_json
+from stratbench.runner.folders import RESULT_SUFFIXES
 from stratbench.suites import suite_for_run, suite_of_files
 
 __all__ = ["SuiteDir", "discover", "infer_suite"]
@@ -68,31 +69,21 @@ def _is_run_dir(names: set[str]) -> bool:
         (n.startswith("summary") and n.endswith(".json")) or n.endswith(".jsonl") for n in names)
 
 
-def _check_readable(path: Path) -> None:
-    """InputError naming ``path`` unless it is a regular file that can be opened and read."""
-    problem = file_problem(path)
-    if problem is not None:
-        raise InputError(f"{path}: {problem} (a result file the report cannot read)")
+def _first_unreadable(entries: list[Path]) -> tuple[Path, str] | None:
+    """(file, the problem, as the report says it) for the first records file, JSON file or table
+    (``runner.folders.RESULT_SUFFIXES``: what the report reads of a folder) that cannot be read."""
+    for p in entries:
+        if p.suffix in RESULT_SUFFIXES and (problem := file_problem(p)) is not None:
+            return p, f"{p}: {problem} (a result file the report cannot read)"
+    return None
 
 
 def _check_run_files(entries: list[Path]) -> None:
-    """Every records file, JSON file and table of a collection folder (``*.jsonl``, ``*.json``,
-    ``*.md``, ``*.csv``: a tiered suite's big tables are read too) is a file that can be read."""
-    for p in entries:
-        if p.suffix in (".jsonl", ".json", ".md", ".csv"):
-            _check_readable(p)
-
-
-def _first_unreadable(entries: list[Path]) -> tuple[Path, str] | None:
-    """(file, the problem) for the first records file, JSON file or table (``.md``, ``.csv``: what
-    the report shows of a run) of a run folder that cannot be read."""
-    for p in entries:
-        if p.suffix in (".jsonl", ".json", ".md", ".csv"):
-            try:
-                _check_readable(p)
-            except InputError as e:
-                return p, str(e)
-    return None
+    """Every records file, JSON file and table of a collection folder (a tiered suite's big tables
+    are read too) is a file that can be read: an InputError naming the first that is not."""
+    bad = _first_unreadable(entries)
+    if bad is not None:
+        raise InputError(bad[1])
 
 
 def _rel(path: Path, root: Path) -> str:
